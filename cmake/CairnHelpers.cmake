@@ -1,0 +1,37 @@
+# cairn_library(name dir deps...): a static library from dir/*.cc, leaving out
+# tests (*_test.cc), benchmarks (*_bench.cc) and fuzz targets (*_fuzz.cc).
+function(cairn_library name dir)
+  file(GLOB srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cc)
+  list(FILTER srcs EXCLUDE REGEX "_(test|bench|fuzz)\\.cc$")
+  if(NOT srcs)
+    set(srcs ${CMAKE_CURRENT_SOURCE_DIR}/cmake/empty.cc)
+  endif()
+  add_library(${name} STATIC ${srcs})
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/cairn/internal>)
+  target_include_directories(${name} PRIVATE ${URING_INCLUDE_DIRS}
+    ${ZSTD_INCLUDE_DIRS} ${XXHASH_INCLUDE_DIRS})
+  target_compile_options(${name} PRIVATE ${CAIRN_WARNINGS})
+  target_link_libraries(${name} PUBLIC ${ARGN})
+endfunction()
+
+# cairn_test(name sources... LIBS libs...): one GoogleTest executable.
+function(cairn_test name)
+  cmake_parse_arguments(T "" "" "LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_UNPARSED_ARGUMENTS})
+  target_compile_options(${name} PRIVATE ${CAIRN_WARNINGS})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  target_compile_definitions(${name} PRIVATE
+    CAIRN_SOURCE_DIR="${CMAKE_SOURCE_DIR}" CAIRN_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${T_LABELS}")
+endfunction()
+
+# Every dir/*_test.cc becomes its own test executable linked to lib.
+function(cairn_folder_tests dir lib)
+  file(GLOB tests CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*_test.cc)
+  foreach(t ${tests})
+    get_filename_component(n ${t} NAME_WE)
+    cairn_test(${n} ${t} LIBS ${lib} LABELS unit)
+  endforeach()
+endfunction()

@@ -1,0 +1,76 @@
+// DB is a persistent ordered map from byte-string keys to byte-string values.
+// Layout and design: docs/architecture.md.
+//
+// Thread safety: every method may be called from many threads at once.
+// Errors: NotFound only from Get; InvalidArgument for bad input (checked
+// before any I/O); DataLoss naming file and offset for corrupt bytes; after a
+// failed sync or a background error, writes fail until the DB is reopened.
+#ifndef CAIRN_DB_H_
+#define CAIRN_DB_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "cairn/iterator.h"
+#include "cairn/options.h"
+#include "cairn/stats.h"
+#include "cairn/write_batch.h"
+
+namespace cairn {
+
+// A consistent read view; see DB::GetSnapshot.
+class Snapshot {
+ protected:
+  virtual ~Snapshot() = default;
+};
+
+class DB {
+ public:
+  // Opens (or creates, per options) the database in directory path. Only one
+  // DB may hold a path at a time, in this process or any other.
+  static absl::StatusOr<std::unique_ptr<DB>> Open(const Options& options,
+                                                  const std::string& path);
+  DB() = default;
+  DB(const DB&) = delete;
+  DB& operator=(const DB&) = delete;
+  // Waits for background work, then closes every file.
+  virtual ~DB() = default;
+
+  virtual absl::Status Put(const WriteOptions& options, std::string_view key,
+                           std::string_view value) = 0;
+  virtual absl::Status Delete(const WriteOptions& options, std::string_view key) = 0;
+  virtual absl::Status Write(const WriteOptions& options, const WriteBatch& batch) = 0;
+
+  // Sets *value; NotFound when the key has no value.
+  virtual absl::Status Get(const ReadOptions& options, std::string_view key,
+                           std::string* value) = 0;
+  // One status per key, in order; values[i] is set where statuses[i] is OK.
+  virtual std::vector<absl::Status> MultiGet(const ReadOptions& options,
+                                             const std::vector<std::string_view>& keys,
+                                             std::vector<std::string>* values) = 0;
+
+  virtual std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) = 0;
+
+  virtual const Snapshot* GetSnapshot() = 0;
+  virtual void ReleaseSnapshot(const Snapshot* snapshot) = 0;
+
+  // Writes the memtable to an SST and waits for it.
+  virtual absl::Status Flush() = 0;
+  // Compacts the key range [begin, end] (null: unbounded) down the levels.
+  virtual absl::Status CompactRange(const std::string* begin, const std::string* end) = 0;
+  // Waits until no flush or compaction is pending or running.
+  virtual absl::Status WaitForBackgroundWork() = 0;
+
+  // "cairn.stats" (text report), "cairn.num-files-at-level<N>",
+  // "cairn.io-backend". False for an unknown name.
+  virtual bool GetProperty(std::string_view name, std::string* value) = 0;
+  virtual Stats GetStats() = 0;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_DB_H_

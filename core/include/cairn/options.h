@@ -1,0 +1,85 @@
+// Options for opening a cairn database, and for each read and write.
+#ifndef CAIRN_OPTIONS_H_
+#define CAIRN_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+
+namespace cairn {
+
+class Snapshot;
+
+// Values of at least this many bytes go to the value log; kInlineValues keeps
+// every value in the LSM tree (inline-value mode, like LevelDB and RocksDB).
+inline constexpr size_t kInlineValues = std::numeric_limits<size_t>::max();
+
+// Largest key and value accepted; larger ones are InvalidArgument before any
+// I/O. The empty key is allowed (it sorts first).
+inline constexpr size_t kMaxKeySize = 64 * 1024;
+inline constexpr size_t kMaxValueSize = 256u * 1024 * 1024;
+
+enum class IoBackendOption : uint8_t {
+  kAuto = 0,   // io_uring when the kernel allows it, else POSIX
+  kUring = 1,  // io_uring; still falls back to POSIX rather than fail
+  kPosix = 2,  // pread/pwrite/fdatasync
+};
+
+enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
+
+struct Options {
+  // Create the database when the directory holds none. Default: true.
+  bool create_if_missing = true;
+  // Fail when a database already exists at the path. Default: false.
+  bool error_if_exists = false;
+  // Bytes of writes a memtable takes before it is flushed. Default: 64 MiB.
+  size_t memtable_size = 64u << 20;
+  // Uncompressed bytes per SST data block. Default: 4 KiB.
+  size_t block_size = 4096;
+  // Capacity of the LRU cache of SST blocks, in bytes. Default: 64 MiB.
+  size_t block_cache_size = 64u << 20;
+  // Bloom filter bits per key in every SST (0 disables). Default: 10.
+  int bloom_bits_per_key = 10;
+  // Compression of SST blocks. Default: zstd.
+  Compression compression = Compression::kZstd;
+  // File I/O backend; the environment variable CAIRN_IO overrides it.
+  IoBackendOption io_backend = IoBackendOption::kAuto;
+  // Read SST and value-log data with O_DIRECT. Default: false.
+  bool direct_reads = false;
+  // Values of at least this many bytes are stored in the value log.
+  // Default: kInlineValues until key-value separation is enabled.
+  size_t value_separation_threshold = kInlineValues;
+
+  // Compaction: L0 file count that starts an L0 -> L1 compaction (default 4),
+  // slows writes (default 20) and stops them (default 36).
+  int level0_compaction_trigger = 4;
+  int level0_slowdown_trigger = 20;
+  int level0_stop_trigger = 36;
+  // Target size of SST files written by compaction. Default: 64 MiB.
+  size_t target_file_size = 64u << 20;
+  // Size ratio between adjacent levels. Default: 10.
+  int level_size_multiplier = 10;
+  // Threads for compaction (flush has its own). Default: 1.
+  int max_background_compactions = 1;
+};
+
+struct ReadOptions {
+  // Read as of this snapshot; null reads the latest state.
+  const Snapshot* snapshot = nullptr;
+  // Verify block checksums on every read (they are always verified on a
+  // cache miss in this version). Default: true.
+  bool verify_checksums = true;
+  // Put blocks read for this operation into the block cache. Default: true.
+  bool fill_cache = true;
+};
+
+struct WriteOptions {
+  // fdatasync the log before acknowledging. A sync write survives power
+  // loss; a non-sync write survives a process crash once acknowledged.
+  bool sync = false;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_OPTIONS_H_

@@ -1,0 +1,64 @@
+// Stats: what the engine measured about itself. The three amplifications
+// (write, read, space) are computed from the io layer's byte counters, not
+// estimated. GetProperty("cairn.stats") prints the same as text.
+#ifndef CAIRN_STATS_H_
+#define CAIRN_STATS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cairn {
+
+struct LevelStats {
+  int level = 0;
+  uint64_t files = 0;
+  uint64_t bytes = 0;               // size of the level's files
+  uint64_t compaction_bytes_read = 0;
+  uint64_t compaction_bytes_written = 0;  // flush output for L0
+  uint64_t compactions = 0;
+  // compaction_bytes_written / bytes that entered the level from above.
+  double write_amplification = 0;
+};
+
+struct Stats {
+  std::string io_backend;  // "io_uring" or "posix"
+
+  // User traffic.
+  uint64_t user_bytes_written = 0;  // key + value bytes of Puts and Deletes
+  uint64_t puts = 0, deletes = 0, gets = 0, gets_found = 0;
+
+  // Bytes written to disk by component (from the io layer's counters).
+  uint64_t wal_bytes_written = 0;
+  uint64_t vlog_bytes_written = 0;
+  uint64_t flush_bytes_written = 0;
+  uint64_t compaction_bytes_written = 0;
+  uint64_t gc_bytes_written = 0;
+  uint64_t manifest_bytes_written = 0;
+  // Sum of the above over user_bytes_written.
+  double write_amplification = 0;
+
+  // Reads from the device.
+  uint64_t table_reads = 0, table_bytes_read = 0;
+  uint64_t vlog_reads = 0, vlog_bytes_read = 0;
+  // (table_reads + vlog_reads) per Get.
+  double read_amplification = 0;
+  uint64_t bloom_probes = 0, bloom_rejections = 0, bloom_false_positives = 0;
+  uint64_t block_cache_hits = 0, block_cache_misses = 0;
+
+  // Space: (SST + value-log bytes on disk) / live user bytes, where live
+  // user bytes are estimated from the last full scan (0 when unknown).
+  uint64_t sst_bytes = 0, vlog_bytes = 0;
+  uint64_t live_user_bytes_estimate = 0;
+  double space_amplification = 0;
+
+  // Write stalls.
+  uint64_t stall_slowdowns = 0, stall_stops = 0;
+  uint64_t stall_micros = 0;
+
+  std::vector<LevelStats> levels;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_STATS_H_

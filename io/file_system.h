@@ -1,0 +1,152 @@
+// FileSystem is the only way cairn touches files. Backends: io_uring
+// (uring_file_system.cc), POSIX (posix_file_system.cc), in-memory
+// (memory_file_system.cc, for tests) and a fault-injecting wrapper
+// (fault_file_system.h, for crash and error tests).
+//
+// Errors: syscall and CQE failures map through absl::ErrnoToStatus, with the
+// path in the message; ENOSPC becomes ResourceExhausted; NotFound when a file
+// that must exist does not. Short reads at end of file are not errors: Read
+// returns fewer bytes.
+//
+// Thread safety: a FileSystem and a RandomAccessFile may be used from many
+// threads at once; a WritableFile by one thread at a time.
+#ifndef CAIRN_IO_FILE_SYSTEM_H_
+#define CAIRN_IO_FILE_SYSTEM_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "io/io_stats.h"
+
+namespace cairn::io {
+
+// Alignment of O_DIRECT buffers, offsets and lengths.
+inline constexpr size_t kDirectIoAlignment = 4096;
+
+struct FileOptions {
+  IoCategory category = IoCategory::kOther;
+  // O_DIRECT. A backend or file system that cannot do it (tmpfs, memory)
+  // silently uses buffered I/O; callers must not rely on it for durability.
+  bool direct = false;
+};
+
+// WritableFile appends bytes sequentially to one file through a write buffer
+// (aligned when direct). Size() counts every byte appended, flushed or not.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  // Appends data; it may sit in the buffer until Flush, Sync or Close.
+  virtual absl::Status Append(std::string_view data) = 0;
+  // Hands buffered bytes to the kernel (with O_DIRECT, the whole aligned
+  // blocks; a partial tail block is written padded and rewritten later).
+  virtual absl::Status Flush() = 0;
+  // Flush, then fdatasync. After an error the file refuses further writes.
+  virtual absl::Status Sync() = 0;
+  // Flush and close; the file's size on disk is exactly Size().
+  virtual absl::Status Close() = 0;
+  virtual uint64_t Size() const = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// One request of a batched read. buf must hold len bytes (any alignment; the
+// file widens to aligned bounce buffers when direct). On return, result is the
+// number of bytes read (less than len only at end of file) and status says
+// whether this request failed.
+struct ReadRequest {
+  uint64_t offset = 0;
+  size_t len = 0;
+  char* buf = nullptr;
+  size_t result = 0;
+  absl::Status status;
+};
+
+// RandomAccessFile reads at offsets; safe for concurrent use.
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  // Reads up to n bytes at offset into scratch; *result points into scratch
+  // and is shorter than n only at end of file.
+  virtual absl::Status Read(uint64_t offset, size_t n, char* scratch,
+                            std::string_view* result) const = 0;
+  // Reads every request, all in flight at once where the backend can (one
+  // submission on the ring, then reaping completions). Returns the first
+  // failing request's status; every request's own status is set.
+  virtual absl::Status MultiRead(absl::Span<ReadRequest> requests) const = 0;
+  virtual absl::StatusOr<uint64_t> Size() const = 0;
+  virtual const std::string& path() const = 0;
+};
+
+// A held LOCK file; releasing it (destruction) unlocks.
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
+};
+
+class FileSystem {
+ public:
+  virtual ~FileSystem() = default;
+
+  // Creates (or truncates) path for appending.
+  virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path, const FileOptions& options) = 0;
+  // Opens an existing file for appending at its current end.
+  virtual absl::StatusOr<std::unique_ptr<WritableFile>> ReopenWritableFile(
+      const std::string& path, const FileOptions& options) = 0;
+  virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path, const FileOptions& options) = 0;
+
+  // Syncs several files of this file system together: on the ring all the
+  // fdatasyncs are in flight at once. OK only when every one succeeded.
+  virtual absl::Status SyncFiles(absl::Span<WritableFile* const> files);
+
+  virtual absl::Status RenameFile(const std::string& from, const std::string& to) = 0;
+  virtual absl::Status RemoveFile(const std::string& path) = 0;
+  virtual absl::Status TruncateFile(const std::string& path, uint64_t size) = 0;
+  virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
+  virtual bool FileExists(const std::string& path) = 0;
+  // Names (not paths) of the entries in dir, without "." and "..".
+  virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;
+  // Creates dir if missing (not its parents).
+  virtual absl::Status CreateDir(const std::string& dir) = 0;
+  virtual absl::Status RemoveDir(const std::string& dir) = 0;
+  // fsyncs the directory, making creates, renames and unlinks in it durable.
+  virtual absl::Status SyncDir(const std::string& dir) = 0;
+
+  // Takes an exclusive lock on path (created if missing) that excludes other
+  // processes (fcntl/flock) and other holders in this process. A held lock is
+  // FailedPrecondition naming the path.
+  virtual absl::StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+
+  // "io_uring", "posix", "memory", or a wrapper's name around its base's.
+  virtual std::string Name() const = 0;
+
+  // Per-category byte and operation counters of every file opened here.
+  virtual IoStats& stats() = 0;
+};
+
+enum class IoBackend : uint8_t { kAuto = 0, kUring = 1, kPosix = 2 };
+
+// Opens the real file system on the chosen backend. The environment variable
+// CAIRN_IO=uring|posix|auto overrides the argument. When the ring cannot be
+// set up (EPERM from a container's seccomp profile, ENOSYS, ENOMEM) kAuto and
+// kUring both fall back to POSIX and log that once per process: the engine
+// never fails to open because io_uring is missing. Name() says which backend
+// is in use.
+absl::StatusOr<std::shared_ptr<FileSystem>> NewFileSystem(IoBackend backend);
+
+// Test hook: makes ring setup fail with -errno_value (0 restores the real
+// io_uring_queue_init). Lets tests prove the POSIX fallback.
+void SetRingSetupFailureForTesting(int errno_value);
+
+// Joins a directory and a file name.
+std::string JoinPath(std::string_view dir, std::string_view name);
+
+}  // namespace cairn::io
+
+#endif  // CAIRN_IO_FILE_SYSTEM_H_

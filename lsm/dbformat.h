@@ -1,0 +1,99 @@
+// Internal keys: the LSM's view of a user key at one sequence number.
+//
+//   internal key = user_key . fixed64_le((sequence << 8) | type)
+//
+// Ordered by user key ascending (bytewise), then sequence descending, then
+// type descending, so the newest version of a key comes first.
+//
+// The LSM stores values as tagged bytes: kValue holds the value inline,
+// kValuePointer holds an opaque pointer that only the value log understands.
+// The LSM never interprets pointer bytes; it hands the ones a compaction drops
+// to a CompactionListener.
+#ifndef CAIRN_LSM_DBFORMAT_H_
+#define CAIRN_LSM_DBFORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "io/coding.h"
+
+namespace cairn::lsm {
+
+using SequenceNumber = uint64_t;
+inline constexpr SequenceNumber kMaxSequenceNumber = (uint64_t{1} << 56) - 1;
+
+// On disk (WAL, SST). Never renumber; retired values stay listed here.
+enum class ValueType : uint8_t {
+  kDeletion = 0,
+  kValue = 1,
+  kValuePointer = 2,
+};
+// Seek targets use the highest type so they sort before every entry of the
+// same user key and sequence.
+inline constexpr ValueType kValueTypeForSeek = ValueType::kValuePointer;
+
+inline bool IsValidValueType(uint8_t t) { return t <= 2; }
+
+inline uint64_t PackSequenceAndType(SequenceNumber seq, ValueType t) {
+  return (seq << 8) | static_cast<uint8_t>(t);
+}
+
+inline void AppendInternalKey(std::string* dst, std::string_view user_key,
+                              SequenceNumber seq, ValueType t) {
+  dst->append(user_key);
+  io::PutFixed64(dst, PackSequenceAndType(seq, t));
+}
+
+struct ParsedInternalKey {
+  std::string_view user_key;
+  SequenceNumber sequence = 0;
+  ValueType type = ValueType::kValue;
+};
+
+// False when ikey is shorter than 8 bytes or has an unknown type.
+inline bool ParseInternalKey(std::string_view ikey, ParsedInternalKey* out) {
+  if (ikey.size() < 8) return false;
+  uint64_t tag = io::DecodeFixed64(ikey.data() + ikey.size() - 8);
+  uint8_t t = static_cast<uint8_t>(tag & 0xff);
+  if (!IsValidValueType(t)) return false;
+  out->user_key = ikey.substr(0, ikey.size() - 8);
+  out->sequence = tag >> 8;
+  out->type = static_cast<ValueType>(t);
+  return true;
+}
+
+// REQUIRES: ikey.size() >= 8.
+inline std::string_view ExtractUserKey(std::string_view ikey) {
+  return ikey.substr(0, ikey.size() - 8);
+}
+inline uint64_t ExtractTag(std::string_view ikey) {
+  return io::DecodeFixed64(ikey.data() + ikey.size() - 8);
+}
+
+// Three-way comparison of internal keys as described above.
+inline int CompareInternalKeys(std::string_view a, std::string_view b) {
+  int r = ExtractUserKey(a).compare(ExtractUserKey(b));
+  if (r != 0) return r < 0 ? -1 : 1;
+  uint64_t ta = ExtractTag(a), tb = ExtractTag(b);
+  if (ta > tb) return -1;
+  if (ta < tb) return 1;
+  return 0;
+}
+
+struct InternalKeyLess {
+  bool operator()(std::string_view a, std::string_view b) const {
+    return CompareInternalKeys(a, b) < 0;
+  }
+};
+
+// The key to Seek to for the newest version of user_key visible at seq.
+inline std::string MakeLookupKey(std::string_view user_key, SequenceNumber seq) {
+  std::string k;
+  AppendInternalKey(&k, user_key, seq, kValueTypeForSeek);
+  return k;
+}
+
+}  // namespace cairn::lsm
+
+#endif  // CAIRN_LSM_DBFORMAT_H_
