@@ -147,6 +147,14 @@ void SetRingSetupFailureForTesting(int errno_value);
 // Joins a directory and a file name.
 std::string JoinPath(std::string_view dir, std::string_view name);
 
+// Reads the whole of path. NotFound when it does not exist.
+absl::StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path,
+                                             IoCategory category = IoCategory::kOther);
+// Creates (or truncates) path, writes contents, fdatasyncs when sync, closes.
+absl::Status WriteStringToFile(FileSystem* fs, const std::string& path,
+                               std::string_view contents, bool sync,
+                               IoCategory category = IoCategory::kOther);
+
 }  // namespace cairn::io
 
 #endif  // CAIRN_IO_FILE_SYSTEM_H_

@@ -1,0 +1,91 @@
+#include "io/file_system.h"
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "io/posix_file_system.h"
+#include "io/ring.h"
+#include "io/status_macros.h"
+#include "io/uring_file_system.h"
+
+namespace cairn::io {
+
+std::string JoinPath(std::string_view dir, std::string_view name) {
+  std::string path(dir);
+  if (!path.empty() && path.back() != '/') path += '/';
+  path.append(name);
+  return path;
+}
+
+absl::Status FileSystem::SyncFiles(absl::Span<WritableFile* const> files) {
+  absl::Status first;
+  for (WritableFile* f : files) {
+    absl::Status s = f->Sync();
+    if (first.ok()) first = s;
+  }
+  return first;
+}
+
+namespace {
+
+absl::StatusOr<IoBackend> BackendFromEnv(IoBackend fallback) {
+  const char* env = std::getenv("CAIRN_IO");
+  if (env == nullptr || *env == '\0') return fallback;
+  const std::string v = absl::AsciiStrToLower(env);
+  if (v == "uring" || v == "io_uring") return IoBackend::kUring;
+  if (v == "posix") return IoBackend::kPosix;
+  if (v == "auto") return IoBackend::kAuto;
+  return absl::InvalidArgumentError(
+      absl::StrCat("CAIRN_IO=", env, ": expected uring, posix or auto"));
+}
+
+void LogFallbackOnce(const absl::Status& why) {
+  static std::atomic<bool> logged{false};
+  if (logged.exchange(true)) return;
+  std::fprintf(stderr, "cairn: io_uring unavailable (%s); using the POSIX backend\n",
+               why.ToString().c_str());
+}
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<FileSystem>> NewFileSystem(IoBackend backend) {
+  CAIRN_ASSIGN_OR_RETURN(backend, BackendFromEnv(backend));
+  if (backend == IoBackend::kPosix) return std::make_shared<PosixFileSystem>();
+  // Both kUring and kAuto fall back: the engine must open without io_uring.
+  absl::Status probe = Ring::Probe();
+  if (!probe.ok()) {
+    LogFallbackOnce(probe);
+    return std::make_shared<PosixFileSystem>();
+  }
+  return std::make_shared<UringFileSystem>();
+}
+
+absl::StatusOr<std::string> ReadFileToString(FileSystem* fs, const std::string& path,
+                                             IoCategory category) {
+  FileOptions options;
+  options.category = category;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file,
+                         fs->NewRandomAccessFile(path, options));
+  CAIRN_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+  std::string contents(size, '\0');
+  std::string_view got;
+  CAIRN_RETURN_IF_ERROR(file->Read(0, size, contents.data(), &got));
+  contents.resize(got.size());
+  return contents;
+}
+
+absl::Status WriteStringToFile(FileSystem* fs, const std::string& path, std::string_view contents,
+                               bool sync, IoCategory category) {
+  FileOptions options;
+  options.category = category;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs->NewWritableFile(path, options));
+  CAIRN_RETURN_IF_ERROR(file->Append(contents));
+  if (sync) CAIRN_RETURN_IF_ERROR(file->Sync());
+  return file->Close();
+}
+
+}  // namespace cairn::io

@@ -1,0 +1,591 @@
+// Tests of the FileSystem contract, run against every backend (io_uring,
+// POSIX, memory), buffered and with O_DIRECT, plus backend selection.
+#include "io/file_system.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/memory_file_system.h"
+#include "io/posix_file_system.h"
+#include "io/ring.h"
+#include "io/uring_file_system.h"
+
+namespace cairn::io {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string RandomBytes(std::mt19937_64& rng, size_t n) {
+  std::string s(n, '\0');
+  for (char& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+bool SupportsDirectIo(const std::string& dir) {
+  const std::string probe = dir + "/direct_probe";
+  int fd = ::open(probe.c_str(), O_RDWR | O_CREAT | O_DIRECT, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
+}
+
+// Param: backend name, direct.
+class FileSystemTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {
+ protected:
+  void SetUp() override {
+    const std::string& backend = std::get<0>(GetParam());
+    options_.direct = std::get<1>(GetParam());
+    if (backend == "memory") {
+      memory_ = std::make_shared<MemoryFileSystem>();
+      fs_ = memory_;
+      dir_ = "/test";
+      ASSERT_TRUE(fs_->CreateDir(dir_).ok());
+      return;
+    }
+    if (backend == "io_uring") {
+      absl::Status probe = Ring::Probe();
+      if (!probe.ok()) GTEST_SKIP() << "io_uring unavailable here: " << probe;
+      fs_ = std::make_shared<UringFileSystem>();
+    } else {
+      fs_ = std::make_shared<PosixFileSystem>();
+    }
+    char tmpl[] = "/tmp/cairn_fs_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr) << std::strerror(errno);
+    dir_ = tmpl;
+  }
+
+  void TearDown() override {
+    if (memory_ == nullptr && !dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+    }
+  }
+
+  bool real() const { return memory_ == nullptr; }
+  std::string Path(std::string_view name) const { return JoinPath(dir_, name); }
+
+  // Writes contents to name through a WritableFile and closes it.
+  void WriteFile(const std::string& name, const std::string& contents) {
+    auto file = fs_->NewWritableFile(Path(name), options_);
+    ASSERT_TRUE(file.ok()) << file.status();
+    ASSERT_TRUE((*file)->Append(contents).ok());
+    ASSERT_TRUE((*file)->Close().ok());
+  }
+
+  std::string Contents(const std::string& name) {
+    absl::StatusOr<std::string> s = ReadFileToString(fs_.get(), Path(name));
+    EXPECT_TRUE(s.ok()) << s.status();
+    return s.ok() ? *s : std::string();
+  }
+
+  std::shared_ptr<FileSystem> fs_;
+  std::shared_ptr<MemoryFileSystem> memory_;
+  std::string dir_;
+  FileOptions options_;
+};
+
+TEST_P(FileSystemTest, AppendFlushSizeAndReopenAppend) {
+  auto file = fs_->NewWritableFile(Path("f"), options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->Append("hello").ok());
+  EXPECT_EQ((*file)->Size(), 5u);
+  ASSERT_TRUE((*file)->Flush().ok());
+  EXPECT_EQ(*fs_->GetFileSize(Path("f")), 5u);
+  ASSERT_TRUE((*file)->Append(" world").ok());
+  EXPECT_EQ((*file)->Size(), 11u);
+  ASSERT_TRUE((*file)->Sync().ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(*fs_->GetFileSize(Path("f")), 11u);
+  EXPECT_FALSE((*file)->Append("x").ok());
+
+  auto reopened = fs_->ReopenWritableFile(Path("f"), options_);
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->Size(), 11u);
+  ASSERT_TRUE((*reopened)->Append("!").ok());
+  ASSERT_TRUE((*reopened)->Close().ok());
+  EXPECT_EQ(Contents("f"), "hello world!");
+
+  // NewWritableFile truncates.
+  WriteFile("f", "new");
+  EXPECT_EQ(Contents("f"), "new");
+}
+
+TEST_P(FileSystemTest, FlushKeepsFileSizeEqualToAppendedBytes) {
+  std::mt19937_64 rng(7);
+  std::string expected;
+  auto file = fs_->NewWritableFile(Path("f"), options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  if (real() && options_.direct && SupportsDirectIo(dir_)) {
+    // The direct variants must really run O_DIRECT where the disk allows it.
+    auto* fd_file = dynamic_cast<FdWritableFile*>(file->get());
+    ASSERT_NE(fd_file, nullptr);
+    EXPECT_TRUE(fd_file->direct());
+  }
+  for (int i = 0; i < 40; ++i) {
+    std::string piece = RandomBytes(rng, rng() % 9000 + 1);
+    expected += piece;
+    ASSERT_TRUE((*file)->Append(piece).ok());
+    ASSERT_TRUE((*file)->Flush().ok());
+    ASSERT_EQ(*fs_->GetFileSize(Path("f")), expected.size()) << "after append " << i;
+    if (i % 10 == 9) {
+      ASSERT_EQ(Contents("f"), expected) << "after append " << i;
+    }
+  }
+  ASSERT_TRUE((*file)->Close().ok());
+  // Reopening at an unaligned end rewrites the partial tail block correctly.
+  for (int round = 0; round < 3; ++round) {
+    auto reopened = fs_->ReopenWritableFile(Path("f"), options_);
+    ASSERT_TRUE(reopened.ok()) << reopened.status();
+    std::string piece = RandomBytes(rng, 1000 + round);
+    expected += piece;
+    ASSERT_TRUE((*reopened)->Append(piece).ok());
+    ASSERT_TRUE((*reopened)->Sync().ok());
+    ASSERT_TRUE((*reopened)->Close().ok());
+    EXPECT_EQ(Contents("f"), expected);
+  }
+}
+
+TEST_P(FileSystemTest, AppendsLargerThanTheBufferRoundTrip) {
+  std::mt19937_64 rng(11);
+  const std::string big = RandomBytes(rng, 3 * FdWritableFile::kBufferSize + 12345);
+  auto file = fs_->NewWritableFile(Path("big"), options_);
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE((*file)->Append(std::string_view(big).substr(0, 100)).ok());
+  ASSERT_TRUE((*file)->Append(std::string_view(big).substr(100)).ok());
+  EXPECT_EQ((*file)->Size(), big.size());
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(Contents("big"), big);
+}
+
+TEST_P(FileSystemTest, ReadsAtOffsetsAndShortAtEndOfFile) {
+  std::mt19937_64 rng(3);
+  const std::string data = RandomBytes(rng, 10000);
+  WriteFile("f", data);
+  auto file = fs_->NewRandomAccessFile(Path("f"), options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(*(*file)->Size(), data.size());
+  std::string scratch(20000, '\0');
+  std::string_view got;
+  for (uint64_t offset : {0ul, 1ul, 4095ul, 4096ul, 5000ul, 9999ul}) {
+    ASSERT_TRUE((*file)->Read(offset, 100, scratch.data() + 1, &got).ok());
+    EXPECT_EQ(got, std::string_view(data).substr(offset, 100)) << "offset " << offset;
+  }
+  ASSERT_TRUE((*file)->Read(9000, 5000, scratch.data(), &got).ok());
+  EXPECT_EQ(got, std::string_view(data).substr(9000));
+  ASSERT_TRUE((*file)->Read(10000, 10, scratch.data(), &got).ok());
+  EXPECT_TRUE(got.empty());
+  ASSERT_TRUE((*file)->Read(1 << 20, 10, scratch.data(), &got).ok());
+  EXPECT_TRUE(got.empty());
+  ASSERT_TRUE((*file)->Read(0, 0, scratch.data(), &got).ok());
+  EXPECT_TRUE(got.empty());
+}
+
+TEST_P(FileSystemTest, MultiReadMatchesContents) {
+  std::mt19937_64 rng(5);
+  const std::string data = RandomBytes(rng, 100000);
+  WriteFile("f", data);
+  auto file = fs_->NewRandomAccessFile(Path("f"), options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (int requests : {1, 100, 1000}) {
+    std::vector<ReadRequest> reqs(requests);
+    std::vector<std::string> bufs(requests);
+    for (int i = 0; i < requests; ++i) {
+      ReadRequest& r = reqs[i];
+      switch (i % 4) {
+        case 0:  // Unaligned anywhere.
+          r.offset = rng() % data.size();
+          r.len = rng() % 9000;
+          break;
+        case 1:  // Aligned.
+          r.offset = (rng() % 24) * kDirectIoAlignment;
+          r.len = kDirectIoAlignment * (1 + rng() % 2);
+          break;
+        case 2:  // Straddles end of file.
+          r.offset = data.size() - rng() % 5000;
+          r.len = 6000;
+          break;
+        default:  // Past end of file.
+          r.offset = data.size() + rng() % 10000;
+          r.len = 10;
+      }
+      bufs[i].assign(r.len + 1, '\0');
+      r.buf = bufs[i].data() + 1;  // Deliberately unaligned.
+    }
+    ASSERT_TRUE((*file)->MultiRead(absl::MakeSpan(reqs)).ok());
+    for (int i = 0; i < requests; ++i) {
+      const ReadRequest& r = reqs[i];
+      ASSERT_TRUE(r.status.ok()) << r.status;
+      const std::string_view want = r.offset >= data.size()
+                                        ? std::string_view()
+                                        : std::string_view(data).substr(r.offset, r.len);
+      ASSERT_EQ(std::string_view(r.buf, r.result), want)
+          << "request " << i << " offset " << r.offset << " len " << r.len;
+    }
+  }
+}
+
+TEST_P(FileSystemTest, ConcurrentReadersSeeTheSameBytes) {
+  std::mt19937_64 rng(9);
+  const std::string data = RandomBytes(rng, 50000);
+  WriteFile("f", data);
+  auto file = fs_->NewRandomAccessFile(Path("f"), options_);
+  ASSERT_TRUE(file.ok());
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937_64 local(t);
+      for (int i = 0; i < 50; ++i) {
+        std::vector<ReadRequest> reqs(8);
+        std::vector<std::string> bufs(8, std::string(3000, '\0'));
+        for (int j = 0; j < 8; ++j) {
+          reqs[j].offset = local() % data.size();
+          reqs[j].len = 3000;
+          reqs[j].buf = bufs[j].data();
+        }
+        if (!(*file)->MultiRead(absl::MakeSpan(reqs)).ok()) ++mismatches;
+        for (const ReadRequest& r : reqs) {
+          if (std::string_view(r.buf, r.result) != std::string_view(data).substr(r.offset, 3000)) {
+            ++mismatches;
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(mismatches.load(), 0);
+}
+
+TEST_P(FileSystemTest, RenameRemoveListTruncateExistsAndSize) {
+  WriteFile("a", "aaaa");
+  WriteFile("b", "bbbbbbbb");
+  ASSERT_TRUE(fs_->CreateDir(Path("sub")).ok());
+  ASSERT_TRUE(fs_->CreateDir(Path("sub")).ok());  // Existing: fine.
+  WriteFile("sub/c", "c");
+  EXPECT_THAT(*fs_->ListDir(dir_), ElementsAre("a", "b", "sub"));
+  EXPECT_THAT(*fs_->ListDir(Path("sub")), ElementsAre("c"));
+
+  ASSERT_TRUE(fs_->RenameFile(Path("a"), Path("b")).ok());  // Replaces b.
+  EXPECT_FALSE(fs_->FileExists(Path("a")));
+  EXPECT_EQ(Contents("b"), "aaaa");
+  EXPECT_THAT(*fs_->ListDir(dir_), ElementsAre("b", "sub"));
+
+  ASSERT_TRUE(fs_->TruncateFile(Path("b"), 2).ok());
+  EXPECT_EQ(*fs_->GetFileSize(Path("b")), 2u);
+  EXPECT_EQ(Contents("b"), "aa");
+
+  ASSERT_TRUE(fs_->RemoveFile(Path("b")).ok());
+  EXPECT_FALSE(fs_->FileExists(Path("b")));
+  EXPECT_TRUE(fs_->FileExists(Path("sub")));
+  EXPECT_FALSE(fs_->RemoveDir(Path("sub")).ok());  // Not empty.
+  ASSERT_TRUE(fs_->RemoveFile(Path("sub/c")).ok());
+  ASSERT_TRUE(fs_->SyncDir(dir_).ok());
+  ASSERT_TRUE(fs_->RemoveDir(Path("sub")).ok());
+  EXPECT_TRUE(fs_->ListDir(dir_)->empty());
+}
+
+TEST_P(FileSystemTest, OpenFileSurvivesRenameAndRemoval) {
+  WriteFile("a", "contents");
+  auto reader = fs_->NewRandomAccessFile(Path("a"), options_);
+  ASSERT_TRUE(reader.ok());
+  ASSERT_TRUE(fs_->RenameFile(Path("a"), Path("b")).ok());
+  ASSERT_TRUE(fs_->RemoveFile(Path("b")).ok());
+  char buf[16];
+  std::string_view got;
+  ASSERT_TRUE((*reader)->Read(0, sizeof(buf), buf, &got).ok());
+  EXPECT_EQ(got, "contents");
+}
+
+TEST_P(FileSystemTest, MissingFilesAndDirectoriesAreNotFound) {
+  EXPECT_TRUE(absl::IsNotFound(fs_->NewRandomAccessFile(Path("nope"), options_).status()));
+  EXPECT_TRUE(absl::IsNotFound(fs_->ReopenWritableFile(Path("nope"), options_).status()));
+  EXPECT_TRUE(absl::IsNotFound(fs_->GetFileSize(Path("nope")).status()));
+  EXPECT_TRUE(absl::IsNotFound(fs_->RemoveFile(Path("nope"))));
+  EXPECT_TRUE(absl::IsNotFound(fs_->RenameFile(Path("nope"), Path("x"))));
+  EXPECT_TRUE(absl::IsNotFound(fs_->TruncateFile(Path("nope"), 0)));
+  EXPECT_TRUE(absl::IsNotFound(fs_->NewWritableFile(Path("no/dir/f"), options_).status()));
+  EXPECT_FALSE(fs_->FileExists(Path("nope")));
+  absl::Status s = fs_->NewRandomAccessFile(Path("nope"), options_).status();
+  EXPECT_THAT(std::string(s.message()), HasSubstr(Path("nope")));
+
+  ASSERT_TRUE(fs_->CreateDir(Path("d")).ok());
+  ASSERT_TRUE(fs_->RemoveDir(Path("d")).ok());
+  EXPECT_TRUE(absl::IsNotFound(fs_->ListDir(Path("d")).status()));
+  EXPECT_TRUE(absl::IsNotFound(fs_->RemoveDir(Path("d"))));
+  EXPECT_TRUE(absl::IsNotFound(fs_->SyncDir(Path("d"))));
+}
+
+TEST_P(FileSystemTest, SyncFilesSyncsEveryFile) {
+  options_.category = IoCategory::kValueLog;
+  auto a = fs_->NewWritableFile(Path("a"), options_);
+  options_.category = IoCategory::kWal;
+  auto b = fs_->NewWritableFile(Path("b"), options_);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE((*a)->Append("value bytes").ok());
+  ASSERT_TRUE((*b)->Append("wal").ok());
+  WritableFile* files[] = {a->get(), b->get()};
+  ASSERT_TRUE(fs_->SyncFiles(files).ok());
+  EXPECT_EQ(*fs_->GetFileSize(Path("a")), 11u);
+  EXPECT_EQ(*fs_->GetFileSize(Path("b")), 3u);
+  EXPECT_EQ(fs_->stats().Get(IoCategory::kValueLog).sync_ops, 1u);
+  EXPECT_EQ(fs_->stats().Get(IoCategory::kWal).sync_ops, 1u);
+  ASSERT_TRUE(fs_->SyncFiles({}).ok());
+  ASSERT_TRUE((*a)->Close().ok());
+  ASSERT_TRUE((*b)->Close().ok());
+}
+
+TEST_P(FileSystemTest, CountersAreChargedToTheFileCategory) {
+  const std::string data(10000, 'x');
+  options_.category = IoCategory::kWal;
+  WriteFile("wal", data);
+  auto file = fs_->ReopenWritableFile(Path("wal"), options_);
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE((*file)->Sync().ok());
+  ASSERT_TRUE((*file)->Close().ok());
+  const IoCategoryCounters wal = fs_->stats().Get(IoCategory::kWal);
+  if (options_.direct && real()) {
+    EXPECT_GE(wal.bytes_written, data.size());  // Padded blocks count.
+  } else {
+    EXPECT_EQ(wal.bytes_written, data.size());
+  }
+  EXPECT_GE(wal.write_ops, 1u);
+  EXPECT_EQ(wal.sync_ops, 1u);
+
+  options_.category = IoCategory::kTable;
+  auto reader = fs_->NewRandomAccessFile(Path("wal"), options_);
+  ASSERT_TRUE(reader.ok());
+  std::string buf(data.size(), '\0');
+  std::string_view got;
+  ASSERT_TRUE((*reader)->Read(0, data.size(), buf.data(), &got).ok());
+  ReadRequest req{.offset = 100, .len = 200, .buf = buf.data()};
+  ASSERT_TRUE((*reader)->MultiRead(absl::MakeSpan(&req, 1)).ok());
+  const IoCategoryCounters table = fs_->stats().Get(IoCategory::kTable);
+  EXPECT_GE(table.bytes_read, data.size() + 200);
+  EXPECT_EQ(table.read_ops, 2u);
+  EXPECT_EQ(table.bytes_written, 0u);
+  const IoCategoryCounters vlog = fs_->stats().Get(IoCategory::kValueLog);
+  EXPECT_EQ(vlog.bytes_written + vlog.bytes_read + vlog.sync_ops, 0u);
+}
+
+TEST_P(FileSystemTest, SecondLockInProcessFailsUntilReleased) {
+  auto lock = fs_->LockFile(Path("LOCK"));
+  ASSERT_TRUE(lock.ok()) << lock.status();
+  EXPECT_TRUE(fs_->FileExists(Path("LOCK")));
+  absl::Status second = fs_->LockFile(Path("LOCK")).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(second)) << second;
+  EXPECT_THAT(std::string(second.message()), HasSubstr("LOCK"));
+  // Another spelling of the same path is the same lock.
+  EXPECT_FALSE(fs_->LockFile(dir_ + "/./LOCK").ok());
+  lock->reset();
+  auto again = fs_->LockFile(Path("LOCK"));
+  EXPECT_TRUE(again.ok()) << again.status();
+}
+
+TEST_P(FileSystemTest, LockExcludesOtherProcesses) {
+  if (!real()) GTEST_SKIP() << "no processes in memory";
+  const std::string path = Path("LOCK");
+  {
+    auto lock = fs_->LockFile(path);
+    ASSERT_TRUE(lock.ok()) << lock.status();
+    // The child tries the kernel lock directly: its copy of the in-process
+    // table would refuse it anyway.
+    pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int fd = ::open(path.c_str(), O_RDWR);
+      struct flock fl = {};
+      fl.l_type = F_WRLCK;
+      fl.l_whence = SEEK_SET;
+      const bool ofd_refused = ::fcntl(fd, F_OFD_SETLK, &fl) < 0 && errno == EAGAIN;
+      const bool posix_refused =
+          ::fcntl(fd, F_SETLK, &fl) < 0 && (errno == EAGAIN || errno == EACCES);
+      ::_exit(fd >= 0 && ofd_refused && posix_refused ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  // Now the child holds it through LockFile; the parent must be refused.
+  int to_parent[2], to_child[2];
+  ASSERT_EQ(::pipe(to_parent), 0);
+  ASSERT_EQ(::pipe(to_child), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    auto lock = fs_->LockFile(path);
+    char c = lock.ok() ? 'y' : 'n';
+    if (::write(to_parent[1], &c, 1) != 1) ::_exit(2);
+    if (::read(to_child[0], &c, 1) != 1) ::_exit(3);
+    ::_exit(0);  // Exiting releases the lock.
+  }
+  char c = 0;
+  ASSERT_EQ(::read(to_parent[0], &c, 1), 1);
+  ASSERT_EQ(c, 'y');
+  absl::Status refused = fs_->LockFile(path).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
+  ASSERT_EQ(::write(to_child[1], "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) ::close(fd);
+  EXPECT_TRUE(fs_->LockFile(path).ok());
+}
+
+TEST_P(FileSystemTest, WriteErrorPoisonsTheFile) {
+  if (!real()) GTEST_SKIP() << "needs /dev/full";
+  if (!fs_->FileExists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  auto file = fs_->ReopenWritableFile("/dev/full", options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->Append("doomed").ok());  // Still in the buffer.
+  absl::Status s = (*file)->Flush();
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;  // ENOSPC.
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/dev/full"));
+  EXPECT_EQ((*file)->Append("more"), s);
+  EXPECT_EQ((*file)->Sync(), s);
+  EXPECT_EQ((*file)->Close(), s);
+}
+
+TEST_P(FileSystemTest, SyncFilesReportsAFailedFileAndSyncsTheOthers) {
+  if (!real()) GTEST_SKIP() << "needs /dev/full";
+  if (!fs_->FileExists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  auto full = fs_->ReopenWritableFile("/dev/full", options_);
+  options_.category = IoCategory::kWal;
+  auto good = fs_->NewWritableFile(Path("good"), options_);
+  ASSERT_TRUE(full.ok() && good.ok());
+  ASSERT_TRUE((*full)->Append("x").ok());
+  ASSERT_TRUE((*good)->Append("y").ok());
+  WritableFile* files[] = {full->get(), good->get()};
+  absl::Status s = fs_->SyncFiles(files);
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_EQ(fs_->stats().Get(IoCategory::kWal).sync_ops, 1u);
+  EXPECT_EQ(*fs_->GetFileSize(Path("good")), 1u);
+  EXPECT_EQ((*full)->Sync(), s);  // Poisoned.
+  EXPECT_TRUE((*good)->Close().ok());
+}
+
+TEST_P(FileSystemTest, ReadingADirectoryFailsCleanly) {
+  auto file = fs_->NewRandomAccessFile(dir_, options_);
+  if (!file.ok()) return;  // Refused at open: fine.
+  char buf[16];
+  std::string_view got;
+  EXPECT_FALSE((*file)->Read(0, sizeof(buf), buf, &got).ok());
+  ReadRequest reqs[2] = {{.offset = 0, .len = 16, .buf = buf},
+                         {.offset = 4096, .len = 16, .buf = buf}};
+  absl::Status s = (*file)->MultiRead(absl::MakeSpan(reqs));
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(reqs[0].status.ok());
+  EXPECT_FALSE(reqs[1].status.ok());
+  EXPECT_THAT(std::string(s.message()), HasSubstr(dir_));
+}
+
+TEST_P(FileSystemTest, HelpersRoundTripWholeFiles) {
+  ASSERT_TRUE(WriteStringToFile(fs_.get(), Path("CURRENT"), "MANIFEST-000001\n", true).ok());
+  EXPECT_EQ(*ReadFileToString(fs_.get(), Path("CURRENT")), "MANIFEST-000001\n");
+  ASSERT_TRUE(WriteStringToFile(fs_.get(), Path("CURRENT"), "", false).ok());
+  EXPECT_EQ(*ReadFileToString(fs_.get(), Path("CURRENT")), "");
+  EXPECT_TRUE(absl::IsNotFound(ReadFileToString(fs_.get(), Path("nope")).status()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, FileSystemTest,
+                         ::testing::Combine(::testing::Values("io_uring", "posix", "memory"),
+                                            ::testing::Bool()),
+                         [](const auto& info) {
+                           std::string name = std::get<0>(info.param) == "io_uring"
+                                                  ? "uring"
+                                                  : std::get<0>(info.param);
+                           return name + (std::get<1>(info.param) ? "_direct" : "_buffered");
+                         });
+
+TEST(MemoryFileSystemTest, OverwrittenBytesAreVisibleToOpenReaders) {
+  MemoryFileSystem fs;
+  ASSERT_TRUE(WriteStringToFile(&fs, "/f", "abcdef", false).ok());
+  auto reader = fs.NewRandomAccessFile("/f", {});
+  ASSERT_TRUE(reader.ok());
+  std::string contents = *fs.ReadFileToString("/f");
+  contents[2] ^= 0x20;
+  ASSERT_TRUE(fs.WriteFileFromString("/f", contents).ok());
+  char buf[8];
+  std::string_view got;
+  ASSERT_TRUE((*reader)->Read(0, 8, buf, &got).ok());
+  EXPECT_EQ(got, "abCdef");
+  EXPECT_EQ(fs.Name(), "memory");
+  EXPECT_TRUE(absl::IsNotFound(fs.WriteFileFromString("/no/f", "x")));
+  EXPECT_TRUE(absl::IsNotFound(fs.ReadFileToString("/g").status()));
+}
+
+TEST(MemoryFileSystemTest, PathsAreNormalized) {
+  MemoryFileSystem fs;
+  ASSERT_TRUE(fs.CreateDir("/db/").ok());
+  ASSERT_TRUE(WriteStringToFile(&fs, "/db//./x", "1", false).ok());
+  EXPECT_TRUE(fs.FileExists("/db/x"));
+  EXPECT_THAT(*fs.ListDir("/db"), ElementsAre("x"));
+  EXPECT_THAT(*fs.ListDir("/"), ElementsAre("db"));
+}
+
+TEST(ErrnoErrorTest, MapsErrnoWithTheMessage) {
+  EXPECT_TRUE(absl::IsResourceExhausted(ErrnoError(ENOSPC, "write /x at 0")));
+  EXPECT_TRUE(absl::IsNotFound(ErrnoError(ENOENT, "open /x")));
+  EXPECT_THAT(std::string(ErrnoError(EIO, "fdatasync /x").message()), HasSubstr("fdatasync /x"));
+}
+
+TEST(JoinPathTest, AddsOneSeparator) {
+  EXPECT_EQ(JoinPath("/db", "LOCK"), "/db/LOCK");
+  EXPECT_EQ(JoinPath("/db/", "LOCK"), "/db/LOCK");
+  EXPECT_EQ(JoinPath("", "LOCK"), "LOCK");
+}
+
+class NewFileSystemTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ::unsetenv("CAIRN_IO"); }
+  void TearDown() override {
+    SetRingSetupFailureForTesting(0);
+    ::unsetenv("CAIRN_IO");
+  }
+};
+
+TEST_F(NewFileSystemTest, RingSetupFailureFallsBackToPosix) {
+  for (int err : {EPERM, ENOSYS, ENOMEM}) {
+    SetRingSetupFailureForTesting(err);
+    for (IoBackend backend : {IoBackend::kUring, IoBackend::kAuto}) {
+      auto fs = NewFileSystem(backend);
+      ASSERT_TRUE(fs.ok()) << fs.status();
+      EXPECT_EQ((*fs)->Name(), "posix") << "errno " << err;
+    }
+  }
+  SetRingSetupFailureForTesting(0);
+  if (!Ring::Probe().ok()) GTEST_SKIP() << "io_uring unavailable here";
+  EXPECT_EQ((*NewFileSystem(IoBackend::kUring))->Name(), "io_uring");
+  EXPECT_EQ((*NewFileSystem(IoBackend::kAuto))->Name(), "io_uring");
+  EXPECT_EQ((*NewFileSystem(IoBackend::kPosix))->Name(), "posix");
+}
+
+TEST_F(NewFileSystemTest, EnvironmentOverridesTheArgument) {
+  ::setenv("CAIRN_IO", "posix", 1);
+  EXPECT_EQ((*NewFileSystem(IoBackend::kUring))->Name(), "posix");
+  ::setenv("CAIRN_IO", "bogus", 1);
+  EXPECT_TRUE(absl::IsInvalidArgument(NewFileSystem(IoBackend::kAuto).status()));
+  if (!Ring::Probe().ok()) GTEST_SKIP() << "io_uring unavailable here";
+  ::setenv("CAIRN_IO", "uring", 1);
+  EXPECT_EQ((*NewFileSystem(IoBackend::kPosix))->Name(), "io_uring");
+  ::setenv("CAIRN_IO", "auto", 1);
+  EXPECT_EQ((*NewFileSystem(IoBackend::kPosix))->Name(), "io_uring");
+}
+
+}  // namespace
+}  // namespace cairn::io

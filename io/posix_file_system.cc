@@ -1,0 +1,508 @@
+#include "io/posix_file_system.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "io/status_macros.h"
+
+namespace cairn::io {
+
+absl::Status ErrnoError(int errno_value, const std::string& what) {
+  if (errno_value == ENOSPC || errno_value == EDQUOT) {
+    return absl::ResourceExhaustedError(absl::StrCat(what, ": ", std::strerror(errno_value)));
+  }
+  return absl::ErrnoToStatus(errno_value, what);
+}
+
+namespace {
+
+// Reads up to n bytes at offset, stopping early only at end of file. A direct
+// read that comes back short by an unaligned amount has reached end of file:
+// reading on from there would be an unaligned O_DIRECT request.
+absl::StatusOr<size_t> PreadFull(int fd, uint64_t offset, size_t n, char* buf, bool direct,
+                                 const std::string& path) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return ErrnoError(errno, absl::StrCat("read ", path, " at ", offset + done));
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+    if (direct && !IsAligned(done, kDirectIoAlignment)) break;
+  }
+  return done;
+}
+
+int RetryOnEintr(int (*fn)(int), int fd) {
+  int r;
+  do {
+    r = fn(fd);
+  } while (r < 0 && errno == EINTR);
+  return r;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// FdWritableFile
+
+FdWritableFile::FdWritableFile(int fd, std::string path, IoCategory category, bool direct,
+                               std::shared_ptr<IoStats> stats)
+    : fd_(fd),
+      path_(std::move(path)),
+      category_(category),
+      direct_(direct),
+      stats_(std::move(stats)),
+      buf_(kBufferSize) {}
+
+FdWritableFile::~FdWritableFile() {
+  if (!closed_) Close().IgnoreError();
+}
+
+absl::Status FdWritableFile::InitAtEnd(uint64_t end_offset) {
+  size_.store(end_offset, std::memory_order_relaxed);
+  buf_.Clear();
+  if (!direct_) {
+    buf_offset_ = end_offset;
+    return absl::OkStatus();
+  }
+  // The partial tail block comes back into the buffer so that the next Flush
+  // rewrites it whole, with the new bytes after it.
+  buf_offset_ = AlignDown(end_offset, kDirectIoAlignment);
+  const size_t tail = end_offset - buf_offset_;
+  if (tail == 0) return absl::OkStatus();
+  CAIRN_ASSIGN_OR_RETURN(
+      size_t got, PreadFull(fd_, buf_offset_, kDirectIoAlignment, buf_.data(), direct_, path_));
+  stats_->AddRead(category_, got);
+  if (got < tail) {
+    return absl::DataLossError(absl::StrCat("reopen ", path_, ": tail block at ", buf_offset_,
+                                            " has ", got, " bytes, expected ", tail));
+  }
+  buf_.set_size(tail);
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::Poison(absl::Status status) {
+  if (error_.ok()) error_ = status;
+  return status;
+}
+
+absl::Status FdWritableFile::Append(std::string_view data) {
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat("append to closed ", path_));
+  // A large append into an empty buffered file skips the copy.
+  if (!direct_ && buf_.empty() && data.size() >= buf_.capacity()) {
+    CAIRN_RETURN_IF_ERROR(WriteAndCharge(buf_offset_, data));
+    buf_offset_ += data.size();
+    size_.fetch_add(data.size(), std::memory_order_relaxed);
+    return absl::OkStatus();
+  }
+  while (!data.empty()) {
+    const size_t took = buf_.Append(data);
+    data.remove_prefix(took);
+    size_.fetch_add(took, std::memory_order_relaxed);
+    if (buf_.room() == 0) CAIRN_RETURN_IF_ERROR(WriteBuffer());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::WriteAndCharge(uint64_t offset, std::string_view data) {
+  absl::Status s = WriteAt(offset, data);
+  if (!s.ok()) return Poison(s);
+  // Charged as the device sees it: padding and rewritten tail blocks count.
+  stats_->AddWrite(category_, data.size());
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::WriteBuffer() {
+  if (!error_.ok()) return error_;
+  const size_t n = buf_.size();
+  if (n == 0) return absl::OkStatus();
+  if (!direct_) {
+    CAIRN_RETURN_IF_ERROR(WriteAndCharge(buf_offset_, buf_.view()));
+    buf_offset_ += n;
+    buf_.Clear();
+    return absl::OkStatus();
+  }
+  const size_t whole = AlignDown(n, kDirectIoAlignment);
+  const size_t padded = AlignUp(n, kDirectIoAlignment);
+  buf_.ZeroFill(padded);
+  CAIRN_RETURN_IF_ERROR(WriteAndCharge(buf_offset_, std::string_view(buf_.data(), padded)));
+  if (padded != whole) {
+    // The zero padding must not count as file contents.
+    const uint64_t logical = buf_offset_ + n;
+    int r;
+    do {
+      r = ::ftruncate(fd_, static_cast<off_t>(logical));
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return Poison(ErrnoError(errno, absl::StrCat("ftruncate ", path_, " to ", logical)));
+  }
+  buf_offset_ += whole;
+  buf_.DropPrefix(whole);
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::Flush() {
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat("flush of closed ", path_));
+  return WriteBuffer();
+}
+
+absl::Status FdWritableFile::PrepareSync() { return Flush(); }
+
+absl::Status FdWritableFile::FinishSync(absl::Status sync_status) {
+  stats_->AddSync(category_);
+  if (!sync_status.ok()) return Poison(sync_status);
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::Sync() {
+  CAIRN_RETURN_IF_ERROR(PrepareSync());
+  return FinishSync(DataSync());
+}
+
+absl::Status FdWritableFile::Close() {
+  if (closed_) return error_;
+  absl::Status s = WriteBuffer();
+  closed_ = true;
+  if (::close(fd_) < 0 && s.ok()) {
+    // close may report a deferred writeback error; it counts like a failed write.
+    s = Poison(ErrnoError(errno, absl::StrCat("close ", path_)));
+  }
+  fd_ = -1;
+  return s;
+}
+
+absl::Status FdWritableFile::WriteAt(uint64_t offset, std::string_view data) {
+  size_t done = 0;
+  while (done < data.size()) {
+    ssize_t r =
+        ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return ErrnoError(errno, absl::StrCat("write ", path_, " at ", offset + done));
+    }
+    if (r == 0) {
+      return absl::DataLossError(
+          absl::StrCat("write ", path_, " at ", offset + done, ": no progress"));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::DataSync() {
+  if (RetryOnEintr(::fdatasync, fd_) < 0) {
+    return ErrnoError(errno, absl::StrCat("fdatasync ", path_));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// FdRandomAccessFile
+
+FdRandomAccessFile::FdRandomAccessFile(int fd, std::string path, IoCategory category, bool direct,
+                                       std::shared_ptr<IoStats> stats)
+    : fd_(fd),
+      path_(std::move(path)),
+      category_(category),
+      direct_(direct),
+      stats_(std::move(stats)) {}
+
+FdRandomAccessFile::~FdRandomAccessFile() { ::close(fd_); }
+
+absl::StatusOr<size_t> FdRandomAccessFile::ReadAt(uint64_t offset, size_t n, char* buf) const {
+  CAIRN_ASSIGN_OR_RETURN(size_t got, PreadFull(fd_, offset, n, buf, direct_, path_));
+  stats_->AddRead(category_, got);
+  return got;
+}
+
+absl::Status FdRandomAccessFile::Read(uint64_t offset, size_t n, char* scratch,
+                                      std::string_view* result) const {
+  *result = std::string_view(scratch, 0);
+  if (n == 0) return absl::OkStatus();
+  if (!direct_ || (IsAligned(offset, kDirectIoAlignment) && IsAligned(n, kDirectIoAlignment) &&
+                   IsAligned(scratch, kDirectIoAlignment))) {
+    CAIRN_ASSIGN_OR_RETURN(size_t got, ReadAt(offset, n, scratch));
+    *result = std::string_view(scratch, got);
+    return absl::OkStatus();
+  }
+  const uint64_t start = AlignDown(offset, kDirectIoAlignment);
+  const uint64_t end = AlignUp(offset + n, kDirectIoAlignment);
+  AlignedBuffer bounce(end - start);
+  CAIRN_ASSIGN_OR_RETURN(size_t got, ReadAt(start, end - start, bounce.data()));
+  const size_t skip = offset - start;
+  const size_t avail = got > skip ? std::min(n, got - skip) : 0;
+  if (avail > 0) std::memcpy(scratch, bounce.data() + skip, avail);
+  *result = std::string_view(scratch, avail);
+  return absl::OkStatus();
+}
+
+absl::Status FdRandomAccessFile::MultiRead(absl::Span<ReadRequest> requests) const {
+  absl::Status first;
+  for (ReadRequest& req : requests) {
+    std::string_view got;
+    req.status = Read(req.offset, req.len, req.buf, &got);
+    req.result = req.status.ok() ? got.size() : 0;
+    if (first.ok()) first = req.status;
+  }
+  return first;
+}
+
+absl::StatusOr<uint64_t> FdRandomAccessFile::Size() const {
+  struct stat st;
+  if (::fstat(fd_, &st) < 0) return ErrnoError(errno, absl::StrCat("fstat ", path_));
+  return static_cast<uint64_t>(st.st_size);
+}
+
+// ---------------------------------------------------------------------------
+// LockFile
+
+namespace {
+
+// Paths locked by this process. fcntl locks alone do not exclude a second
+// holder in the same process, so every LockFile consults this table first.
+struct LockTable {
+  absl::Mutex mu;
+  absl::flat_hash_set<std::string> paths ABSL_GUARDED_BY(mu);
+};
+
+LockTable& Locks() {
+  static LockTable* const table = new LockTable;
+  return *table;
+}
+
+// One spelling per file, so that "db/LOCK" and "./db/../db/LOCK" collide.
+std::string NormalizeLockPath(const std::string& path) {
+  std::error_code ec;
+  std::filesystem::path p = std::filesystem::weakly_canonical(path, ec);
+  if (ec) {
+    p = std::filesystem::absolute(path, ec);
+    if (ec) return path;
+  }
+  return p.lexically_normal().string();
+}
+
+class PosixFileLock : public FileLock {
+ public:
+  PosixFileLock(int fd, std::string key) : fd_(fd), key_(std::move(key)) {}
+  ~PosixFileLock() override {
+    // Closing the descriptor releases its open-file-description lock; the
+    // explicit unlock also covers the classic F_SETLK fallback.
+    struct flock fl = {};
+    fl.l_type = F_UNLCK;
+    fl.l_whence = SEEK_SET;
+    ::fcntl(fd_, F_OFD_SETLK, &fl);
+    ::close(fd_);
+    LockTable& t = Locks();
+    absl::MutexLock l(&t.mu);
+    t.paths.erase(key_);
+  }
+
+ private:
+  const int fd_;
+  const std::string key_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FileLock>> PosixFileSystem::LockFile(const std::string& path) {
+  std::string key = NormalizeLockPath(path);
+  LockTable& table = Locks();
+  {
+    absl::MutexLock l(&table.mu);
+    if (!table.paths.insert(key).second) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lock ", path, " is already held by this process"));
+    }
+  }
+  auto unregister = [&] {
+    absl::MutexLock l(&table.mu);
+    table.paths.erase(key);
+  };
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    absl::Status s = ErrnoError(errno, absl::StrCat("open lock file ", path));
+    unregister();
+    return s;
+  }
+  // Open-file-description locks belong to this descriptor, so closing some
+  // other descriptor of the same file (a reader of LOCK) cannot drop them, as
+  // it would a classic process-owned F_SETLK lock. Old kernels lack them.
+  struct flock fl = {};
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  int r = ::fcntl(fd, F_OFD_SETLK, &fl);
+  if (r < 0 && errno == EINVAL) r = ::fcntl(fd, F_SETLK, &fl);
+  if (r < 0) {
+    const int err = errno;
+    ::close(fd);
+    unregister();
+    if (err == EAGAIN || err == EACCES) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lock ", path, " is held by another process"));
+    }
+    return ErrnoError(err, absl::StrCat("lock ", path));
+  }
+  return std::make_unique<PosixFileLock>(fd, std::move(key));
+}
+
+// ---------------------------------------------------------------------------
+// PosixFileSystem
+
+PosixFileSystem::PosixFileSystem() : stats_(std::make_shared<IoStats>()) {}
+PosixFileSystem::~PosixFileSystem() = default;
+
+absl::StatusOr<int> PosixFileSystem::OpenFd(const std::string& path, int flags, bool* direct) {
+  flags |= O_CLOEXEC;
+  int fd;
+  if (*direct) {
+    do {
+      fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
+    } while (fd < 0 && errno == EINTR);
+    if (fd >= 0) return fd;
+    if (errno != EINVAL) return ErrnoError(errno, absl::StrCat("open ", path));
+    *direct = false;  // This file system cannot do O_DIRECT (tmpfs): go buffered.
+  }
+  do {
+    fd = ::open(path.c_str(), flags, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("open ", path));
+  return fd;
+}
+
+std::unique_ptr<FdWritableFile> PosixFileSystem::MakeWritableFile(int fd, const std::string& path,
+                                                                  IoCategory category,
+                                                                  bool direct) {
+  return std::make_unique<FdWritableFile>(fd, path, category, direct, stats_);
+}
+
+std::unique_ptr<FdRandomAccessFile> PosixFileSystem::MakeRandomAccessFile(int fd,
+                                                                          const std::string& path,
+                                                                          IoCategory category,
+                                                                          bool direct) {
+  return std::make_unique<FdRandomAccessFile>(fd, path, category, direct, stats_);
+}
+
+absl::StatusOr<std::unique_ptr<WritableFile>> PosixFileSystem::NewWritableFile(
+    const std::string& path, const FileOptions& options) {
+  bool direct = options.direct;
+  CAIRN_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDWR | O_CREAT | O_TRUNC, &direct));
+  return MakeWritableFile(fd, path, options.category, direct);
+}
+
+absl::StatusOr<std::unique_ptr<WritableFile>> PosixFileSystem::ReopenWritableFile(
+    const std::string& path, const FileOptions& options) {
+  bool direct = options.direct;
+  CAIRN_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDWR, &direct));
+  struct stat st;
+  if (::fstat(fd, &st) < 0) {
+    absl::Status s = ErrnoError(errno, absl::StrCat("fstat ", path));
+    ::close(fd);
+    return s;
+  }
+  std::unique_ptr<FdWritableFile> file = MakeWritableFile(fd, path, options.category, direct);
+  CAIRN_RETURN_IF_ERROR(file->InitAtEnd(static_cast<uint64_t>(st.st_size)));
+  return file;
+}
+
+absl::StatusOr<std::unique_ptr<RandomAccessFile>> PosixFileSystem::NewRandomAccessFile(
+    const std::string& path, const FileOptions& options) {
+  bool direct = options.direct;
+  CAIRN_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDONLY, &direct));
+  return MakeRandomAccessFile(fd, path, options.category, direct);
+}
+
+absl::Status PosixFileSystem::RenameFile(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) < 0) {
+    return ErrnoError(errno, absl::StrCat("rename ", from, " to ", to));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PosixFileSystem::RemoveFile(const std::string& path) {
+  if (::unlink(path.c_str()) < 0) return ErrnoError(errno, absl::StrCat("unlink ", path));
+  return absl::OkStatus();
+}
+
+absl::Status PosixFileSystem::TruncateFile(const std::string& path, uint64_t size) {
+  int r;
+  do {
+    r = ::truncate(path.c_str(), static_cast<off_t>(size));
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return ErrnoError(errno, absl::StrCat("truncate ", path, " to ", size));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> PosixFileSystem::GetFileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) < 0) return ErrnoError(errno, absl::StrCat("stat ", path));
+  return static_cast<uint64_t>(st.st_size);
+}
+
+bool PosixFileSystem::FileExists(const std::string& path) {
+  return ::access(path.c_str(), F_OK) == 0;
+}
+
+absl::StatusOr<std::vector<std::string>> PosixFileSystem::ListDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError(errno, absl::StrCat("opendir ", dir));
+  std::vector<std::string> names;
+  errno = 0;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name != "." && name != "..") names.emplace_back(name);
+  }
+  const int err = errno;
+  ::closedir(d);
+  if (err != 0) return ErrnoError(err, absl::StrCat("readdir ", dir));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+absl::Status PosixFileSystem::CreateDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) == 0) return absl::OkStatus();
+  const int err = errno;
+  struct stat st;
+  if (err == EEXIST && ::stat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return absl::OkStatus();
+  }
+  return ErrnoError(err, absl::StrCat("mkdir ", dir));
+}
+
+absl::Status PosixFileSystem::RemoveDir(const std::string& dir) {
+  if (::rmdir(dir.c_str()) < 0) return ErrnoError(errno, absl::StrCat("rmdir ", dir));
+  return absl::OkStatus();
+}
+
+absl::Status PosixFileSystem::SyncDir(const std::string& dir) {
+  int fd;
+  do {
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("open dir ", dir));
+  absl::Status s;
+  if (RetryOnEintr(::fsync, fd) < 0) s = ErrnoError(errno, absl::StrCat("fsync dir ", dir));
+  ::close(fd);
+  stats_->AddSync(IoCategory::kOther);
+  return s;
+}
+
+}  // namespace cairn::io

@@ -1,0 +1,181 @@
+// PosixFileSystem is the FileSystem on plain syscalls (pwrite, pread,
+// fdatasync), and the home of the file-descriptor files both real backends
+// share: FdWritableFile holds the append buffer and the O_DIRECT tail logic
+// once, and FdRandomAccessFile the widening of unaligned direct reads. The
+// io_uring backend (uring_file_system.h) subclasses all three and replaces
+// only the low-level positioned write, read and sync.
+//
+// Thread safety: PosixFileSystem and FdRandomAccessFile are safe for
+// concurrent use; an FdWritableFile is used by one thread at a time, except
+// Size(), which any thread may call.
+#ifndef CAIRN_IO_POSIX_FILE_SYSTEM_H_
+#define CAIRN_IO_POSIX_FILE_SYSTEM_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/aligned_buffer.h"
+#include "io/file_system.h"
+#include "io/io_stats.h"
+
+namespace cairn::io {
+
+// absl::ErrnoToStatus(errno_value, "<what>: <strerror>") with ENOSPC (and
+// EDQUOT) as ResourceExhausted. what names the operation and the path, e.g.
+// "write /db/000012.vlog at 4096".
+absl::Status ErrnoError(int errno_value, const std::string& what);
+
+// FdWritableFile appends to an open file descriptor through a 1 MiB buffer.
+// Without O_DIRECT, Flush writes the buffer as is. With O_DIRECT, Flush writes
+// whole aligned blocks; a partial tail block is written padded with zeros,
+// the file is then ftruncate'd to Size(), and the tail stays in the buffer to
+// be rewritten by the next Flush. So after Flush, Sync or Close the file on
+// disk is exactly Size() bytes long.
+//
+// Fail-stop: after any write, truncate or sync error every later call returns
+// that same error; a failed fdatasync is never retried.
+class FdWritableFile : public WritableFile {
+ public:
+  static constexpr size_t kBufferSize = 1 << 20;
+
+  // Takes ownership of fd. direct says whether fd was opened with O_DIRECT.
+  FdWritableFile(int fd, std::string path, IoCategory category, bool direct,
+                 std::shared_ptr<IoStats> stats);
+  ~FdWritableFile() override;  // Closes if Close was not called.
+
+  // Positions the file at end_offset, an existing file's size (reopen). With
+  // O_DIRECT it reads the partial tail block back into the buffer.
+  absl::Status InitAtEnd(uint64_t end_offset);
+
+  absl::Status Append(std::string_view data) override;
+  absl::Status Flush() override;
+  absl::Status Sync() override;
+  absl::Status Close() override;
+  uint64_t Size() const override { return size_.load(std::memory_order_relaxed); }
+  const std::string& path() const override { return path_; }
+
+  // The two halves of Sync, for backends that sync many files at once:
+  // PrepareSync flushes (or returns the sticky error); FinishSync records the
+  // fdatasync's outcome, charging the sync and poisoning the file on error.
+  absl::Status PrepareSync();
+  absl::Status FinishSync(absl::Status sync_status);
+  int fd() const { return fd_; }
+  bool direct() const { return direct_; }
+  IoCategory category() const { return category_; }
+
+ protected:
+  // Writes all of data at offset, retrying short writes, EINTR and EAGAIN.
+  // The caller charges the write to stats.
+  virtual absl::Status WriteAt(uint64_t offset, std::string_view data);
+  // fdatasync(fd), retrying EINTR.
+  virtual absl::Status DataSync();
+
+ private:
+  // Writes the buffer (see the class comment); an error is made sticky.
+  absl::Status WriteBuffer();
+  // WriteAt, then charges the write or poisons the file.
+  absl::Status WriteAndCharge(uint64_t offset, std::string_view data);
+  absl::Status Poison(absl::Status status);
+
+  int fd_;
+  const std::string path_;
+  const IoCategory category_;
+  const bool direct_;
+  const std::shared_ptr<IoStats> stats_;
+  AlignedBuffer buf_;
+  uint64_t buf_offset_ = 0;  // File offset of buf_.data(); aligned when direct.
+  std::atomic<uint64_t> size_{0};
+  absl::Status error_;
+  bool closed_ = false;
+};
+
+// FdRandomAccessFile reads an open file descriptor at offsets. With O_DIRECT,
+// requests whose offset, length or buffer are unaligned go through an aligned
+// bounce buffer and the wanted bytes are copied out.
+class FdRandomAccessFile : public RandomAccessFile {
+ public:
+  FdRandomAccessFile(int fd, std::string path, IoCategory category, bool direct,
+                     std::shared_ptr<IoStats> stats);
+  ~FdRandomAccessFile() override;
+
+  absl::Status Read(uint64_t offset, size_t n, char* scratch,
+                    std::string_view* result) const override;
+  // One Read per request, in order.
+  absl::Status MultiRead(absl::Span<ReadRequest> requests) const override;
+  absl::StatusOr<uint64_t> Size() const override;
+  const std::string& path() const override { return path_; }
+
+ protected:
+  // Reads up to n bytes at offset into buf (aligned as O_DIRECT needs when
+  // direct), stopping early only at end of file. Charges the read to
+  // stats().
+  virtual absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* buf) const;
+
+  int fd() const { return fd_; }
+  bool direct() const { return direct_; }
+  IoCategory category() const { return category_; }
+  IoStats& stats() const { return *stats_; }
+
+ private:
+  const int fd_;
+  const std::string path_;
+  const IoCategory category_;
+  const bool direct_;
+  const std::shared_ptr<IoStats> stats_;
+};
+
+class PosixFileSystem : public FileSystem {
+ public:
+  PosixFileSystem();
+  ~PosixFileSystem() override;
+
+  absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path, const FileOptions& options) override;
+  absl::StatusOr<std::unique_ptr<WritableFile>> ReopenWritableFile(
+      const std::string& path, const FileOptions& options) override;
+  absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
+      const std::string& path, const FileOptions& options) override;
+
+  absl::Status RenameFile(const std::string& from, const std::string& to) override;
+  absl::Status RemoveFile(const std::string& path) override;
+  absl::Status TruncateFile(const std::string& path, uint64_t size) override;
+  absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;
+  bool FileExists(const std::string& path) override;
+  absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
+  absl::Status CreateDir(const std::string& dir) override;
+  absl::Status RemoveDir(const std::string& dir) override;
+  absl::Status SyncDir(const std::string& dir) override;
+  // fcntl open-file-description lock plus a process-wide table of held paths.
+  absl::StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
+
+  std::string Name() const override { return "posix"; }
+  IoStats& stats() override { return *stats_; }
+
+ protected:
+  const std::shared_ptr<IoStats>& shared_stats() const { return stats_; }
+
+  // Factories for the backend's file types; the io_uring backend overrides
+  // them. They take ownership of fd.
+  virtual std::unique_ptr<FdWritableFile> MakeWritableFile(int fd, const std::string& path,
+                                                           IoCategory category, bool direct);
+  virtual std::unique_ptr<FdRandomAccessFile> MakeRandomAccessFile(int fd, const std::string& path,
+                                                                   IoCategory category,
+                                                                   bool direct);
+
+ private:
+  // Opens path with flags, adding O_DIRECT when asked; when the file system
+  // refuses O_DIRECT (EINVAL, e.g. tmpfs) it opens buffered and clears
+  // *direct.
+  absl::StatusOr<int> OpenFd(const std::string& path, int flags, bool* direct);
+
+  const std::shared_ptr<IoStats> stats_;
+};
+
+}  // namespace cairn::io
+
+#endif  // CAIRN_IO_POSIX_FILE_SYSTEM_H_

@@ -1,0 +1,181 @@
+#include "io/ring.h"
+
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "io/file_system.h"
+#include "io/posix_file_system.h"
+
+namespace cairn::io {
+namespace {
+
+// errno that ring setup is forced to fail with (SetRingSetupFailureForTesting).
+std::atomic<int> forced_setup_errno{0};
+
+// Submitting may fail transiently (-EAGAIN, -EBUSY: the kernel is short of
+// memory or completions are backed up); the runner reaps and retries this
+// many times before calling the ring broken.
+constexpr int kMaxSubmitRetries = 1000;
+
+}  // namespace
+
+void SetRingSetupFailureForTesting(int errno_value) {
+  forced_setup_errno.store(errno_value, std::memory_order_relaxed);
+}
+
+absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(unsigned depth) {
+  const int forced = forced_setup_errno.load(std::memory_order_relaxed);
+  std::unique_ptr<Ring> ring(new Ring);
+  int r = forced != 0 ? -forced : io_uring_queue_init(depth, &ring->ring_, 0);
+  if (r < 0) return ErrnoError(-r, "io_uring_queue_init");
+  ring->set_up_ = true;
+  return ring;
+}
+
+Ring::~Ring() {
+  if (set_up_) io_uring_queue_exit(&ring_);
+}
+
+namespace {
+
+// Rings of exited threads, kept for the next thread instead of being torn
+// down. Besides saving a setup per short-lived thread, this keeps a ring's
+// memory mapped for the life of the process: liburing maps and unmaps rings
+// with raw syscalls that ThreadSanitizer cannot see, so a new ring mapped
+// where an old thread's ring was would look like a race. Handing a ring over
+// through this mutex orders the two threads' uses of it. There are never
+// more rings than the most threads that did I/O at once.
+//
+// std::mutex rather than absl::Mutex: ThreadSanitizer must see this hand-over,
+// and the system's prebuilt abseil is not instrumented, so an absl::Mutex is
+// invisible to it.
+class RingPool {
+ public:
+  std::unique_ptr<Ring> Take() {
+    std::lock_guard<std::mutex> l(mu_);
+    if (free_.empty()) return nullptr;
+    std::unique_ptr<Ring> ring = std::move(free_.back());
+    free_.pop_back();
+    return ring;
+  }
+  void Put(std::unique_ptr<Ring> ring) {
+    std::lock_guard<std::mutex> l(mu_);
+    free_.push_back(std::move(ring));
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Ring>> free_ ABSL_GUARDED_BY(mu_);
+};
+
+RingPool& Pool() {
+  static RingPool* const pool = new RingPool;  // Never destroyed: see above.
+  return *pool;
+}
+
+}  // namespace
+
+// Returns this thread's ring to the pool when the thread exits.
+struct Ring::ThreadSlot {
+  std::unique_ptr<Ring> ring;
+  ~ThreadSlot() {
+    if (ring != nullptr && !ring->broken_) Pool().Put(std::move(ring));
+  }
+};
+
+absl::StatusOr<Ring*> Ring::ThisThread() {
+  thread_local ThreadSlot slot;
+  if (slot.ring != nullptr && slot.ring->broken_) slot.ring.reset();
+  if (slot.ring == nullptr) {
+    // The test hook fails a thread's setup even when a pooled ring is free.
+    const int forced = forced_setup_errno.load(std::memory_order_relaxed);
+    if (forced != 0) return ErrnoError(forced, "io_uring_queue_init");
+    slot.ring = Pool().Take();
+  }
+  if (slot.ring == nullptr) {
+    auto created = Create(kDepth);
+    if (!created.ok()) return created.status();
+    slot.ring = *std::move(created);
+  }
+  return slot.ring.get();
+}
+
+absl::Status Ring::Probe() {
+  // Probes this thread's ring rather than a throwaway one (see RingPool);
+  // the test hook must still make it fail.
+  const int forced = forced_setup_errno.load(std::memory_order_relaxed);
+  if (forced != 0) return ErrnoError(forced, "io_uring_queue_init");
+  absl::StatusOr<Ring*> ring = ThisThread();
+  if (!ring.ok()) return ring.status();
+  io_uring_probe* probe = io_uring_get_probe_ring(&(*ring)->ring_);
+  if (probe == nullptr) return absl::UnimplementedError("io_uring: cannot probe opcodes");
+  const bool ok = io_uring_opcode_supported(probe, IORING_OP_READ) &&
+                  io_uring_opcode_supported(probe, IORING_OP_WRITE) &&
+                  io_uring_opcode_supported(probe, IORING_OP_FSYNC);
+  io_uring_free_probe(probe);
+  if (!ok) return absl::UnimplementedError("io_uring: read, write or fsync unsupported");
+  return absl::OkStatus();
+}
+
+absl::Status Ring::RunBatch(size_t n, absl::FunctionRef<void(size_t, io_uring_sqe*)> prep,
+                            absl::FunctionRef<bool(size_t, int)> complete) {
+  // Operations still to submit, in order, from pending[next] on; resubmitted
+  // ones go to the back.
+  absl::InlinedVector<size_t, 16> pending(n);
+  for (size_t i = 0; i < n; ++i) pending[i] = i;
+  size_t next = 0;
+  size_t in_flight = 0;  // Prepared and not yet reaped.
+  int submit_retries = 0;
+  absl::Status failure;
+  while (next < pending.size() || in_flight > 0) {
+    while (next < pending.size() && in_flight < kDepth) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (sqe == nullptr) break;
+      const size_t i = pending[next++];
+      prep(i, sqe);
+      io_uring_sqe_set_data64(sqe, i);
+      ++in_flight;
+    }
+    // Submits whatever is queued (all of it in one call) and waits for one
+    // completion; later completions are picked up by peeking below.
+    int r = io_uring_submit_and_wait(&ring_, 1);
+    if (r < 0 && r != -EINTR) {
+      if ((r == -EAGAIN || r == -EBUSY) && ++submit_retries <= kMaxSubmitRetries) {
+        absl::SleepFor(absl::Microseconds(100));
+      } else {
+        failure = ErrnoError(-r, "io_uring_submit");
+        break;
+      }
+    }
+    io_uring_cqe* cqe;
+    while (io_uring_peek_cqe(&ring_, &cqe) == 0) {
+      const size_t i = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
+      const int res = cqe->res;
+      io_uring_cqe_seen(&ring_, cqe);
+      --in_flight;
+      if (!complete(i, res)) pending.push_back(i);
+    }
+  }
+  if (failure.ok()) return failure;
+  // The ring failed. Wait for what the kernel already has, so that no buffer
+  // is touched after we return; queued but unsubmitted entries die with the
+  // ring, which is replaced on this thread's next use.
+  broken_ = true;
+  io_uring_cqe* cqe;
+  while (in_flight > 0) {
+    __kernel_timespec ts{.tv_sec = 1, .tv_nsec = 0};
+    if (io_uring_wait_cqe_timeout(&ring_, &cqe, &ts) != 0) break;
+    io_uring_cqe_seen(&ring_, cqe);
+    --in_flight;
+  }
+  return failure;
+}
+
+}  // namespace cairn::io

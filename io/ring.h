@@ -1,0 +1,77 @@
+// Ring is one io_uring instance (liburing) with a batch runner on top: it puts
+// many operations in flight with one submission, reaps their completions and
+// resubmits the ones the caller says are unfinished (short transfers, -EAGAIN,
+// -EINTR). The io_uring backend (uring_file_system.h) does all its I/O here.
+//
+// Each thread gets its own ring (ThisThread), so submissions need no lock. A
+// ring is set up on a thread's first use; when the thread exits it goes to a
+// process-wide pool for the next new thread, and stays mapped until the
+// process exits. Every operation a
+// call submits has completed before that call returns, so a ring never holds
+// a completion that belongs to a finished call, and no buffer is referenced
+// by the kernel after its owner returns. A forked child must not use a ring
+// it inherited.
+//
+// Thread safety: a Ring belongs to one thread.
+#ifndef CAIRN_IO_RING_H_
+#define CAIRN_IO_RING_H_
+
+#include <liburing.h>
+
+#include <cstddef>
+#include <memory>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace cairn::io {
+
+class Ring {
+ public:
+  // Submission queue entries; also the most operations RunBatch keeps in
+  // flight (the completion queue is twice as deep, so it cannot overflow).
+  static constexpr unsigned kDepth = 256;
+  // The largest transfer one operation asks for; longer ones are continued
+  // like short transfers.
+  static constexpr size_t kMaxTransfer = size_t{1} << 30;
+
+  // This thread's ring, taken from the pool or set up on first use (and
+  // again after a failure of the ring itself). Fails like io_uring_queue_init: EPERM under a
+  // seccomp profile that forbids io_uring, ENOSYS on old kernels, ENOMEM under memlock limits.
+  static absl::StatusOr<Ring*> ThisThread();
+
+  // Checks that this thread's ring can be set up and supports read, write
+  // and fsync: OK means the io_uring backend can run here.
+  static absl::Status Probe();
+
+  ~Ring();
+  Ring(const Ring&) = delete;
+  Ring& operator=(const Ring&) = delete;
+
+  // Runs operations 0..n-1. prep(i, sqe) prepares operation i; it is called
+  // again when operation i is resubmitted. complete(i, res) receives the
+  // completion's res (bytes, or -errno) and returns true when operation i is
+  // finished, false to resubmit it. The first submission carries up to
+  // kDepth operations; completions free room for the rest.
+  //
+  // Returns an error only when the ring itself fails (io_uring_enter); the
+  // operations not yet completed then have unknown outcome, and this thread
+  // gets a fresh ring on its next ThisThread().
+  absl::Status RunBatch(size_t n, absl::FunctionRef<void(size_t, io_uring_sqe*)> prep,
+                        absl::FunctionRef<bool(size_t, int)> complete);
+
+ private:
+  struct ThreadSlot;
+
+  Ring() = default;
+  static absl::StatusOr<std::unique_ptr<Ring>> Create(unsigned depth);
+
+  io_uring ring_{};
+  bool set_up_ = false;  // io_uring_queue_init succeeded.
+  bool broken_ = false;  // The ring failed; replace it.
+};
+
+}  // namespace cairn::io
+
+#endif  // CAIRN_IO_RING_H_

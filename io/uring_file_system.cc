@@ -1,0 +1,235 @@
+#include "io/uring_file_system.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "io/aligned_buffer.h"
+#include "io/ring.h"
+#include "io/status_macros.h"
+
+namespace cairn::io {
+namespace {
+
+// One read of a batch: want bytes at offset into dst.
+struct ReadOp {
+  uint64_t offset = 0;
+  char* dst = nullptr;
+  size_t want = 0;
+  size_t got = 0;
+  bool done = false;
+  absl::Status status;
+};
+
+// Runs ops on ring, all in flight at once. A read ends at want bytes, at end
+// of file (a zero result, or with O_DIRECT an unaligned short one, since
+// reading on from there would be an unaligned request) or at an error, which
+// becomes the op's status. A failure of the ring itself becomes the status of
+// every op it left unfinished.
+void RunReads(Ring& ring, int fd, const std::string& path, bool direct, absl::Span<ReadOp> ops) {
+  std::vector<ReadOp*> live;
+  live.reserve(ops.size());
+  for (ReadOp& op : ops) {
+    op.done = op.want == 0;
+    if (!op.done) live.push_back(&op);
+  }
+  absl::Status ring_status = ring.RunBatch(
+      live.size(),
+      [&](size_t i, io_uring_sqe* sqe) {
+        ReadOp& op = *live[i];
+        const size_t len = std::min(op.want - op.got, Ring::kMaxTransfer);
+        io_uring_prep_read(sqe, fd, op.dst + op.got, static_cast<unsigned>(len),
+                           op.offset + op.got);
+      },
+      [&](size_t i, int res) {
+        ReadOp& op = *live[i];
+        if (res == -EAGAIN || res == -EINTR) return false;
+        if (res < 0) {
+          op.status = ErrnoError(-res, absl::StrCat("read ", path, " at ", op.offset + op.got));
+        } else if (res > 0) {
+          op.got += static_cast<size_t>(res);
+          // Short but not at end of file: read the remainder.
+          if (op.got < op.want && !(direct && !IsAligned(op.got, kDirectIoAlignment))) {
+            return false;
+          }
+        }
+        op.done = true;
+        return true;
+      });
+  if (!ring_status.ok()) {
+    for (ReadOp* op : live) {
+      if (!op->done) op->status = ring_status;
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status UringWritableFile::WriteAt(uint64_t offset, std::string_view data) {
+  if (data.empty()) return absl::OkStatus();
+  absl::StatusOr<Ring*> ring = Ring::ThisThread();
+  if (!ring.ok()) return FdWritableFile::WriteAt(offset, data);
+  size_t done = 0;
+  absl::Status error;
+  CAIRN_RETURN_IF_ERROR((*ring)->RunBatch(
+      1,
+      [&](size_t, io_uring_sqe* sqe) {
+        const size_t len = std::min(data.size() - done, Ring::kMaxTransfer);
+        io_uring_prep_write(sqe, fd(), data.data() + done, static_cast<unsigned>(len),
+                            offset + done);
+      },
+      [&](size_t, int res) {
+        if (res == -EAGAIN || res == -EINTR) return false;
+        if (res < 0) {
+          error = ErrnoError(-res, absl::StrCat("write ", path(), " at ", offset + done));
+          return true;
+        }
+        if (res == 0) {
+          error = absl::DataLossError(
+              absl::StrCat("write ", path(), " at ", offset + done, ": no progress"));
+          return true;
+        }
+        done += static_cast<size_t>(res);
+        return done == data.size();  // Short write: submit the rest.
+      }));
+  return error;
+}
+
+absl::Status UringWritableFile::DataSync() {
+  absl::StatusOr<Ring*> ring = Ring::ThisThread();
+  if (!ring.ok()) return FdWritableFile::DataSync();
+  int result = 0;
+  CAIRN_RETURN_IF_ERROR((*ring)->RunBatch(
+      1, [&](size_t, io_uring_sqe* sqe) { io_uring_prep_fsync(sqe, fd(), IORING_FSYNC_DATASYNC); },
+      [&](size_t, int res) {
+        result = res;
+        return res != -EINTR;
+      }));
+  if (result < 0) return ErrnoError(-result, absl::StrCat("fdatasync ", path()));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> UringRandomAccessFile::ReadAt(uint64_t offset, size_t n, char* buf) const {
+  absl::StatusOr<Ring*> ring = Ring::ThisThread();
+  if (!ring.ok()) return FdRandomAccessFile::ReadAt(offset, n, buf);
+  ReadOp op;
+  op.offset = offset;
+  op.dst = buf;
+  op.want = n;
+  RunReads(**ring, fd(), path(), direct(), absl::MakeSpan(&op, 1));
+  CAIRN_RETURN_IF_ERROR(op.status);
+  stats().AddRead(category(), op.got);
+  return op.got;
+}
+
+absl::Status UringRandomAccessFile::MultiRead(absl::Span<ReadRequest> requests) const {
+  absl::StatusOr<Ring*> ring = Ring::ThisThread();
+  if (!ring.ok()) return FdRandomAccessFile::MultiRead(requests);
+  std::vector<ReadOp> ops(requests.size());
+  std::vector<AlignedBuffer> bounce(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const ReadRequest& req = requests[i];
+    ReadOp& op = ops[i];
+    if (!direct() ||
+        (IsAligned(req.offset, kDirectIoAlignment) && IsAligned(req.len, kDirectIoAlignment) &&
+         IsAligned(req.buf, kDirectIoAlignment))) {
+      op.offset = req.offset;
+      op.dst = req.buf;
+      op.want = req.len;
+    } else if (req.len > 0) {
+      // Widened to whole blocks in a bounce buffer; copied out below.
+      op.offset = AlignDown(req.offset, kDirectIoAlignment);
+      op.want = AlignUp(req.offset + req.len, kDirectIoAlignment) - op.offset;
+      bounce[i] = AlignedBuffer(op.want);
+      op.dst = bounce[i].data();
+    }
+  }
+  RunReads(**ring, fd(), path(), direct(), absl::MakeSpan(ops));
+  absl::Status first;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    ReadRequest& req = requests[i];
+    const ReadOp& op = ops[i];
+    req.status = op.status;
+    req.result = 0;
+    if (!op.status.ok()) {
+      if (first.ok()) first = op.status;
+      continue;
+    }
+    stats().AddRead(category(), op.got);
+    if (op.dst == req.buf || req.len == 0) {
+      req.result = op.got;
+    } else {
+      const size_t skip = req.offset - op.offset;
+      req.result = op.got > skip ? std::min(req.len, op.got - skip) : 0;
+      if (req.result > 0) std::memcpy(req.buf, op.dst + skip, req.result);
+    }
+  }
+  return first;
+}
+
+absl::Status UringFileSystem::SyncFiles(absl::Span<WritableFile* const> files) {
+  absl::Status first;
+  auto note = [&first](absl::Status s) {
+    if (first.ok()) first = std::move(s);
+  };
+  std::vector<FdWritableFile*> batch;
+  for (WritableFile* f : files) {
+    auto* fd_file = dynamic_cast<FdWritableFile*>(f);
+    if (fd_file == nullptr) {
+      note(f->Sync());  // A wrapper or another backend's file.
+      continue;
+    }
+    absl::Status s = fd_file->PrepareSync();
+    if (s.ok()) {
+      batch.push_back(fd_file);
+    } else {
+      note(s);
+    }
+  }
+  absl::StatusOr<Ring*> ring = Ring::ThisThread();
+  if (!ring.ok()) {
+    for (FdWritableFile* f : batch) note(f->Sync());
+    return first;
+  }
+  // A sync whose outcome the ring lost counts as failed: never report a
+  // sync that may not have happened.
+  constexpr int kLost = std::numeric_limits<int>::min();
+  std::vector<int> results(batch.size(), kLost);
+  absl::Status ring_status = (*ring)->RunBatch(
+      batch.size(),
+      [&](size_t i, io_uring_sqe* sqe) {
+        io_uring_prep_fsync(sqe, batch[i]->fd(), IORING_FSYNC_DATASYNC);
+      },
+      [&](size_t i, int res) {
+        results[i] = res;
+        return res != -EINTR;
+      });
+  for (size_t i = 0; i < batch.size(); ++i) {
+    absl::Status s;
+    if (results[i] == kLost) {
+      s = ring_status;
+    } else if (results[i] < 0) {
+      s = ErrnoError(-results[i], absl::StrCat("fdatasync ", batch[i]->path()));
+    }
+    note(batch[i]->FinishSync(s));
+  }
+  return first;
+}
+
+std::unique_ptr<FdWritableFile> UringFileSystem::MakeWritableFile(int fd, const std::string& path,
+                                                                  IoCategory category,
+                                                                  bool direct) {
+  return std::make_unique<UringWritableFile>(fd, path, category, direct, shared_stats());
+}
+
+std::unique_ptr<FdRandomAccessFile> UringFileSystem::MakeRandomAccessFile(int fd,
+                                                                          const std::string& path,
+                                                                          IoCategory category,
+                                                                          bool direct) {
+  return std::make_unique<UringRandomAccessFile>(fd, path, category, direct, shared_stats());
+}
+
+}  // namespace cairn::io

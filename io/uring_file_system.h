@@ -1,0 +1,70 @@
+// UringFileSystem is the io_uring backend: the POSIX file system whose files
+// do their reads, writes and fdatasyncs on the calling thread's Ring
+// (ring.h). Directory operations, locks and opens stay plain syscalls; they
+// are rare and gain nothing from a ring. MultiRead puts every request in
+// flight with one submission and SyncFiles every fdatasync.
+//
+// When a thread cannot set up its ring (memory limits hit after the backend
+// was chosen), that thread's I/O falls back to the POSIX syscalls rather than
+// fail.
+//
+// Thread safety: as PosixFileSystem.
+#ifndef CAIRN_IO_URING_FILE_SYSTEM_H_
+#define CAIRN_IO_URING_FILE_SYSTEM_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "io/file_system.h"
+#include "io/posix_file_system.h"
+
+namespace cairn::io {
+
+// FdWritableFile whose positioned writes and fdatasyncs go through the ring.
+class UringWritableFile : public FdWritableFile {
+ public:
+  using FdWritableFile::FdWritableFile;
+
+ protected:
+  absl::Status WriteAt(uint64_t offset, std::string_view data) override;
+  absl::Status DataSync() override;
+};
+
+// FdRandomAccessFile whose reads go through the ring.
+class UringRandomAccessFile : public FdRandomAccessFile {
+ public:
+  using FdRandomAccessFile::FdRandomAccessFile;
+
+  // All requests in flight at once (kDepth at a time); short reads that are
+  // not at end of file are resubmitted for the remainder; -EAGAIN and -EINTR
+  // are retried; a negative result is that request's status.
+  absl::Status MultiRead(absl::Span<ReadRequest> requests) const override;
+
+ protected:
+  absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* buf) const override;
+};
+
+class UringFileSystem : public PosixFileSystem {
+ public:
+  // Flushes every file, then puts all their fdatasyncs in flight at once and
+  // waits for all. OK only if every one succeeded; a file whose sync failed is
+  // poisoned. Files of other types are synced one by one.
+  absl::Status SyncFiles(absl::Span<WritableFile* const> files) override;
+
+  std::string Name() const override { return "io_uring"; }
+
+ protected:
+  std::unique_ptr<FdWritableFile> MakeWritableFile(int fd, const std::string& path,
+                                                   IoCategory category, bool direct) override;
+  std::unique_ptr<FdRandomAccessFile> MakeRandomAccessFile(int fd, const std::string& path,
+                                                           IoCategory category,
+                                                           bool direct) override;
+};
+
+}  // namespace cairn::io
+
+#endif  // CAIRN_IO_URING_FILE_SYSTEM_H_
