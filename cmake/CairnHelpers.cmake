@@ -7,9 +7,7 @@ function(cairn_library name dir)
     set(srcs ${CMAKE_CURRENT_SOURCE_DIR}/cmake/empty.cc)
   endif()
   add_library(${name} STATIC ${srcs})
-  target_include_directories(${name} PUBLIC
-    $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}>
-    $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}/cairn/internal>)
+  target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}>)
   target_include_directories(${name} PRIVATE ${URING_INCLUDE_DIRS}
     ${ZSTD_INCLUDE_DIRS} ${XXHASH_INCLUDE_DIRS})
   target_compile_options(${name} PRIVATE ${CAIRN_WARNINGS})

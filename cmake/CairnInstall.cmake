@@ -1,8 +1,7 @@
 # Install rules and an exported package: find_package(cairn) then link
-# cairn::cairn. The internal libraries are installed because the static
-# library cairn_core needs them at link time; their headers are not part of
-# the public API and go under include/cairn/internal only for completeness of
-# the build interface.
+# cairn::cairn. The internal static libraries are installed because
+# cairn_core needs them at link time; their headers are not: a user includes
+# only cairn/*.h.
 include(CMakePackageConfigHelpers)
 install(DIRECTORY core/include/cairn DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(TARGETS cairn cairn_core cairn_gc cairn_lsm cairn_vlog cairn_io

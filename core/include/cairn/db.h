@@ -66,7 +66,9 @@ class DB {
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // "cairn.stats" (text report), "cairn.num-files-at-level<N>",
-  // "cairn.io-backend". False for an unknown name.
+  // "cairn.io-backend", "cairn.live-bytes" (scans the whole database for the
+  // key and value bytes of live entries; feeds space amplification). False
+  // for an unknown name.
   virtual bool GetProperty(std::string_view name, std::string* value) = 0;
   virtual Stats GetStats() = 0;
 };

@@ -47,7 +47,8 @@ struct Stats {
   uint64_t block_cache_hits = 0, block_cache_misses = 0;
 
   // Space: (SST + value-log bytes on disk) / live user bytes, where live
-  // user bytes are estimated from the last full scan (0 when unknown).
+  // user bytes come from the last GetProperty("cairn.live-bytes") scan
+  // (0, and space_amplification 0, until one has run).
   uint64_t sst_bytes = 0, vlog_bytes = 0;
   uint64_t live_user_bytes_estimate = 0;
   double space_amplification = 0;
