@@ -1,0 +1,156 @@
+// DBImpl ties the parts of cairn together: the write queue and WAL, the
+// memtables, the versions of the LSM tree, the read path, and the background
+// threads that flush and compact. The public contract is cairn/db.h; the
+// design is docs/architecture.md.
+//
+// Files: db_open.cc (open, recovery, close), db_write.cc (write queue, group
+// commit, memtable switch, stalls), db_read.cc (Get, MultiGet, iterators,
+// snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
+// db_stats.cc (stats and properties).
+//
+// Thread safety: mu_ guards the mutable state below; the WAL is written by
+// the write-group leader alone, outside mu_.
+#ifndef CAIRN_CORE_DB_IMPL_H_
+#define CAIRN_CORE_DB_IMPL_H_
+
+#include <atomic>
+#include <deque>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "cairn/db.h"
+#include "io/file_system.h"
+#include "lsm/block_cache.h"
+#include "lsm/log_writer.h"
+#include "lsm/memtable.h"
+#include "lsm/read_counters.h"
+#include "lsm/table_cache.h"
+#include "lsm/version_set.h"
+
+namespace cairn {
+
+// Opens a database on a given file system (tests pass in-memory and
+// fault-injecting ones). DB::Open uses the real one of options.io_backend.
+absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
+                                                       const std::string& path,
+                                                       std::shared_ptr<io::FileSystem> fs);
+
+class SnapshotImpl : public Snapshot {
+ public:
+  explicit SnapshotImpl(lsm::SequenceNumber seq) : sequence(seq) {}
+  ~SnapshotImpl() override = default;
+  const lsm::SequenceNumber sequence;
+};
+
+class DBImpl final : public DB {
+ public:
+  DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs);
+  ~DBImpl() override;
+
+  absl::Status Put(const WriteOptions& options, std::string_view key,
+                   std::string_view value) override;
+  absl::Status Delete(const WriteOptions& options, std::string_view key) override;
+  absl::Status Write(const WriteOptions& options, const WriteBatch& batch) override;
+  absl::Status Get(const ReadOptions& options, std::string_view key, std::string* value) override;
+  std::vector<absl::Status> MultiGet(const ReadOptions& options,
+                                     const std::vector<std::string_view>& keys,
+                                     std::vector<std::string>* values) override;
+  std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) override;
+  const Snapshot* GetSnapshot() override;
+  void ReleaseSnapshot(const Snapshot* snapshot) override;
+  absl::Status Flush() override;
+  absl::Status CompactRange(const std::string* begin, const std::string* end) override;
+  absl::Status WaitForBackgroundWork() override;
+  bool GetProperty(std::string_view name, std::string* value) override;
+  Stats GetStats() override;
+
+  // Opening: db_open.cc.
+  absl::Status Recover();
+
+ private:
+  struct Writer;
+  struct ImmutableMemTable {
+    std::shared_ptr<lsm::MemTable> mem;
+    uint64_t log_number;  // the WAL holding its writes
+  };
+  // What a read needs, captured under mu_ and used without it.
+  struct ReadView {
+    lsm::SequenceNumber sequence;
+    std::shared_ptr<lsm::MemTable> mem;
+    std::vector<std::shared_ptr<lsm::MemTable>> imm;  // newest first
+    std::shared_ptr<const lsm::Version> version;
+    lsm::TableReadOptions table_read;
+  };
+
+  // db_open.cc
+  absl::Status NewDatabase();
+  absl::Status ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTable* mem,
+                         lsm::SequenceNumber* max_sequence);
+  absl::Status NewLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // db_write.cc
+  absl::Status CheckBatch(const WriteBatch& batch) const;
+  // Writes batch through the write queue; a null batch switches to a new
+  // memtable (for Flush) in the queue's order.
+  absl::Status WriteImpl(const WriteOptions& options, const WriteBatch* batch);
+  absl::Status MakeRoomForWrite(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  WriteBatch* BuildBatchGroup(Writer** last_writer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
+
+  // db_read.cc
+  ReadView GetReadView(const ReadOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status GetFromView(const ReadView& view, std::string_view key, std::string* value);
+
+  // db_background.cc
+  void BackgroundThread();
+  absl::Status FlushOldestImmutable() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit);
+  void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
+  void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  lsm::SequenceNumber OldestSnapshot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const Options options_;
+  const std::string dbname_;
+  const std::shared_ptr<io::FileSystem> fs_;
+  std::unique_ptr<io::FileLock> lock_;
+  lsm::TableOptions table_options_;
+  lsm::ReadCounters read_counters_;
+  std::unique_ptr<lsm::BlockCache> block_cache_;
+  std::unique_ptr<lsm::TableCache> table_cache_;
+  std::unique_ptr<lsm::VersionSet> versions_;
+
+  absl::Mutex mu_;
+  absl::CondVar background_cv_;  // signalled when background work finishes or is queued
+  std::shared_ptr<lsm::MemTable> mem_ ABSL_GUARDED_BY(mu_);
+  std::deque<ImmutableMemTable> imm_ ABSL_GUARDED_BY(mu_);  // oldest first
+  std::unique_ptr<lsm::LogWriter> log_ ABSL_GUARDED_BY(mu_);
+  uint64_t log_number_ ABSL_GUARDED_BY(mu_) = 0;
+  std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);
+  // The write group's batch; used only by the current write leader.
+  WriteBatch group_batch_;
+  // Numbers of files being written that are not yet in a version.
+  absl::flat_hash_set<uint64_t> pending_outputs_ ABSL_GUARDED_BY(mu_);
+  // Highest sequence number visible to readers.
+  std::atomic<lsm::SequenceNumber> last_sequence_{0};
+  std::multiset<lsm::SequenceNumber> snapshots_ ABSL_GUARDED_BY(mu_);
+  absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::thread> background_threads_;
+
+  // Counters for GetStats.
+  std::atomic<uint64_t> user_bytes_written_{0}, puts_{0}, deletes_{0};
+  std::atomic<uint64_t> gets_{0}, gets_found_{0};
+  std::atomic<uint64_t> live_user_bytes_{0};  // from the last cairn.live-bytes scan
+  std::atomic<uint64_t> stall_slowdowns_{0}, stall_stops_{0}, stall_micros_{0};
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_CORE_DB_IMPL_H_

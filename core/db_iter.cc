@@ -1,0 +1,198 @@
+#include "core/db_iter.h"
+
+#include <string>
+
+namespace cairn {
+namespace {
+
+using lsm::ParsedInternalKey;
+using lsm::SequenceNumber;
+using lsm::ValueType;
+
+// Forward: the internal iterator sits on the entry shown (the newest visible
+// version of key()). Reverse: it sits just before every entry of key(), whose
+// newest visible version is saved in saved_key_/saved_value_.
+class DBIter final : public Iterator {
+ public:
+  DBIter(std::unique_ptr<lsm::InternalIterator> iter, SequenceNumber seq,
+         std::shared_ptr<void> keep_alive, ValueResolver resolver)
+      : iter_(std::move(iter)),
+        sequence_(seq),
+        keep_alive_(std::move(keep_alive)),
+        resolver_(std::move(resolver)) {}
+  ~DBIter() override {
+    iter_.reset();  // before keep_alive_ releases what it reads from
+  }
+
+  bool Valid() const override { return valid_; }
+  std::string_view key() const override { return saved_key_; }
+  std::string_view value() const override {
+    if (!value_resolved_) ResolveValue();
+    return resolved_value_;
+  }
+  absl::Status status() const override {
+    if (!status_.ok()) return status_;
+    return iter_->status();
+  }
+
+  void SeekToFirst() override {
+    direction_ = kForward;
+    iter_->SeekToFirst();
+    FindNextUserEntry(/*skipping=*/false, {});
+  }
+  void SeekToLast() override {
+    direction_ = kReverse;
+    iter_->SeekToLast();
+    FindPrevUserEntry();
+  }
+  void Seek(std::string_view target) override {
+    direction_ = kForward;
+    iter_->Seek(lsm::MakeLookupKey(target, sequence_));
+    FindNextUserEntry(false, {});
+  }
+  void SeekForPrev(std::string_view target) override {
+    direction_ = kReverse;
+    std::string k;
+    lsm::AppendInternalKey(&k, target, 0, ValueType::kDeletion);  // last entry of target
+    iter_->SeekForPrev(k);
+    FindPrevUserEntry();
+  }
+
+  void Next() override {
+    if (direction_ == kReverse) {
+      // iter_ is before every entry of key(); step to the first of them.
+      direction_ = kForward;
+      if (!iter_->Valid()) {
+        iter_->SeekToFirst();
+      } else {
+        iter_->Next();
+      }
+      // Now at (or before) key()'s entries: skip them all.
+    }
+    std::string skip = saved_key_;
+    FindNextUserEntry(true, skip);
+  }
+
+  void Prev() override {
+    if (direction_ == kForward) {
+      // iter_ is at key()'s newest visible entry: back up before all of them.
+      const std::string current = saved_key_;
+      while (true) {
+        iter_->Prev();
+        if (!iter_->Valid()) break;
+        ParsedInternalKey ikey;
+        if (!Parse(&ikey)) return;
+        if (ikey.user_key < std::string_view(current)) break;
+      }
+      direction_ = kReverse;
+    }
+    FindPrevUserEntry();
+  }
+
+ private:
+  enum Direction { kForward, kReverse };
+
+  bool Parse(ParsedInternalKey* ikey) {
+    if (!lsm::ParseInternalKey(iter_->key(), ikey)) {
+      status_ = absl::DataLossError("iterator: corrupt internal key");
+      valid_ = false;
+      return false;
+    }
+    return true;
+  }
+
+  // Moves forward to the newest visible live entry of the first user key
+  // after skip (when skipping) and stores it.
+  void FindNextUserEntry(bool skipping, std::string skip) {
+    valid_ = false;
+    for (; iter_->Valid(); iter_->Next()) {
+      ParsedInternalKey ikey;
+      if (!Parse(&ikey)) return;
+      if (ikey.sequence > sequence_) continue;
+      if (skipping && ikey.user_key <= std::string_view(skip)) continue;
+      if (ikey.type == ValueType::kDeletion) {
+        // Hide every older entry of this key.
+        skip.assign(ikey.user_key);
+        skipping = true;
+        continue;
+      }
+      saved_key_.assign(ikey.user_key);
+      SaveValue(ikey.type, iter_->value());
+      valid_ = true;
+      return;
+    }
+  }
+
+  // Moves backward, collecting the newest visible entry of the previous user
+  // key; leaves iter_ before all of that key's entries.
+  void FindPrevUserEntry() {
+    ValueType value_type = ValueType::kDeletion;
+    valid_ = false;
+    while (iter_->Valid()) {
+      ParsedInternalKey ikey;
+      if (!Parse(&ikey)) return;
+      if (ikey.sequence <= sequence_) {
+        if (value_type != ValueType::kDeletion &&
+            ikey.user_key < std::string_view(saved_key_)) {
+          break;  // an entry of an earlier key: the saved one is complete
+        }
+        value_type = ikey.type;
+        if (value_type == ValueType::kDeletion) {
+          saved_key_.clear();
+          raw_value_.clear();
+        } else {
+          saved_key_.assign(ikey.user_key);
+          raw_value_.assign(iter_->value());
+        }
+      }
+      iter_->Prev();
+    }
+    if (value_type == ValueType::kDeletion) return;  // reached the start
+    value_type_ = value_type;
+    value_resolved_ = false;
+    valid_ = true;
+  }
+
+  void SaveValue(ValueType type, std::string_view stored) {
+    value_type_ = type;
+    raw_value_.assign(stored);
+    value_resolved_ = false;
+  }
+
+  void ResolveValue() const {
+    value_resolved_ = true;
+    if (value_type_ == ValueType::kValue) {
+      resolved_value_ = raw_value_;
+      return;
+    }
+    absl::Status s = resolver_(value_type_, raw_value_, &resolved_value_);
+    if (!s.ok()) {
+      status_ = s;
+      resolved_value_.clear();
+    }
+  }
+
+  std::unique_ptr<lsm::InternalIterator> iter_;
+  const SequenceNumber sequence_;
+  std::shared_ptr<void> keep_alive_;
+  mutable ValueResolver resolver_;
+  Direction direction_ = kForward;
+  bool valid_ = false;
+  std::string saved_key_;
+  std::string raw_value_;
+  ValueType value_type_ = ValueType::kValue;
+  mutable bool value_resolved_ = false;
+  mutable std::string resolved_value_;
+  mutable absl::Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
+                                        SequenceNumber sequence, std::shared_ptr<void> keep_alive,
+                                        ValueResolver resolver) {
+  return std::make_unique<DBIter>(std::move(internal), sequence, std::move(keep_alive),
+                                  std::move(resolver));
+}
+
+}  // namespace cairn

@@ -1,0 +1,132 @@
+// The read path: Get and MultiGet look in the memtable, the immutable
+// memtables (newest first), then the version's tables; iterators merge all
+// of them. Snapshots pin a sequence number.
+#include "absl/strings/str_cat.h"
+#include "core/db_impl.h"
+#include "core/db_iter.h"
+#include "io/status_macros.h"
+#include "lsm/merging_iterator.h"
+
+namespace cairn {
+
+using lsm::SequenceNumber;
+using lsm::ValueType;
+
+DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options) {
+  ReadView view;
+  absl::MutexLock l(&mu_);
+  view.sequence = options.snapshot != nullptr
+                      ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence
+                      : last_sequence_.load(std::memory_order_acquire);
+  view.mem = mem_;
+  for (auto it = imm_.rbegin(); it != imm_.rend(); ++it) view.imm.push_back(it->mem);
+  view.version = versions_->current();
+  view.table_read.verify_checksums = options.verify_checksums;
+  view.table_read.fill_cache = options.fill_cache;
+  return view;
+}
+
+namespace {
+
+absl::Status ResolveStoredValue(ValueType type, std::string_view stored, std::string* out) {
+  switch (type) {
+    case ValueType::kValue:
+      out->assign(stored);
+      return absl::OkStatus();
+    case ValueType::kValuePointer:
+      return absl::DataLossError(
+          "found a value pointer, but this database was opened without a value log");
+    case ValueType::kDeletion:
+      break;
+  }
+  return absl::NotFoundError("deleted");
+}
+
+}  // namespace
+
+absl::Status DBImpl::GetFromView(const ReadView& view, std::string_view key, std::string* value) {
+  ValueType type;
+  SequenceNumber seq;
+  std::string stored;
+  bool found = view.mem->Get(key, view.sequence, &type, &seq, &stored);
+  for (size_t i = 0; !found && i < view.imm.size(); ++i) {
+    found = view.imm[i]->Get(key, view.sequence, &type, &seq, &stored);
+  }
+  if (!found) {
+    lsm::TableGetResult result;
+    CAIRN_RETURN_IF_ERROR(view.version->Get(view.table_read, table_cache_.get(),
+                                            lsm::MakeLookupKey(key, view.sequence), &result));
+    if (!result.found) return absl::NotFoundError("key not found");
+    found = true;
+    type = result.type;
+    stored = std::move(result.value);
+  }
+  if (type == ValueType::kDeletion) return absl::NotFoundError("key not found");
+  return ResolveStoredValue(type, stored, value);
+}
+
+absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::string* value) {
+  if (key.size() > kMaxKeySize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
+  }
+  gets_.fetch_add(1, std::memory_order_relaxed);
+  absl::Status s = GetFromView(GetReadView(options), key, value);
+  if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
+                                           const std::vector<std::string_view>& keys,
+                                           std::vector<std::string>* values) {
+  // One read view for the whole batch, so all keys see the same state.
+  const ReadView view = GetReadView(options);
+  values->assign(keys.size(), std::string());
+  std::vector<absl::Status> statuses;
+  statuses.reserve(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].size() > kMaxKeySize) {
+      statuses.push_back(absl::InvalidArgumentError(
+          absl::StrCat("key of ", keys[i].size(), " bytes exceeds the limit of ", kMaxKeySize)));
+      continue;
+    }
+    gets_.fetch_add(1, std::memory_order_relaxed);
+    statuses.push_back(GetFromView(view, keys[i], &(*values)[i]));
+    if (statuses.back().ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+  }
+  return statuses;
+}
+
+std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
+  auto view = std::make_shared<ReadView>(GetReadView(options));
+  std::vector<std::unique_ptr<lsm::InternalIterator>> children;
+  children.push_back(view->mem->NewIterator());
+  for (const auto& m : view->imm) children.push_back(m->NewIterator());
+  view->version->AddIterators(view->table_read, table_cache_.get(), &children);
+  return NewDBIterator(lsm::NewMergingIterator(std::move(children)), view->sequence, view,
+                       &ResolveStoredValue);
+}
+
+const Snapshot* DBImpl::GetSnapshot() {
+  absl::MutexLock l(&mu_);
+  const SequenceNumber seq = last_sequence_.load(std::memory_order_acquire);
+  snapshots_.insert(seq);
+  return new SnapshotImpl(seq);
+}
+
+void DBImpl::ReleaseSnapshot(const Snapshot* snapshot) {
+  if (snapshot == nullptr) return;
+  const auto* impl = static_cast<const SnapshotImpl*>(snapshot);
+  {
+    absl::MutexLock l(&mu_);
+    auto it = snapshots_.find(impl->sequence);
+    if (it != snapshots_.end()) snapshots_.erase(it);
+  }
+  delete impl;
+}
+
+SequenceNumber DBImpl::OldestSnapshot() const {
+  return snapshots_.empty() ? last_sequence_.load() : *snapshots_.begin();
+}
+
+}  // namespace cairn

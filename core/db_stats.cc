@@ -1,0 +1,149 @@
+// Stats and properties: the engine's own measurements, from the io layer's
+// byte counters and the read path's counters.
+#include <cstdio>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/db_impl.h"
+
+namespace cairn {
+
+using io::IoCategory;
+
+Stats DBImpl::GetStats() {
+  Stats st;
+  st.io_backend = fs_->Name();
+  st.user_bytes_written = user_bytes_written_.load();
+  st.puts = puts_.load();
+  st.deletes = deletes_.load();
+  st.gets = gets_.load();
+  st.gets_found = gets_found_.load();
+
+  const auto io = fs_->stats().GetAll();
+  auto cat = [&io](IoCategory c) { return io[static_cast<int>(c)]; };
+  st.wal_bytes_written = cat(IoCategory::kWal).bytes_written;
+  st.vlog_bytes_written = cat(IoCategory::kValueLog).bytes_written;
+  st.flush_bytes_written = cat(IoCategory::kFlush).bytes_written;
+  st.compaction_bytes_written = cat(IoCategory::kCompaction).bytes_written;
+  st.gc_bytes_written = cat(IoCategory::kGc).bytes_written;
+  st.manifest_bytes_written = cat(IoCategory::kManifest).bytes_written;
+  const uint64_t disk_written = st.wal_bytes_written + st.vlog_bytes_written +
+                                st.flush_bytes_written + st.compaction_bytes_written +
+                                st.gc_bytes_written + st.manifest_bytes_written;
+  st.write_amplification =
+      st.user_bytes_written == 0 ? 0 : static_cast<double>(disk_written) / st.user_bytes_written;
+
+  st.table_reads = cat(IoCategory::kTable).read_ops;
+  st.table_bytes_read = cat(IoCategory::kTable).bytes_read;
+  st.vlog_reads = cat(IoCategory::kValueLog).read_ops;
+  st.vlog_bytes_read = cat(IoCategory::kValueLog).bytes_read;
+  st.read_amplification =
+      st.gets == 0 ? 0 : static_cast<double>(st.table_reads + st.vlog_reads) / st.gets;
+  st.bloom_probes = read_counters_.bloom_probes.load();
+  st.bloom_rejections = read_counters_.bloom_rejections.load();
+  st.bloom_false_positives = read_counters_.bloom_false_positives.load();
+  st.block_cache_hits = read_counters_.block_cache_hits.load();
+  st.block_cache_misses = read_counters_.block_cache_misses.load();
+
+  std::shared_ptr<const lsm::Version> v = versions_->current();
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    LevelStats ls;
+    ls.level = level;
+    ls.files = v->NumFiles(level);
+    ls.bytes = v->LevelBytes(level);
+    st.sst_bytes += ls.bytes;
+    if (level == 0) {
+      ls.compaction_bytes_written = st.flush_bytes_written;
+    }
+    st.levels.push_back(ls);
+  }
+  st.stall_slowdowns = stall_slowdowns_.load();
+  st.stall_stops = stall_stops_.load();
+  st.stall_micros = stall_micros_.load();
+  // Live user bytes are known only from a full scan (cairn.live-bytes);
+  // until one has run, space amplification is reported as 0 (unknown).
+  st.live_user_bytes_estimate = live_user_bytes_.load();
+  const uint64_t on_disk = st.sst_bytes + st.vlog_bytes;
+  st.space_amplification = st.live_user_bytes_estimate == 0
+                               ? 0
+                               : static_cast<double>(on_disk) / st.live_user_bytes_estimate;
+  return st;
+}
+
+namespace {
+
+std::string FormatStats(const Stats& st) {
+  std::string out;
+  absl::StrAppendFormat(&out, "** cairn stats **\nio backend: %s\n", st.io_backend);
+  absl::StrAppendFormat(&out, "user: %d puts, %d deletes, %d gets (%d found), %.1f MiB written\n",
+                        st.puts, st.deletes, st.gets, st.gets_found,
+                        st.user_bytes_written / 1048576.0);
+  absl::StrAppendFormat(&out,
+                        "write amplification %.2f: wal %.1f MiB, vlog %.1f MiB, flush %.1f MiB, "
+                        "compaction %.1f MiB, gc %.1f MiB, manifest %.2f MiB\n",
+                        st.write_amplification, st.wal_bytes_written / 1048576.0,
+                        st.vlog_bytes_written / 1048576.0, st.flush_bytes_written / 1048576.0,
+                        st.compaction_bytes_written / 1048576.0, st.gc_bytes_written / 1048576.0,
+                        st.manifest_bytes_written / 1048576.0);
+  absl::StrAppendFormat(&out,
+                        "read amplification %.2f device reads/get: %d table reads (%.1f MiB), "
+                        "%d vlog reads (%.1f MiB)\n",
+                        st.read_amplification, st.table_reads, st.table_bytes_read / 1048576.0,
+                        st.vlog_reads, st.vlog_bytes_read / 1048576.0);
+  absl::StrAppendFormat(&out, "bloom: %d probes, %d rejections, %d false positives\n",
+                        st.bloom_probes, st.bloom_rejections, st.bloom_false_positives);
+  absl::StrAppendFormat(&out, "block cache: %d hits, %d misses\n", st.block_cache_hits,
+                        st.block_cache_misses);
+  absl::StrAppendFormat(&out, "space amplification %.2f: sst %.1f MiB, vlog %.1f MiB\n",
+                        st.space_amplification, st.sst_bytes / 1048576.0,
+                        st.vlog_bytes / 1048576.0);
+  absl::StrAppendFormat(&out, "stalls: %d slowdowns, %d stops, %.3f s\n", st.stall_slowdowns,
+                        st.stall_stops, st.stall_micros / 1e6);
+  absl::StrAppendFormat(&out, "%-5s %6s %10s %10s %10s %8s %6s\n", "level", "files", "size MiB",
+                        "read MiB", "write MiB", "comps", "w-amp");
+  for (const LevelStats& ls : st.levels) {
+    absl::StrAppendFormat(&out, "L%-4d %6d %10.1f %10.1f %10.1f %8d %6.2f\n", ls.level, ls.files,
+                          ls.bytes / 1048576.0, ls.compaction_bytes_read / 1048576.0,
+                          ls.compaction_bytes_written / 1048576.0, ls.compactions,
+                          ls.write_amplification);
+  }
+  return out;
+}
+
+}  // namespace
+
+bool DBImpl::GetProperty(std::string_view name, std::string* value) {
+  value->clear();
+  if (name == "cairn.stats") {
+    *value = FormatStats(GetStats());
+    return true;
+  }
+  if (name == "cairn.live-bytes") {
+    // Scans the whole database: key and value bytes of every live entry.
+    auto it = NewIterator(ReadOptions());
+    uint64_t bytes = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) bytes += it->key().size() + it->value().size();
+    if (!it->status().ok()) return false;
+    live_user_bytes_.store(bytes);
+    *value = absl::StrCat(bytes);
+    return true;
+  }
+  if (name == "cairn.io-backend") {
+    *value = fs_->Name();
+    return true;
+  }
+  constexpr std::string_view kFilesAtLevel = "cairn.num-files-at-level";
+  if (name.substr(0, kFilesAtLevel.size()) == kFilesAtLevel) {
+    int level;
+    if (!absl::SimpleAtoi(std::string(name.substr(kFilesAtLevel.size())), &level) || level < 0 ||
+        level >= lsm::kNumLevels) {
+      return false;
+    }
+    *value = absl::StrCat(versions_->current()->NumFiles(level));
+    return true;
+  }
+  return false;
+}
+
+}  // namespace cairn

@@ -1,0 +1,201 @@
+// The write path: writers queue, the front one leads a group, writes the
+// group's WAL record (syncing once when any member asked), applies it to the
+// memtable and wakes the others (group commit, as in LevelDB).
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "core/db_impl.h"
+#include "core/write_batch_internal.h"
+#include "io/status_macros.h"
+
+namespace cairn {
+
+using lsm::SequenceNumber;
+using lsm::ValueType;
+
+struct DBImpl::Writer {
+  explicit Writer(const WriteBatch* b, bool s) : batch(b), sync(s) {}
+  const WriteBatch* batch;
+  const bool sync;
+  bool done = false;
+  absl::Status status;
+  absl::CondVar cv;
+};
+
+// A group stops growing at this many bytes, so one large write does not make
+// many small ones wait for it (and the reverse).
+constexpr size_t kMaxGroupBytes = 1 << 20;
+
+absl::Status DBImpl::Put(const WriteOptions& options, std::string_view key,
+                         std::string_view value) {
+  WriteBatch batch;
+  batch.Put(key, value);
+  return Write(options, batch);
+}
+
+absl::Status DBImpl::Delete(const WriteOptions& options, std::string_view key) {
+  WriteBatch batch;
+  batch.Delete(key);
+  return Write(options, batch);
+}
+
+absl::Status DBImpl::CheckBatch(const WriteBatch& batch) const {
+  return WriteBatchInternal::ForEach(
+      batch, [](SequenceNumber, ValueType type, std::string_view key,
+                std::string_view value) -> absl::Status {
+        if (key.size() > kMaxKeySize) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
+        }
+        if (value.size() > kMaxValueSize) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "value of ", value.size(), " bytes exceeds the limit of ", kMaxValueSize));
+        }
+        if (type == ValueType::kValuePointer) {
+          return absl::InvalidArgumentError("write batch holds an internal value pointer");
+        }
+        return absl::OkStatus();
+      });
+}
+
+absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch) {
+  CAIRN_RETURN_IF_ERROR(CheckBatch(batch));
+  if (batch.Count() == 0) return absl::OkStatus();
+  return WriteImpl(options, &batch);
+}
+
+absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* batch) {
+  Writer w(batch, options.sync);
+  absl::MutexLock l(&mu_);
+  writers_.push_back(&w);
+  while (!w.done && &w != writers_.front()) w.cv.Wait(&mu_);
+  if (w.done) return w.status;
+
+  // This writer leads a group.
+  absl::Status status = MakeRoomForWrite(/*force=*/batch == nullptr);
+  Writer* last_writer = &w;
+  if (status.ok() && batch != nullptr) {
+    WriteBatch* group = BuildBatchGroup(&last_writer);
+    const SequenceNumber first = last_sequence_.load() + 1;
+    WriteBatchInternal::SetSequence(group, first);
+    const SequenceNumber last = first + group->Count() - 1;
+    bool sync = false;
+    for (Writer* x : writers_) {
+      sync |= x->sync;
+      if (x == last_writer) break;
+    }
+    lsm::LogWriter* log = log_.get();
+    std::shared_ptr<lsm::MemTable> mem = mem_;
+    {
+      // Later writers queue behind us meanwhile; only the leader touches the
+      // log and inserts into the memtable, so mu_ is not needed here.
+      mu_.Unlock();
+      status = log->AddRecord(WriteBatchInternal::Contents(*group));
+      // Non-sync writes still reach the kernel before they are acknowledged,
+      // so they survive a crash of this process.
+      if (status.ok()) status = sync ? log->Sync() : log->Flush();
+      if (status.ok()) status = InsertInto(mem.get(), *group);
+      mu_.Lock();
+    }
+    if (status.ok()) {
+      last_sequence_.store(last, std::memory_order_release);
+      versions_->SetLastSequence(last);
+      uint64_t user_bytes = 0;
+      WriteBatchInternal::ForEach(*group, [&](SequenceNumber, ValueType t, std::string_view k,
+                                              std::string_view v) {
+        user_bytes += k.size() + v.size();
+        (t == ValueType::kDeletion ? deletes_ : puts_).fetch_add(1, std::memory_order_relaxed);
+        return absl::OkStatus();
+      }).IgnoreError();
+      user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
+    } else {
+      // The WAL may now hold a record the memtable does not (or a sync
+      // failed): stop accepting writes until the DB is reopened.
+      SetBackgroundError(status);
+    }
+    group_batch_.Clear();
+  }
+
+  while (true) {
+    Writer* ready = writers_.front();
+    writers_.pop_front();
+    if (ready != &w) {
+      ready->status = status;
+      ready->done = true;
+      ready->cv.Signal();
+    }
+    if (ready == last_writer) break;
+  }
+  if (!writers_.empty()) writers_.front()->cv.Signal();
+  return status;
+}
+
+WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer) {
+  // The group is always a copy: the callers' batches are const, and the
+  // sequence number is written into the group's header.
+  Writer* first = writers_.front();
+  group_batch_.Clear();
+  WriteBatchInternal::Append(&group_batch_, *first->batch);
+  size_t size = first->batch->ApproximateSize();
+  // A small first write does not wait behind a big group.
+  const size_t max_size = size <= (128 << 10) ? size + (128 << 10) : kMaxGroupBytes;
+  *last_writer = first;
+  for (auto it = writers_.begin() + 1; it != writers_.end(); ++it) {
+    Writer* w = *it;
+    if (w->batch == nullptr) break;  // a memtable switch goes alone
+    // A sync write does not join a non-sync leader's group, which is not
+    // synced.
+    if (w->sync && !first->sync) break;
+    size += w->batch->ApproximateSize();
+    if (size > max_size) break;
+    WriteBatchInternal::Append(&group_batch_, *w->batch);
+    *last_writer = w;
+  }
+  return &group_batch_;
+}
+
+absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
+  return WriteBatchInternal::ForEach(
+      batch, [mem](SequenceNumber seq, ValueType type, std::string_view key,
+                   std::string_view value) {
+        mem->Add(seq, type, key, value);
+        return absl::OkStatus();
+      });
+}
+
+absl::Status DBImpl::MakeRoomForWrite(bool force) {
+  bool allow_delay = !force;
+  while (true) {
+    if (!bg_error_.ok()) return bg_error_;
+    const int l0_files = static_cast<int>(versions_->current()->NumFiles(0));
+    if (allow_delay && l0_files >= options_.level0_slowdown_trigger) {
+      // Near the stop trigger: give each write a 1 ms delay rather than stop
+      // one write for seconds later.
+      stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+      mu_.Unlock();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      stall_micros_.fetch_add(1000, std::memory_order_relaxed);
+      mu_.Lock();
+      allow_delay = false;
+      continue;
+    }
+    if (!force && mem_->ApproximateMemoryUsage() < options_.memtable_size) return absl::OkStatus();
+    if (imm_.size() >= 2 || l0_files >= options_.level0_stop_trigger) {
+      // Flushes (or L0 compactions) are behind: wait for them.
+      stall_stops_.fetch_add(1, std::memory_order_relaxed);
+      const auto start = std::chrono::steady_clock::now();
+      background_cv_.Wait(&mu_);
+      stall_micros_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count(),
+                              std::memory_order_relaxed);
+      continue;
+    }
+    if (force && mem_->empty()) return absl::OkStatus();
+    // Switch to a fresh memtable and WAL.
+    CAIRN_RETURN_IF_ERROR(NewLog());
+    return absl::OkStatus();
+  }
+}
+
+}  // namespace cairn

@@ -1,0 +1,115 @@
+#include "cairn/write_batch.h"
+
+#include "absl/strings/str_cat.h"
+#include "core/write_batch_internal.h"
+#include "io/coding.h"
+#include "io/status_macros.h"
+
+namespace cairn {
+
+using lsm::ValueType;
+
+WriteBatch::WriteBatch() { Clear(); }
+
+void WriteBatch::Clear() {
+  rep_.clear();
+  rep_.resize(kBatchHeaderSize);
+}
+
+uint32_t WriteBatch::Count() const { return io::DecodeFixed32(rep_.data() + 8); }
+
+void WriteBatch::Put(std::string_view key, std::string_view value) {
+  WriteBatchInternal::AddEntry(this, ValueType::kValue, key, value);
+}
+
+void WriteBatch::Delete(std::string_view key) {
+  WriteBatchInternal::AddEntry(this, ValueType::kDeletion, key, {});
+}
+
+absl::Status WriteBatch::Iterate(Handler* handler) const {
+  return WriteBatchInternal::ForEach(
+      *this, [handler](lsm::SequenceNumber, ValueType type, std::string_view key,
+                       std::string_view value) -> absl::Status {
+        switch (type) {
+          case ValueType::kValue:
+            handler->Put(key, value);
+            return absl::OkStatus();
+          case ValueType::kDeletion:
+            handler->Delete(key);
+            return absl::OkStatus();
+          case ValueType::kValuePointer:
+            break;
+        }
+        return absl::InvalidArgumentError("WriteBatch::Iterate: batch holds value pointers");
+      });
+}
+
+uint64_t WriteBatchInternal::Sequence(const WriteBatch& b) {
+  return io::DecodeFixed64(b.rep_.data());
+}
+
+void WriteBatchInternal::SetSequence(WriteBatch* b, uint64_t seq) {
+  io::EncodeFixed64(b->rep_.data(), seq);
+}
+
+void WriteBatchInternal::SetCount(WriteBatch* b, uint32_t n) {
+  io::EncodeFixed32(b->rep_.data() + 8, n);
+}
+
+absl::Status WriteBatchInternal::SetContents(WriteBatch* b, std::string_view contents) {
+  if (contents.size() < kBatchHeaderSize) {
+    return absl::DataLossError(
+        absl::StrCat("write batch of ", contents.size(), " bytes is shorter than its header"));
+  }
+  b->rep_.assign(contents.data(), contents.size());
+  return absl::OkStatus();
+}
+
+void WriteBatchInternal::Append(WriteBatch* dst, const WriteBatch& src) {
+  SetCount(dst, dst->Count() + src.Count());
+  dst->rep_.append(src.rep_, kBatchHeaderSize, std::string::npos);
+}
+
+void WriteBatchInternal::AddEntry(WriteBatch* b, ValueType type, std::string_view key,
+                                  std::string_view value) {
+  SetCount(b, b->Count() + 1);
+  b->rep_.push_back(static_cast<char>(type));
+  io::PutLengthPrefixed(&b->rep_, key);
+  if (type != ValueType::kDeletion) io::PutLengthPrefixed(&b->rep_, value);
+}
+
+absl::Status WriteBatchInternal::ForEach(const WriteBatch& b, EntryFn fn) {
+  return ForEach(std::string_view(b.rep_), fn);
+}
+
+absl::Status WriteBatchInternal::ForEach(std::string_view contents, EntryFn fn) {
+  if (contents.size() < kBatchHeaderSize) {
+    return absl::DataLossError("write batch shorter than its header");
+  }
+  const uint64_t seq = io::DecodeFixed64(contents.data());
+  const uint32_t count = io::DecodeFixed32(contents.data() + 8);
+  std::string_view in = contents.substr(kBatchHeaderSize);
+  uint32_t found = 0;
+  while (!in.empty()) {
+    const uint8_t t = static_cast<uint8_t>(in[0]);
+    in.remove_prefix(1);
+    if (!lsm::IsValidValueType(t)) {
+      return absl::DataLossError(absl::StrCat("write batch entry ", found, ": unknown type ", t));
+    }
+    const auto type = static_cast<ValueType>(t);
+    std::string_view key, value;
+    if (!io::GetLengthPrefixed(&in, &key) ||
+        (type != ValueType::kDeletion && !io::GetLengthPrefixed(&in, &value))) {
+      return absl::DataLossError(absl::StrCat("write batch entry ", found, " is truncated"));
+    }
+    CAIRN_RETURN_IF_ERROR(fn(seq + found, type, key, value));
+    ++found;
+  }
+  if (found != count) {
+    return absl::DataLossError(
+        absl::StrCat("write batch holds ", found, " entries but its header says ", count));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn

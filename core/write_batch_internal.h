@@ -1,0 +1,51 @@
+// WriteBatchInternal: the engine's view of a WriteBatch's encoding, which is
+// also the payload of one WAL record (docs/wal_format.md, "Batch payload"):
+//
+//   batch  := sequence:fixed64 count:fixed32 entry*
+//   entry  := type:u8 key:lenprefixed [value:lenprefixed]   (no value for deletions)
+//
+// type is lsm::ValueType: 0 deletion, 1 inline value, 2 value pointer. Users
+// only ever add types 0 and 1; the write path rewrites large values into
+// pointers (type 2) before the batch reaches the WAL.
+#ifndef CAIRN_CORE_WRITE_BATCH_INTERNAL_H_
+#define CAIRN_CORE_WRITE_BATCH_INTERNAL_H_
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
+#include "cairn/write_batch.h"
+#include "lsm/dbformat.h"
+
+namespace cairn {
+
+inline constexpr size_t kBatchHeaderSize = 12;
+
+class WriteBatchInternal {
+ public:
+  static uint64_t Sequence(const WriteBatch& b);
+  static void SetSequence(WriteBatch* b, uint64_t seq);
+  static void SetCount(WriteBatch* b, uint32_t n);
+  static std::string_view Contents(const WriteBatch& b) { return b.rep_; }
+  // Replaces the batch with contents read from the WAL. DataLoss when
+  // contents are shorter than the header.
+  static absl::Status SetContents(WriteBatch* b, std::string_view contents);
+  // Appends src's entries to dst (sequence of dst unchanged).
+  static void Append(WriteBatch* dst, const WriteBatch& src);
+  // Adds an entry of any type (a pointer entry's value is the pointer bytes).
+  static void AddEntry(WriteBatch* b, lsm::ValueType type, std::string_view key,
+                       std::string_view value);
+
+  // Visits each entry with its sequence number (the batch's sequence plus
+  // its index). DataLoss when the encoding is malformed or the count is
+  // wrong; on error nothing after the bad entry is visited.
+  using EntryFn = absl::FunctionRef<absl::Status(lsm::SequenceNumber seq, lsm::ValueType type,
+                                                 std::string_view key, std::string_view value)>;
+  static absl::Status ForEach(const WriteBatch& b, EntryFn fn);
+  static absl::Status ForEach(std::string_view contents, EntryFn fn);
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_CORE_WRITE_BATCH_INTERNAL_H_

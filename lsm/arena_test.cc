@@ -1,0 +1,107 @@
+#include "lsm/arena.h"
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/random/random.h"
+#include "gtest/gtest.h"
+
+namespace cairn::lsm {
+namespace {
+
+TEST(ArenaTest, NewArenaHoldsNoMemory) {
+  Arena arena;
+  EXPECT_EQ(arena.MemoryUsage(), 0u);
+}
+
+TEST(ArenaTest, SmallAllocationsShareOneBlock) {
+  Arena arena;
+  char* a = arena.Allocate(100);
+  const size_t usage = arena.MemoryUsage();
+  EXPECT_GE(usage, Arena::kBlockSize);
+  char* b = arena.Allocate(100);
+  EXPECT_EQ(b, a + 100);
+  EXPECT_EQ(arena.MemoryUsage(), usage);
+}
+
+TEST(ArenaTest, FullBlockIsFollowedByANewOne) {
+  Arena arena;
+  for (size_t i = 0; i < Arena::kBlockSize / 512; ++i) arena.Allocate(512);
+  const size_t usage = arena.MemoryUsage();
+  arena.Allocate(1);
+  EXPECT_GE(arena.MemoryUsage(), usage + Arena::kBlockSize);
+}
+
+TEST(ArenaTest, LargeAllocationGetsItsOwnBlockAndKeepsTheCurrentOne) {
+  Arena arena;
+  char* small1 = arena.Allocate(10);
+  const size_t before = arena.MemoryUsage();
+  char* big = arena.Allocate(100'000);
+  EXPECT_GE(arena.MemoryUsage(), before + 100'000);
+  EXPECT_LT(arena.MemoryUsage(), before + 100'000 + Arena::kBlockSize);
+  // The small allocations continue in the block they started in.
+  char* small2 = arena.Allocate(10);
+  EXPECT_EQ(small2, small1 + 10);
+  std::memset(big, 0xab, 100'000);
+  EXPECT_EQ(static_cast<unsigned char>(big[99'999]), 0xab);
+}
+
+TEST(ArenaTest, AlignedAllocationsAreAligned) {
+  Arena arena;
+  absl::BitGen gen;
+  for (int i = 0; i < 2000; ++i) {
+    if (absl::Bernoulli(gen, 0.5)) arena.Allocate(absl::Uniform<size_t>(gen, 1, 20));
+    const size_t n = absl::Uniform<size_t>(gen, 1, 3000);
+    char* p = arena.AllocateAligned(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % Arena::kAlignment, 0u) << "allocation " << i;
+  }
+}
+
+TEST(ArenaTest, AllocationsDoNotOverlapAndKeepTheirContents) {
+  Arena arena;
+  absl::BitGen gen;
+  std::vector<std::pair<char*, size_t>> allocated;
+  size_t total = 0;
+  for (int i = 0; i < 5000; ++i) {
+    size_t n = absl::Uniform<size_t>(gen, 1, 200);
+    if (i % 500 == 0) n = absl::Uniform<size_t>(gen, 2000, 20000);  // Some large ones.
+    char* p = absl::Bernoulli(gen, 0.3) ? arena.AllocateAligned(n) : arena.Allocate(n);
+    std::memset(p, static_cast<char>(i), n);
+    allocated.emplace_back(p, n);
+    total += n;
+  }
+  for (size_t i = 0; i < allocated.size(); ++i) {
+    const auto [p, n] = allocated[i];
+    for (size_t j = 0; j < n; ++j) {
+      ASSERT_EQ(p[j], static_cast<char>(i)) << "allocation " << i << " byte " << j;
+    }
+  }
+  EXPECT_GE(arena.MemoryUsage(), total);
+  // Waste stays bounded: at most a quarter block lost per block, plus
+  // bookkeeping and alignment.
+  EXPECT_LE(arena.MemoryUsage(), total * 2 + Arena::kBlockSize);
+}
+
+TEST(ArenaTest, MemoryUsageIsReadableFromAnotherThread) {
+  Arena arena;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    size_t last = 0;
+    while (!done.load(std::memory_order_acquire)) {
+      const size_t now = arena.MemoryUsage();
+      EXPECT_GE(now, last);
+      last = now;
+    }
+  });
+  for (int i = 0; i < 20000; ++i) arena.Allocate(64);
+  done.store(true, std::memory_order_release);
+  reader.join();
+  EXPECT_GE(arena.MemoryUsage(), 20000u * 64);
+}
+
+}  // namespace
+}  // namespace cairn::lsm

@@ -1,0 +1,89 @@
+#include "lsm/compaction_iterator.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace cairn::lsm {
+
+CompactionIterator::CompactionIterator(InternalIterator* input,
+                                       std::vector<SequenceNumber> snapshots,
+                                       SequenceNumber latest_sequence,
+                                       KeyMayExistBelow key_may_exist_below,
+                                       CompactionListener* listener)
+    : input_(input),
+      snapshots_(std::move(snapshots)),
+      latest_sequence_(latest_sequence),
+      key_may_exist_below_(std::move(key_may_exist_below)),
+      listener_(listener) {}
+
+void CompactionIterator::SeekToFirst() {
+  has_current_user_key_ = false;
+  status_ = absl::OkStatus();
+  input_->SeekToFirst();
+  FindNextKept();
+}
+
+void CompactionIterator::Next() {
+  input_->Next();
+  FindNextKept();
+}
+
+size_t CompactionIterator::StripeOf(SequenceNumber seq) const {
+  const size_t i = static_cast<size_t>(
+      std::lower_bound(snapshots_.begin(), snapshots_.end(), seq) - snapshots_.begin());
+  if (i < snapshots_.size()) return i;
+  // Above every snapshot: the latest state's stripe. An entry newer than the
+  // latest sequence the caller gave (it should not exist) gets a stripe of
+  // its own, so it never hides anything a reader can see.
+  return seq <= latest_sequence_ ? snapshots_.size() : snapshots_.size() + 1;
+}
+
+void CompactionIterator::FindNextKept() {
+  valid_ = false;
+  for (; input_->Valid(); input_->Next()) {
+    ++stats_.input_entries;
+    if (!ParseInternalKey(input_->key(), &ikey_)) {
+      const std::string_view k = input_->key();
+      status_ = absl::DataLossError(
+          absl::StrCat("compaction input holds a malformed internal key '",
+                       absl::CHexEscape(absl::string_view(k.data(), k.size())), "'"));
+      return;
+    }
+    const size_t stripe = StripeOf(ikey_.sequence);
+    const bool same_key = has_current_user_key_ && ikey_.user_key == current_user_key_;
+    if (!same_key) {
+      current_user_key_.assign(ikey_.user_key);
+      has_current_user_key_ = true;
+    }
+    // Entries of one user key arrive newest first, so their stripes never
+    // increase; an entry in its predecessor's stripe is hidden by it.
+    const bool hidden = same_key && stripe == last_stripe_;
+    last_stripe_ = stripe;
+    if (!hidden) {
+      if (ikey_.type == ValueType::kDeletion && stripe == 0 && key_may_exist_below_ &&
+          !key_may_exist_below_(ikey_.user_key)) {
+        // Every snapshot sees the key deleted and nothing older survives
+        // below: the rest of this stripe goes as hidden, so the tombstone
+        // is left with nothing to shadow.
+        ++stats_.dropped_tombstones;
+        continue;
+      }
+      valid_ = true;
+      return;
+    }
+    ++stats_.dropped_obsolete;
+    if (ikey_.type != ValueType::kDeletion) {
+      ++stats_.dropped_values;
+      stats_.dropped_value_bytes += input_->value().size();
+      if (listener_ != nullptr) {
+        listener_->OnValueDropped(ikey_.user_key, ikey_.type, input_->value());
+      }
+    }
+  }
+  status_ = input_->status();
+}
+
+}  // namespace cairn::lsm

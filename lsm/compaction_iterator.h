@@ -1,0 +1,118 @@
+// CompactionIterator walks the merged inputs of a compaction and yields only
+// the entries the output must keep; it is where obsolete versions and
+// tombstones are dropped, and where the value log learns which values died.
+//
+// Visibility: the live snapshots s1 < s2 < ... < sn and the latest sequence
+// cut each user key's history into stripes; an entry with sequence q belongs
+// to the stripe of the smallest snapshot >= q (or of the latest state when
+// no snapshot is). A reader at any snapshot sees the newest entry of its
+// stripe, so each stripe keeps exactly its newest entry; older entries of the
+// same stripe are obsolete and dropped.
+//
+// A tombstone that is kept by that rule is dropped too when it lies in the
+// oldest stripe (every snapshot already sees the key as deleted) and no level
+// below the output can hold an older version of its key; the entries it hid
+// go with it, since they are in the same stripe.
+//
+// Thread safety: one thread at a time, like any iterator.
+#ifndef CAIRN_LSM_COMPACTION_ITERATOR_H_
+#define CAIRN_LSM_COMPACTION_ITERATOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "lsm/dbformat.h"
+#include "lsm/internal_iterator.h"
+
+namespace cairn::lsm {
+
+// CompactionListener hears of every kValue and kValuePointer entry that a
+// compaction drops (overwritten, deleted, or hidden by a newer entry in its
+// snapshot stripe), once per entry, with the entry's exact stored bytes. Kept
+// entries, dropped tombstones and trivial moves report nothing. The value
+// log counts garbage per segment from these calls.
+//
+// Calls happen on the compaction's thread while the job runs, before the
+// caller applies the job's VersionEdit, so the caller can record what it
+// learnt in that same edit; if the job fails, the caller discards it.
+class CompactionListener {
+ public:
+  virtual ~CompactionListener() = default;
+  virtual void OnValueDropped(std::string_view user_key, ValueType type,
+                              std::string_view stored_value) = 0;
+};
+
+struct CompactionIteratorStats {
+  uint64_t input_entries = 0;
+  // Versions hidden by a newer entry of the same stripe.
+  uint64_t dropped_obsolete = 0;
+  // Tombstones dropped because nothing older can remain anywhere.
+  uint64_t dropped_tombstones = 0;
+  // Values reported to the listener, and their stored bytes.
+  uint64_t dropped_values = 0;
+  uint64_t dropped_value_bytes = 0;
+};
+
+class CompactionIterator {
+ public:
+  // Says whether a level below the compaction's output may hold user_key.
+  // Called at most once per user key, with ascending user keys.
+  using KeyMayExistBelow = std::function<bool(std::string_view user_key)>;
+
+  // input (merged inputs, in internal-key order) must outlive this iterator.
+  // snapshots: the live snapshot sequences, sorted ascending. An empty
+  // key_may_exist_below counts as always true (tombstones are kept).
+  // listener may be null.
+  CompactionIterator(InternalIterator* input, std::vector<SequenceNumber> snapshots,
+                     SequenceNumber latest_sequence, KeyMayExistBelow key_may_exist_below,
+                     CompactionListener* listener);
+
+  CompactionIterator(const CompactionIterator&) = delete;
+  CompactionIterator& operator=(const CompactionIterator&) = delete;
+
+  // Positions at the first entry to keep.
+  void SeekToFirst();
+  // Moves to the next entry to keep. REQUIRES: Valid().
+  void Next();
+  // False at the end or on error; status() tells them apart.
+  bool Valid() const { return valid_; }
+  std::string_view key() const { return input_->key(); }
+  std::string_view value() const { return input_->value(); }
+  // The parsed form of key(). REQUIRES: Valid().
+  const ParsedInternalKey& ikey() const { return ikey_; }
+  // The input's error, or DataLoss for an input key that is not a valid
+  // internal key.
+  absl::Status status() const { return status_; }
+
+  const CompactionIteratorStats& stats() const { return stats_; }
+
+ private:
+  // Index of the stripe holding sequence seq: 0 for the oldest snapshot's.
+  size_t StripeOf(SequenceNumber seq) const;
+  // Skips dropped entries from the input's position on, stopping at the
+  // first entry to keep or at the end.
+  void FindNextKept();
+
+  InternalIterator* const input_;
+  const std::vector<SequenceNumber> snapshots_;
+  const SequenceNumber latest_sequence_;
+  const KeyMayExistBelow key_may_exist_below_;
+  CompactionListener* const listener_;
+
+  bool valid_ = false;
+  absl::Status status_;
+  ParsedInternalKey ikey_;
+  // The user key of the last input entry, and that entry's stripe.
+  std::string current_user_key_;
+  bool has_current_user_key_ = false;
+  size_t last_stripe_ = 0;
+  CompactionIteratorStats stats_;
+};
+
+}  // namespace cairn::lsm
+
+#endif  // CAIRN_LSM_COMPACTION_ITERATOR_H_

@@ -1,0 +1,258 @@
+#include "lsm/compaction_job.h"
+
+#include <algorithm>
+#include <memory>
+#include <utility>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "io/status_macros.h"
+#include "lsm/filename.h"
+#include "lsm/level_iterator.h"
+#include "lsm/merging_iterator.h"
+
+namespace cairn::lsm {
+namespace {
+
+std::string_view SmallestUserKey(const FileMetaData& f) { return ExtractUserKey(f.smallest); }
+std::string_view LargestUserKey(const FileMetaData& f) { return ExtractUserKey(f.largest); }
+
+// Answers "may a level below the output hold this user key?" for ascending
+// user keys, walking each deeper level once.
+class DeeperLevels {
+ public:
+  DeeperLevels(const Version& base, int output_level)
+      : base_(base), first_level_(output_level + 1) {}
+
+  bool MayHold(std::string_view user_key) {
+    for (int level = first_level_; level < kNumLevels; ++level) {
+      const FileList& files = base_.files(level);
+      size_t& i = position_[level];
+      while (i < files.size() && LargestUserKey(*files[i]) < user_key) ++i;
+      if (i < files.size() && SmallestUserKey(*files[i]) <= user_key) return true;
+    }
+    return false;
+  }
+
+ private:
+  const Version& base_;
+  const int first_level_;
+  std::array<size_t, kNumLevels> position_{};
+};
+
+// Decides where output files end so that none overlaps too many bytes of
+// the grandparent level (each such byte is rewritten when the output is
+// compacted further down). Fed the output's user keys in order.
+class GrandparentCutter {
+ public:
+  GrandparentCutter(const FileList& grandparents, uint64_t max_overlap_bytes)
+      : grandparents_(grandparents), max_overlap_bytes_(max_overlap_bytes) {}
+
+  // Whether the current output should end before user_key, the first
+  // entry of a new user key.
+  bool ShouldCutBefore(std::string_view user_key) {
+    while (next_ < grandparents_.size() &&
+           user_key > LargestUserKey(*grandparents_[next_])) {
+      if (seen_key_) overlap_bytes_ += grandparents_[next_]->file_size;
+      ++next_;
+    }
+    seen_key_ = true;
+    if (overlap_bytes_ <= max_overlap_bytes_) return false;
+    overlap_bytes_ = 0;
+    return true;
+  }
+
+ private:
+  const FileList& grandparents_;
+  const uint64_t max_overlap_bytes_;
+  size_t next_ = 0;
+  bool seen_key_ = false;
+  uint64_t overlap_bytes_ = 0;
+};
+
+// The output tables of one job: opens, fills, finishes and, on failure,
+// removes them.
+class OutputTables {
+ public:
+  explicit OutputTables(const CompactionJobEnv& env) : env_(env) {}
+
+  bool is_open() const { return builder_ != nullptr; }
+  // Bytes written to the open table so far.
+  uint64_t OpenFileSize() const { return builder_->FileSize(); }
+  const std::vector<FileMetaData>& finished() const { return finished_; }
+
+  absl::Status Open() {
+    meta_ = FileMetaData();
+    meta_.number = env_.new_file_number();
+    numbers_.push_back(meta_.number);
+    CAIRN_ASSIGN_OR_RETURN(file_,
+                           env_.fs->NewWritableFile(TableFileName(env_.dbname, meta_.number),
+                                                    {.category = io::IoCategory::kCompaction}));
+    builder_ = std::make_unique<TableBuilder>(env_.table_options, file_.get());
+    return absl::OkStatus();
+  }
+
+  absl::Status Add(std::string_view key, std::string_view value, SequenceNumber seq) {
+    if (builder_->NumEntries() == 0) meta_.smallest_seq = meta_.largest_seq = seq;
+    meta_.smallest_seq = std::min(meta_.smallest_seq, seq);
+    meta_.largest_seq = std::max(meta_.largest_seq, seq);
+    return builder_->Add(key, value);
+  }
+
+  // Finishes, syncs and closes the open table, then opens it through the
+  // table cache so a table that does not read back is never recorded.
+  absl::Status Finish() {
+    CAIRN_RETURN_IF_ERROR(builder_->Finish());
+    CAIRN_RETURN_IF_ERROR(file_->Sync());
+    CAIRN_RETURN_IF_ERROR(file_->Close());
+    meta_.file_size = builder_->FileSize();
+    meta_.num_entries = builder_->NumEntries();
+    meta_.smallest = builder_->smallest_key();
+    meta_.largest = builder_->largest_key();
+    builder_.reset();
+    file_.reset();
+    CAIRN_RETURN_IF_ERROR(env_.table_cache->FindTable(meta_.number, meta_.file_size).status());
+    finished_.push_back(std::move(meta_));
+    return absl::OkStatus();
+  }
+
+  // Drops the open table and removes every table this job created. Removal
+  // is best effort: a file left behind is an orphan that obsolete-file
+  // deletion reclaims, since no version names it.
+  void RemoveAll() {
+    if (builder_ != nullptr) builder_->Abandon();
+    builder_.reset();
+    file_.reset();
+    for (uint64_t number : numbers_) {
+      env_.table_cache->Evict(number);
+      const std::string path = TableFileName(env_.dbname, number);
+      if (env_.fs->FileExists(path)) env_.fs->RemoveFile(path).IgnoreError();
+    }
+    finished_.clear();
+  }
+
+ private:
+  const CompactionJobEnv& env_;
+  std::unique_ptr<io::WritableFile> file_;
+  std::unique_ptr<TableBuilder> builder_;
+  FileMetaData meta_;
+  std::vector<uint64_t> numbers_;  // every number taken, finished or not
+  std::vector<FileMetaData> finished_;
+};
+
+// The merged entries of every input file, in internal-key order.
+std::unique_ptr<InternalIterator> NewInputIterator(const Compaction& c, TableCache* tc) {
+  TableReadOptions ro;
+  ro.fill_cache = false;  // a compaction reads each block once
+  std::vector<std::unique_ptr<InternalIterator>> children;
+  for (int which = 0; which < 2; ++which) {
+    const FileList& files = c.inputs(which);
+    if (files.empty()) continue;
+    const int level = which == 0 ? c.level() : c.output_level();
+    if (level == 0) {
+      for (const auto& f : files) children.push_back(tc->NewIterator(ro, f->number, f->file_size));
+    } else {
+      children.push_back(NewLevelIterator(ro, tc, files));
+    }
+  }
+  return NewMergingIterator(std::move(children));
+}
+
+// Writes the kept entries of ci into outputs, cutting a new table before a
+// user key once the open one reaches the target size or overlaps too much
+// of the grandparents; one user key's entries always share a table.
+absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTables& outputs,
+                          CompactionJobStats* stats) {
+  GrandparentCutter cutter(c.grandparents(), c.MaxGrandparentOverlapBytes());
+  std::string last_user_key;
+  bool has_last_user_key = false;
+  for (ci.SeekToFirst(); ci.Valid(); ci.Next()) {
+    const std::string_view user_key = ci.ikey().user_key;
+    if (!has_last_user_key || user_key != last_user_key) {
+      const bool too_much_overlap = cutter.ShouldCutBefore(user_key);
+      if (outputs.is_open() &&
+          (too_much_overlap || outputs.OpenFileSize() >= c.MaxOutputFileSize())) {
+        CAIRN_RETURN_IF_ERROR(outputs.Finish());
+      }
+      last_user_key.assign(user_key);
+      has_last_user_key = true;
+    }
+    if (!outputs.is_open()) CAIRN_RETURN_IF_ERROR(outputs.Open());
+    CAIRN_RETURN_IF_ERROR(outputs.Add(ci.key(), ci.value(), ci.ikey().sequence));
+    ++stats->output_entries;
+  }
+  CAIRN_RETURN_IF_ERROR(ci.status());
+  if (outputs.is_open()) CAIRN_RETURN_IF_ERROR(outputs.Finish());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string CompactionJobStats::DebugString() const {
+  return absl::StrFormat(
+      "L%d -> L%d%s: in %u+%u files %u+%u bytes %u entries; out %u files %u bytes %u "
+      "entries; dropped %u obsolete %u tombstones %u values (%u bytes); %u us",
+      level, output_level, trivial_move ? " (trivial move)" : "", input_files[0],
+      input_files[1], input_bytes[0], input_bytes[1], input_entries, output_files,
+      output_bytes, output_entries, dropped_obsolete, dropped_tombstones, dropped_values,
+      dropped_value_bytes, micros);
+}
+
+absl::Status RunCompaction(const Compaction& c, const Version& base, const CompactionJobEnv& env,
+                           VersionEdit* edit, CompactionJobStats* stats) {
+  CompactionJobStats local_stats;
+  if (stats == nullptr) stats = &local_stats;
+  *stats = CompactionJobStats();
+  stats->level = c.level();
+  stats->output_level = c.output_level();
+  for (int which = 0; which < 2; ++which) {
+    stats->input_files[which] = c.inputs(which).size();
+    stats->input_bytes[which] = c.InputBytes(which);
+  }
+  const absl::Time start = absl::Now();
+  absl::Cleanup record_time = [&] {
+    stats->micros = static_cast<uint64_t>(absl::ToInt64Microseconds(absl::Now() - start));
+  };
+
+  if (c.IsTrivialMove()) {
+    const FileMetaData& f = *c.inputs(0).front();
+    edit->RemoveFile(c.level(), f.number);
+    edit->AddFile(c.output_level(), f);
+    stats->trivial_move = true;
+    return absl::OkStatus();
+  }
+  if (env.fs == nullptr || env.table_cache == nullptr || !env.new_file_number) {
+    return absl::InvalidArgumentError(
+        "CompactionJobEnv needs fs, table_cache and new_file_number");
+  }
+
+  std::unique_ptr<InternalIterator> input = NewInputIterator(c, env.table_cache);
+  DeeperLevels deeper(base, c.output_level());
+  CompactionIterator ci(
+      input.get(), env.snapshots, env.latest_sequence,
+      [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener);
+  OutputTables outputs(env);
+  absl::Status s = WriteOutputs(c, ci, outputs, stats);
+
+  const CompactionIteratorStats& cs = ci.stats();
+  stats->input_entries = cs.input_entries;
+  stats->dropped_obsolete = cs.dropped_obsolete;
+  stats->dropped_tombstones = cs.dropped_tombstones;
+  stats->dropped_values = cs.dropped_values;
+  stats->dropped_value_bytes = cs.dropped_value_bytes;
+  if (!s.ok()) {
+    outputs.RemoveAll();
+    return s;
+  }
+  c.AddInputDeletions(edit);
+  for (const FileMetaData& meta : outputs.finished()) {
+    edit->AddFile(c.output_level(), meta);
+    ++stats->output_files;
+    stats->output_bytes += meta.file_size;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn::lsm

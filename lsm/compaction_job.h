@@ -1,0 +1,103 @@
+// RunCompaction carries out one Compaction (lsm/compaction.h): it merges the
+// input files, keeps what a reader at the latest state or at a live snapshot
+// can still see (lsm/compaction_iterator.h), writes the result as new tables
+// in the output level and describes the change in a VersionEdit. A trivial
+// move writes nothing: the edit moves the file down a level.
+//
+// Protocol for the caller (the DB's compaction scheduler):
+//   1. under its lock: pick, then c->SetInputsBeingCompacted(true);
+//   2. without the lock: RunCompaction(*c, *version_picked_from, env, &edit,
+//      &stats); env.listener hears of every value dropped, during the call;
+//   3. on success: add what the listener gathered to the same edit (e.g.
+//      garbage counts as VersionEdit extensions), then LogAndApply(&edit),
+//      so the tree change and the garbage it made are durable together; on
+//      error: discard what the listener gathered and record nothing;
+//   4. under its lock: c->SetInputsBeingCompacted(false); release the
+//      output file numbers from its pending-outputs set.
+//
+// Output tables are named TableFileName(dbname, env.new_file_number()),
+// written with category kCompaction, synced, closed and opened once through
+// the table cache before RunCompaction returns. The caller must keep the
+// numbers it hands out safe from obsolete-file deletion until step 4.
+//
+// Thread safety: RunCompaction may run on any thread, several at once on
+// disjoint compactions; it reads the Version and the Compaction but never
+// their being_compacted flags.
+#ifndef CAIRN_LSM_COMPACTION_JOB_H_
+#define CAIRN_LSM_COMPACTION_JOB_H_
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "io/file_system.h"
+#include "lsm/compaction.h"
+#include "lsm/compaction_iterator.h"
+#include "lsm/dbformat.h"
+#include "lsm/table_builder.h"
+#include "lsm/table_cache.h"
+#include "lsm/version.h"
+#include "lsm/version_edit.h"
+
+namespace cairn::lsm {
+
+// What a compaction job needs from the database.
+struct CompactionJobEnv {
+  io::FileSystem* fs = nullptr;       // required
+  std::string dbname;                 // the database directory
+  TableCache* table_cache = nullptr;  // required; reads inputs, checks outputs
+  TableOptions table_options;         // for the output tables
+  // Allocates an output file number (VersionSet::NewFileNumber, recorded as
+  // a pending output). Required.
+  std::function<uint64_t()> new_file_number;
+  // Sequence numbers of the live snapshots, sorted ascending.
+  std::vector<SequenceNumber> snapshots;
+  // The newest sequence number in the database when the job starts.
+  SequenceNumber latest_sequence = kMaxSequenceNumber;
+  // Hears of every value the job drops; may be null.
+  CompactionListener* listener = nullptr;
+};
+
+struct CompactionJobStats {
+  int level = 0;
+  int output_level = 0;
+  // The file moved down without being read or rewritten; input_* say what
+  // moved, and nothing was read, written or dropped.
+  bool trivial_move = false;
+  // [0]: files of level, [1]: files of output_level.
+  std::array<uint64_t, 2> input_files{};
+  std::array<uint64_t, 2> input_bytes{};
+  uint64_t output_files = 0;
+  uint64_t output_bytes = 0;
+  uint64_t input_entries = 0;
+  uint64_t output_entries = 0;
+  // Entries hidden by a newer one visible at the same snapshots.
+  uint64_t dropped_obsolete = 0;
+  // Tombstones dropped at the bottom of their key's history.
+  uint64_t dropped_tombstones = 0;
+  // Values (kValue, kValuePointer) handed to the listener, and their bytes.
+  uint64_t dropped_values = 0;
+  uint64_t dropped_value_bytes = 0;
+  uint64_t micros = 0;
+
+  // One line for logs.
+  std::string DebugString() const;
+};
+
+// Runs c, picked from base (which the caller keeps alive meanwhile), and on
+// success adds to *edit the removal of every input file and the addition of
+// every output file at c.output_level(). On error the edit is unchanged,
+// every output file written so far is removed (best effort) and the error is
+// returned: InvalidArgument for an env without fs, table_cache or
+// new_file_number; DataLoss (naming the file) for bad input bytes; I/O
+// errors as the file system reports them. *stats (may be null) is filled in
+// either case.
+absl::Status RunCompaction(const Compaction& c, const Version& base, const CompactionJobEnv& env,
+                           VersionEdit* edit, CompactionJobStats* stats);
+
+}  // namespace cairn::lsm
+
+#endif  // CAIRN_LSM_COMPACTION_JOB_H_

@@ -1,0 +1,113 @@
+#include "lsm/memtable.h"
+
+#include <cassert>
+#include <cstring>
+
+#include "io/coding.h"
+
+namespace cairn::lsm {
+
+namespace {
+
+// Decodes the length-prefixed slice at p. The bytes were written by Add (or
+// EncodeSeekKey) in this process, so they are trusted: the varint cannot run
+// past its 5 bytes.
+std::string_view GetLengthPrefixedSlice(const char* p) {
+  std::string_view in(p, io::kMaxVarint32Bytes);
+  uint32_t len = 0;
+  const bool ok = io::GetVarint32(&in, &len);
+  assert(ok);
+  (void)ok;
+  return std::string_view(in.data(), len);
+}
+
+// The length-prefixed form of an internal key, which is what the skip list's
+// comparator takes as a seek target.
+const char* EncodeSeekKey(std::string* scratch, std::string_view internal_key) {
+  scratch->clear();
+  io::PutVarint32(scratch, static_cast<uint32_t>(internal_key.size()));
+  scratch->append(internal_key);
+  return scratch->data();
+}
+
+}  // namespace
+
+int MemTable::KeyComparator::operator()(const char* a, const char* b) const {
+  return CompareInternalKeys(GetLengthPrefixedSlice(a), GetLengthPrefixedSlice(b));
+}
+
+// Iterator adapts the skip list's iterator to InternalIterator.
+class MemTable::Iterator : public InternalIterator {
+ public:
+  explicit Iterator(const Table* table) : iter_(table) {}
+
+  bool Valid() const override { return iter_.Valid(); }
+  void SeekToFirst() override { iter_.SeekToFirst(); }
+  void SeekToLast() override { iter_.SeekToLast(); }
+  void Seek(std::string_view target) override { iter_.Seek(EncodeSeekKey(&scratch_, target)); }
+  void SeekForPrev(std::string_view target) override {
+    iter_.SeekForPrev(EncodeSeekKey(&scratch_, target));
+  }
+  void Next() override { iter_.Next(); }
+  void Prev() override { iter_.Prev(); }
+  std::string_view key() const override { return GetLengthPrefixedSlice(iter_.key()); }
+  std::string_view value() const override {
+    const std::string_view k = key();
+    return GetLengthPrefixedSlice(k.data() + k.size());
+  }
+  absl::Status status() const override { return absl::OkStatus(); }
+
+ private:
+  Table::Iterator iter_;
+  std::string scratch_;  // The encoded seek target.
+};
+
+MemTable::MemTable() : table_(KeyComparator(), &arena_) {}
+
+void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
+                   std::string_view value) {
+  assert(seq <= kMaxSequenceNumber);
+  const size_t ikey_size = user_key.size() + 8;
+  const size_t encoded_size =
+      io::VarintLength(ikey_size) + ikey_size + io::VarintLength(value.size()) + value.size();
+  char* const buf = arena_.Allocate(encoded_size);
+  char* p = io::EncodeVarint32(buf, static_cast<uint32_t>(ikey_size));
+  std::memcpy(p, user_key.data(), user_key.size());
+  p += user_key.size();
+  io::EncodeFixed64(p, PackSequenceAndType(seq, type));
+  p += 8;
+  p = io::EncodeVarint32(p, static_cast<uint32_t>(value.size()));
+  std::memcpy(p, value.data(), value.size());
+  assert(p + value.size() == buf + encoded_size);
+  table_.Insert(buf);
+  // Counters are advisory for readers; the entry itself is published by the
+  // skip list's release store.
+  num_entries_.fetch_add(1, std::memory_order_relaxed);
+  if (type == ValueType::kDeletion) num_deletes_.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool MemTable::Get(std::string_view user_key, SequenceNumber snapshot, ValueType* type,
+                   SequenceNumber* seq, std::string* value) const {
+  std::string scratch;
+  Table::Iterator iter(&table_);
+  iter.Seek(EncodeSeekKey(&scratch, MakeLookupKey(user_key, snapshot)));
+  if (!iter.Valid()) return false;
+  // The first entry at or after the lookup key is the newest version of
+  // user_key visible at snapshot, if it is for user_key at all.
+  const std::string_view ikey = GetLengthPrefixedSlice(iter.key());
+  ParsedInternalKey parsed;
+  if (!ParseInternalKey(ikey, &parsed) || parsed.user_key != user_key) return false;
+  *type = parsed.type;
+  *seq = parsed.sequence;
+  if (parsed.type != ValueType::kDeletion) {
+    const std::string_view v = GetLengthPrefixedSlice(ikey.data() + ikey.size());
+    value->assign(v.data(), v.size());
+  }
+  return true;
+}
+
+std::unique_ptr<InternalIterator> MemTable::NewIterator() const {
+  return std::make_unique<Iterator>(&table_);
+}
+
+}  // namespace cairn::lsm

@@ -1,0 +1,78 @@
+// MemTable is the in-memory write buffer of the LSM tree: a skip list of
+// entries, each encoded once in an arena as
+//
+//   varint32 internal_key_size | internal key | varint32 value_size | value
+//
+// and ordered by internal key (lsm/dbformat.h): user key ascending, then
+// sequence descending. Values are the LSM's tagged bytes (an inline value or
+// an opaque value pointer); a deletion carries an empty value.
+//
+// Thread safety: one writer at a time (the caller's lock serializes Add);
+// readers (Get, iterators, the counters) may run concurrently with the writer
+// and each other without locks.
+#ifndef CAIRN_LSM_MEMTABLE_H_
+#define CAIRN_LSM_MEMTABLE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "lsm/arena.h"
+#include "lsm/dbformat.h"
+#include "lsm/internal_iterator.h"
+#include "lsm/skiplist.h"
+
+namespace cairn::lsm {
+
+class MemTable {
+ public:
+  MemTable();
+  MemTable(const MemTable&) = delete;
+  MemTable& operator=(const MemTable&) = delete;
+  ~MemTable() = default;
+
+  // Adds an entry. REQUIRES: external synchronization among writers (one Add
+  // at a time); seq <= kMaxSequenceNumber; (user_key, seq) not already added
+  // (the DB gives every update its own sequence number). Readers may run
+  // concurrently.
+  void Add(SequenceNumber seq, ValueType type, std::string_view user_key, std::string_view value);
+
+  // Finds the newest entry for user_key with sequence <= snapshot. Returns
+  // false if there is none; else sets *type (kValue, kValuePointer or
+  // kDeletion), *seq and, unless a deletion, *value (the tagged bytes).
+  // REQUIRES: snapshot <= kMaxSequenceNumber.
+  bool Get(std::string_view user_key, SequenceNumber snapshot, ValueType* type, SequenceNumber* seq,
+           std::string* value) const;
+
+  // Iterates (internal key, value) in internal-key order. key() and value()
+  // point into the arena and stay valid while the MemTable lives. The
+  // iterator's status is always OK. The MemTable must outlive the iterator.
+  std::unique_ptr<InternalIterator> NewIterator() const;
+
+  // Bytes held by the arena (entries and skip-list nodes); the flush trigger.
+  size_t ApproximateMemoryUsage() const { return arena_.MemoryUsage(); }
+  uint64_t num_entries() const { return num_entries_.load(std::memory_order_relaxed); }
+  uint64_t num_deletes() const { return num_deletes_.load(std::memory_order_relaxed); }
+  bool empty() const { return num_entries() == 0; }
+
+ private:
+  class Iterator;
+
+  // Orders encoded entries (or seek keys in the same length-prefixed form) by
+  // their internal keys.
+  struct KeyComparator {
+    int operator()(const char* a, const char* b) const;
+  };
+  using Table = SkipList<const char*, KeyComparator>;
+
+  Arena arena_;
+  Table table_;
+  std::atomic<uint64_t> num_entries_{0};
+  std::atomic<uint64_t> num_deletes_{0};
+};
+
+}  // namespace cairn::lsm
+
+#endif  // CAIRN_LSM_MEMTABLE_H_

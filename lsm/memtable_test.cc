@@ -1,0 +1,206 @@
+#include "lsm/memtable.h"
+
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_format.h"
+#include "gtest/gtest.h"
+#include "lsm/dbformat.h"
+
+namespace cairn::lsm {
+namespace {
+
+std::string IKey(std::string_view user_key, SequenceNumber seq, ValueType t) {
+  std::string k;
+  AppendInternalKey(&k, user_key, seq, t);
+  return k;
+}
+
+struct Found {
+  bool found = false;
+  ValueType type = ValueType::kValue;
+  SequenceNumber seq = 0;
+  std::string value;
+};
+
+Found Lookup(const MemTable& mem, std::string_view key, SequenceNumber snapshot) {
+  Found f;
+  f.found = mem.Get(key, snapshot, &f.type, &f.seq, &f.value);
+  return f;
+}
+
+TEST(MemTableTest, EmptyMemTableFindsNothing) {
+  MemTable mem;
+  EXPECT_TRUE(mem.empty());
+  EXPECT_EQ(mem.num_entries(), 0u);
+  EXPECT_FALSE(Lookup(mem, "a", kMaxSequenceNumber).found);
+  auto it = mem.NewIterator();
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().ok());
+}
+
+TEST(MemTableTest, GetReturnsNewestVersionVisibleAtSnapshot) {
+  MemTable mem;
+  mem.Add(1, ValueType::kValue, "k", "v1");
+  mem.Add(3, ValueType::kValue, "k", "v3");
+  mem.Add(5, ValueType::kDeletion, "k", "");
+  mem.Add(7, ValueType::kValuePointer, "k", std::string("\x01\x02\x00\x03", 4));
+
+  EXPECT_FALSE(Lookup(mem, "k", 0).found);
+  for (SequenceNumber snap : {1, 2}) {
+    Found f = Lookup(mem, "k", snap);
+    ASSERT_TRUE(f.found) << snap;
+    EXPECT_EQ(f.type, ValueType::kValue);
+    EXPECT_EQ(f.seq, 1u);
+    EXPECT_EQ(f.value, "v1");
+  }
+  Found f4 = Lookup(mem, "k", 4);
+  EXPECT_EQ(f4.value, "v3");
+  EXPECT_EQ(f4.seq, 3u);
+  Found f6 = Lookup(mem, "k", 6);
+  ASSERT_TRUE(f6.found);
+  EXPECT_EQ(f6.type, ValueType::kDeletion);
+  EXPECT_EQ(f6.seq, 5u);
+  Found f_max = Lookup(mem, "k", kMaxSequenceNumber);
+  EXPECT_EQ(f_max.type, ValueType::kValuePointer);
+  EXPECT_EQ(f_max.seq, 7u);
+  EXPECT_EQ(f_max.value, std::string("\x01\x02\x00\x03", 4));
+
+  EXPECT_EQ(mem.num_entries(), 4u);
+  EXPECT_EQ(mem.num_deletes(), 1u);
+}
+
+TEST(MemTableTest, DeletionLeavesValueUntouched) {
+  MemTable mem;
+  mem.Add(2, ValueType::kDeletion, "k", "");
+  Found f;
+  f.value = "unchanged";
+  f.found = mem.Get("k", 10, &f.type, &f.seq, &f.value);
+  ASSERT_TRUE(f.found);
+  EXPECT_EQ(f.type, ValueType::kDeletion);
+  EXPECT_EQ(f.value, "unchanged");
+}
+
+TEST(MemTableTest, KeysThatArePrefixesOfEachOtherStayApart) {
+  MemTable mem;
+  mem.Add(1, ValueType::kValue, "ab", "long");
+  mem.Add(2, ValueType::kValue, "a", "short");
+  EXPECT_EQ(Lookup(mem, "a", 10).value, "short");
+  EXPECT_EQ(Lookup(mem, "ab", 10).value, "long");
+  EXPECT_FALSE(Lookup(mem, "", 10).found);
+  EXPECT_FALSE(Lookup(mem, "abc", 10).found);
+  EXPECT_FALSE(Lookup(mem, "b", 10).found);
+}
+
+TEST(MemTableTest, EmptyKeyEmptyValueAndBinaryBytesRoundTrip) {
+  MemTable mem;
+  const std::string binary_key("\x00\xff\x00", 3);
+  const std::string big_value(100'000, 'x');
+  mem.Add(1, ValueType::kValue, "", "");
+  mem.Add(2, ValueType::kValue, binary_key, big_value);
+  Found empty = Lookup(mem, "", 5);
+  ASSERT_TRUE(empty.found);
+  EXPECT_EQ(empty.value, "");
+  EXPECT_EQ(Lookup(mem, binary_key, 5).value, big_value);
+  EXPECT_GE(mem.ApproximateMemoryUsage(), big_value.size());
+}
+
+TEST(MemTableTest, IteratorMatchesInternalKeyOrderInBothDirections) {
+  MemTable mem;
+  std::map<std::string, std::string, InternalKeyLess> model;
+  absl::BitGen gen;
+  SequenceNumber seq = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const std::string user_key = absl::StrFormat("key%03d", absl::Uniform(gen, 0, 300));
+    const auto type = static_cast<ValueType>(absl::Uniform(gen, 0, 3));
+    const std::string value =
+        type == ValueType::kDeletion ? "" : std::string(absl::Uniform(gen, 0, 50), 'a' + i % 26);
+    mem.Add(++seq, type, user_key, value);
+    model[IKey(user_key, seq, type)] = value;
+  }
+
+  auto it = mem.NewIterator();
+  it->SeekToFirst();
+  for (const auto& [k, v] : model) {
+    ASSERT_TRUE(it->Valid());
+    EXPECT_EQ(it->key(), k);
+    EXPECT_EQ(it->value(), v);
+    it->Next();
+  }
+  EXPECT_FALSE(it->Valid());
+  it->SeekToLast();
+  for (auto r = model.rbegin(); r != model.rend(); ++r) {
+    ASSERT_TRUE(it->Valid());
+    EXPECT_EQ(it->key(), r->first);
+    it->Prev();
+  }
+  EXPECT_FALSE(it->Valid());
+
+  for (int i = 0; i < 500; ++i) {
+    const std::string target = MakeLookupKey(absl::StrFormat("key%03d", absl::Uniform(gen, 0, 301)),
+                                             absl::Uniform<SequenceNumber>(gen, 0, seq + 2));
+    it->Seek(target);
+    auto lb = model.lower_bound(target);
+    ASSERT_EQ(it->Valid(), lb != model.end());
+    if (it->Valid()) {
+      EXPECT_EQ(it->key(), lb->first);
+    }
+    it->SeekForPrev(target);
+    auto ub = model.upper_bound(target);
+    ASSERT_EQ(it->Valid(), ub != model.begin());
+    if (it->Valid()) {
+      EXPECT_EQ(it->key(), std::prev(ub)->first);
+    }
+  }
+  EXPECT_EQ(mem.num_entries(), model.size());
+}
+
+TEST(MemTableTest, MemoryUsageGrowsWithEntries) {
+  MemTable mem;
+  const size_t initial = mem.ApproximateMemoryUsage();
+  for (int i = 0; i < 1000; ++i) {
+    mem.Add(i + 1, ValueType::kValue, absl::StrFormat("key%06d", i), std::string(100, 'v'));
+  }
+  EXPECT_GE(mem.ApproximateMemoryUsage(), initial + 1000 * (100 + 9 + 8));
+  EXPECT_FALSE(mem.empty());
+}
+
+// One writer adds versions while readers Get: a reader must always find a
+// version at least as new as the one published before its read.
+TEST(MemTableTest, ReadersRunConcurrentlyWithTheWriter) {
+  MemTable mem;
+  constexpr int kKeys = 50;
+  constexpr SequenceNumber kWrites = 20000;
+  std::atomic<SequenceNumber> published{0};
+  std::atomic<bool> done{false};
+  auto reader = [&] {
+    absl::BitGen gen;
+    while (!done.load(std::memory_order_acquire)) {
+      const SequenceNumber known = published.load(std::memory_order_acquire);
+      if (known < kKeys) continue;
+      const int k = absl::Uniform(gen, 0, kKeys);
+      Found f = Lookup(mem, absl::StrFormat("k%02d", k), kMaxSequenceNumber);
+      ASSERT_TRUE(f.found);
+      // Sequence s writes key s % kKeys with value "s".
+      EXPECT_EQ(f.seq % kKeys, static_cast<SequenceNumber>(k));
+      EXPECT_EQ(f.value, absl::StrCat(f.seq));
+      EXPECT_GT(f.seq + kKeys, known);
+    }
+  };
+  std::thread r1(reader), r2(reader);
+  for (SequenceNumber s = 1; s <= kWrites; ++s) {
+    mem.Add(s, ValueType::kValue, absl::StrFormat("k%02d", s % kKeys), absl::StrCat(s));
+    published.store(s, std::memory_order_release);
+  }
+  done.store(true, std::memory_order_release);
+  r1.join();
+  r2.join();
+  EXPECT_EQ(mem.num_entries(), kWrites);
+}
+
+}  // namespace
+}  // namespace cairn::lsm

@@ -1,0 +1,349 @@
+#include "lsm/table.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "io/status_macros.h"
+
+namespace cairn::lsm {
+namespace {
+
+std::string BlockOrigin(const std::string& path, uint64_t offset) {
+  return absl::StrCat(path, ": block at offset ", offset);
+}
+
+// Decodes the block handle stored as an index entry's value.
+absl::StatusOr<BlockHandle> DecodeIndexValue(std::string_view value, const std::string& origin) {
+  BlockHandle handle;
+  if (!handle.DecodeVarintFrom(&value) || !value.empty()) {
+    return absl::DataLossError(absl::StrCat(origin, ": malformed block handle in index"));
+  }
+  return handle;
+}
+
+// Walks the index block and, for each entry, the data block it names. A data
+// block that cannot be read ends the iteration with that status: skipping it
+// would silently hide keys.
+class TwoLevelIterator final : public InternalIterator {
+ public:
+  TwoLevelIterator(const Table* table, const TableReadOptions& ro,
+                   std::unique_ptr<InternalIterator> index, std::string index_origin)
+      : table_(table), ro_(ro), index_(std::move(index)), index_origin_(std::move(index_origin)) {}
+
+  bool Valid() const override { return data_ != nullptr && data_->Valid(); }
+  std::string_view key() const override { return data_->key(); }
+  std::string_view value() const override { return data_->value(); }
+  absl::Status status() const override {
+    if (!index_->status().ok()) return index_->status();
+    if (!status_.ok()) return status_;
+    return data_ != nullptr ? data_->status() : absl::OkStatus();
+  }
+
+  void SeekToFirst() override {
+    if (!status_.ok()) return;
+    index_->SeekToFirst();
+    InitDataBlock();
+    if (data_ != nullptr) data_->SeekToFirst();
+    SkipEmptyBlocksForward();
+  }
+
+  void SeekToLast() override {
+    if (!status_.ok()) return;
+    index_->SeekToLast();
+    InitDataBlock();
+    if (data_ != nullptr) data_->SeekToLast();
+    SkipEmptyBlocksBackward();
+  }
+
+  void Seek(std::string_view target) override {
+    if (!status_.ok()) return;
+    index_->Seek(target);
+    InitDataBlock();
+    if (data_ != nullptr) data_->Seek(target);
+    SkipEmptyBlocksForward();
+  }
+
+  void SeekForPrev(std::string_view target) override {
+    if (!status_.ok()) return;
+    // The first block whose separator is >= target holds the answer or
+    // follows it; past the last separator every key is < target.
+    index_->Seek(target);
+    if (!index_->Valid() && index_->status().ok()) index_->SeekToLast();
+    InitDataBlock();
+    if (data_ != nullptr) data_->SeekForPrev(target);
+    SkipEmptyBlocksBackward();
+  }
+
+  void Next() override {
+    if (!Valid()) return;
+    data_->Next();
+    SkipEmptyBlocksForward();
+  }
+
+  void Prev() override {
+    if (!Valid()) return;
+    data_->Prev();
+    SkipEmptyBlocksBackward();
+  }
+
+ private:
+  // Points data_ at the block the index is on (null at the index's end or on
+  // error).
+  void InitDataBlock() {
+    if (!index_->Valid()) {
+      ClearData();
+      return;
+    }
+    absl::StatusOr<BlockHandle> handle = DecodeIndexValue(index_->value(), index_origin_);
+    if (!handle.ok()) return Fail(handle.status());
+    if (data_ != nullptr && *handle == handle_) return;  // already there
+    absl::StatusOr<std::shared_ptr<const Block>> block = table_->ReadDataBlock(ro_, *handle);
+    if (!block.ok()) return Fail(block.status());
+    ClearData();
+    block_ = *std::move(block);
+    data_ = block_->NewIterator();
+    handle_ = *handle;
+  }
+
+  // True when the caller should stop: positioned, at an end, or failed.
+  bool Settled() {
+    if (data_ == nullptr) return true;
+    if (data_->Valid()) return true;
+    if (!data_->status().ok()) {
+      Fail(data_->status());
+      return true;
+    }
+    return false;
+  }
+
+  void SkipEmptyBlocksForward() {
+    while (!Settled()) {
+      index_->Next();
+      InitDataBlock();
+      if (data_ != nullptr) data_->SeekToFirst();
+    }
+  }
+
+  void SkipEmptyBlocksBackward() {
+    while (!Settled()) {
+      index_->Prev();
+      InitDataBlock();
+      if (data_ != nullptr) data_->SeekToLast();
+    }
+  }
+
+  void ClearData() {
+    data_.reset();
+    block_.reset();
+  }
+
+  void Fail(absl::Status status) {
+    if (status_.ok()) status_ = std::move(status);
+    ClearData();
+  }
+
+  const Table* const table_;
+  const TableReadOptions ro_;
+  const std::unique_ptr<InternalIterator> index_;
+  const std::string index_origin_;
+  absl::Status status_;
+  std::shared_ptr<const Block> block_;  // keeps data_'s block alive
+  std::unique_ptr<InternalIterator> data_;
+  BlockHandle handle_;
+};
+
+}  // namespace
+
+Table::Table(std::unique_ptr<io::RandomAccessFile> file, uint64_t file_size, uint64_t file_number,
+             BlockCache* cache, ReadCounters* counters)
+    : file_(std::move(file)),
+      file_size_(file_size),
+      file_number_(file_number),
+      cache_(cache),
+      counters_(counters) {}
+
+Table::~Table() = default;
+
+absl::StatusOr<std::unique_ptr<Table>> Table::Open(const TableOptions& options,
+                                                   std::unique_ptr<io::RandomAccessFile> file,
+                                                   uint64_t file_size, uint64_t file_number,
+                                                   BlockCache* cache, ReadCounters* counters) {
+  const std::string& path = file->path();
+  if (file_size < kFooterSize) {
+    return absl::DataLossError(absl::StrCat(path, ": file of ", file_size,
+                                            " bytes is too short to be an SST file"));
+  }
+  const uint64_t footer_offset = file_size - kFooterSize;
+  char footer_buf[kFooterSize];
+  std::string_view footer_bytes;
+  CAIRN_RETURN_IF_ERROR(file->Read(footer_offset, kFooterSize, footer_buf, &footer_bytes));
+  BumpCounter(counters, &ReadCounters::block_reads);
+  BumpCounter(counters, &ReadCounters::block_bytes_read, footer_bytes.size());
+  Footer footer;
+  CAIRN_RETURN_IF_ERROR(footer.DecodeFrom(footer_bytes, path, footer_offset));
+
+  std::unique_ptr<Table> table(new Table(std::move(file), file_size, file_number, cache, counters));
+  table->footer_ = footer;
+  const io::RandomAccessFile& f = *table->file_;
+
+  CAIRN_ASSIGN_OR_RETURN(std::string index,
+                         ReadBlockContents(f, footer_offset, footer.index_handle, counters));
+  CAIRN_ASSIGN_OR_RETURN(table->index_block_,
+                         Block::Create(std::move(index),
+                                       BlockOrigin(f.path(), footer.index_handle.offset)));
+
+  if (footer.filter_handle.size > 0) {
+    CAIRN_ASSIGN_OR_RETURN(table->filter_data_,
+                           ReadBlockContents(f, footer_offset, footer.filter_handle, counters));
+    CAIRN_ASSIGN_OR_RETURN(
+        table->filter_, BloomFilter::Parse(table->filter_data_,
+                                           BlockOrigin(f.path(), footer.filter_handle.offset)));
+  }
+
+  CAIRN_ASSIGN_OR_RETURN(std::string props,
+                         ReadBlockContents(f, footer_offset, footer.properties_handle, counters));
+  CAIRN_RETURN_IF_ERROR(
+      table->props_.DecodeFrom(props, BlockOrigin(f.path(), footer.properties_handle.offset)));
+  return table;
+}
+
+absl::StatusOr<std::shared_ptr<const Block>> Table::ReadDataBlock(
+    const TableReadOptions& ro, const BlockHandle& handle) const {
+  if (cache_ != nullptr) {
+    if (std::shared_ptr<const Block> hit = cache_->Lookup(file_number_, handle.offset)) {
+      BumpCounter(counters_, &ReadCounters::block_cache_hits);
+      return hit;
+    }
+  }
+  BumpCounter(counters_, &ReadCounters::block_cache_misses);
+  CAIRN_ASSIGN_OR_RETURN(std::string contents,
+                         ReadBlockContents(*file_, file_size_ - kFooterSize, handle, counters_));
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
+                         Block::Create(std::move(contents), BlockOrigin(path(), handle.offset)));
+  if (cache_ != nullptr && ro.fill_cache) {
+    cache_->Insert(file_number_, handle.offset, block, block->size());
+  }
+  return block;
+}
+
+absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,
+                        TableGetResult* result) const {
+  *result = TableGetResult();
+  ParsedInternalKey target;
+  if (!ParseInternalKey(lookup_key, &target)) {
+    return absl::InvalidArgumentError("Table::Get: malformed lookup key");
+  }
+  if (filter_.has_value()) {
+    BumpCounter(counters_, &ReadCounters::bloom_probes);
+    if (!filter_->KeyMayMatch(target.user_key)) {
+      BumpCounter(counters_, &ReadCounters::bloom_rejections);
+      return absl::OkStatus();
+    }
+  }
+
+  const std::string index_origin = BlockOrigin(path(), footer_.index_handle.offset);
+  std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
+  // Normally the first block whose separator is >= the lookup key decides;
+  // the loop only moves on if that block holds nothing >= it.
+  for (index->Seek(lookup_key); index->Valid(); index->Next()) {
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), index_origin));
+    CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block, ReadDataBlock(ro, handle));
+    std::unique_ptr<InternalIterator> it = block->NewIterator();
+    it->Seek(lookup_key);
+    CAIRN_RETURN_IF_ERROR(it->status());
+    if (!it->Valid()) continue;
+    ParsedInternalKey found;
+    if (ParseInternalKey(it->key(), &found) && found.user_key == target.user_key) {
+      result->found = true;
+      result->type = found.type;
+      result->sequence = found.sequence;
+      if (found.type != ValueType::kDeletion) result->value.assign(it->value());
+    }
+    break;
+  }
+  CAIRN_RETURN_IF_ERROR(index->status());
+  if (filter_.has_value() && !result->found) {
+    BumpCounter(counters_, &ReadCounters::bloom_false_positives);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Table::VerifyAll() const {
+  const uint64_t data_end = file_size_ - kFooterSize;
+  // The index, filter and properties were checked at Open; read them again
+  // from the device in case the file changed since.
+  for (const BlockHandle* h :
+       {&footer_.index_handle, &footer_.filter_handle, &footer_.properties_handle}) {
+    if (h == &footer_.filter_handle && h->size == 0) continue;
+    CAIRN_RETURN_IF_ERROR(ReadBlockContents(*file_, data_end, *h, nullptr).status());
+  }
+
+  const std::string index_origin = BlockOrigin(path(), footer_.index_handle.offset);
+  std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
+  std::string prev_key, prev_separator;
+  uint64_t expected_offset = 0, entries = 0, deletions = 0, blocks = 0;
+  for (index->SeekToFirst(); index->Valid(); index->Next()) {
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), index_origin));
+    const std::string origin = BlockOrigin(path(), handle.offset);
+    auto bad = [&](absl::string_view what) {
+      return absl::DataLossError(absl::StrCat(origin, ": ", what));
+    };
+    // Data blocks are laid end to end from offset 0.
+    if (handle.offset != expected_offset) {
+      return bad(absl::StrCat("data block expected at offset ", expected_offset));
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::string contents,
+                           ReadBlockContents(*file_, data_end, handle, nullptr));
+    CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
+                           Block::Create(std::move(contents), origin));
+    std::unique_ptr<InternalIterator> it = block->NewIterator();
+    uint64_t in_block = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++in_block) {
+      if (entries > 0 && CompareInternalKeys(prev_key, it->key()) >= 0) {
+        return bad(absl::StrCat("key of entry ", in_block, " is not above the previous key"));
+      }
+      if (blocks > 0 && in_block == 0 && CompareInternalKeys(prev_separator, it->key()) >= 0) {
+        return bad("first key is not above the previous index separator");
+      }
+      if (CompareInternalKeys(it->key(), index->key()) > 0) {
+        return bad(absl::StrCat("key of entry ", in_block, " is above the index separator"));
+      }
+      ParsedInternalKey parsed;
+      ParseInternalKey(it->key(), &parsed);
+      if (parsed.type == ValueType::kDeletion) ++deletions;
+      prev_key.assign(it->key());
+      ++entries;
+    }
+    CAIRN_RETURN_IF_ERROR(it->status());
+    if (in_block == 0) return bad("empty data block");
+    prev_separator.assign(index->key());
+    expected_offset = handle.offset + handle.size + kBlockTrailerSize;
+    ++blocks;
+  }
+  CAIRN_RETURN_IF_ERROR(index->status());
+
+  uint64_t meta_start = std::min(footer_.index_handle.offset, footer_.properties_handle.offset);
+  if (footer_.filter_handle.size > 0) meta_start = std::min(meta_start, footer_.filter_handle.offset);
+  if (expected_offset != meta_start) {
+    return absl::DataLossError(absl::StrCat(path(), ": data blocks end at offset ",
+                                            expected_offset, " but meta blocks start at ",
+                                            meta_start));
+  }
+  if (entries != props_.num_entries || deletions != props_.num_deletions ||
+      blocks != props_.num_data_blocks) {
+    return absl::DataLossError(absl::StrCat(
+        BlockOrigin(path(), footer_.properties_handle.offset), ": properties claim ",
+        props_.num_entries, " entries, ", props_.num_deletions, " deletions, ",
+        props_.num_data_blocks, " blocks; the data holds ", entries, ", ", deletions, ", ",
+        blocks));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<InternalIterator> Table::NewIterator(const TableReadOptions& ro) const {
+  return std::make_unique<TwoLevelIterator>(this, ro, index_block_->NewIterator(),
+                                            BlockOrigin(path(), footer_.index_handle.offset));
+}
+
+}  // namespace cairn::lsm

@@ -1,0 +1,98 @@
+// TableBuilder writes one immutable SST file: data blocks of internal-key
+// entries, one bloom filter over the user keys, a properties block, an index
+// block and the footer. Layout: docs/table_format.md.
+//
+// Thread safety: one thread at a time.
+#ifndef CAIRN_LSM_TABLE_BUILDER_H_
+#define CAIRN_LSM_TABLE_BUILDER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "io/file_system.h"
+#include "lsm/block_builder.h"
+#include "lsm/bloom_filter.h"
+#include "lsm/table_format.h"
+
+namespace cairn::lsm {
+
+// Options shared by the writer and the reader of tables.
+struct TableOptions {
+  // Uncompressed bytes after which a data block is cut.
+  size_t block_size = 4096;
+  // Bloom filter bits per user key; 0 writes no filter.
+  int bloom_bits_per_key = 10;
+  // zstd-compress blocks, keeping the result only if it saves >= 1/8.
+  bool compress = true;
+  int zstd_level = 1;
+  // Open table files with O_DIRECT (used by TableCache).
+  bool direct_reads = false;
+};
+
+class TableBuilder {
+ public:
+  // Writes to file, which it does not own; file must outlive the builder.
+  TableBuilder(const TableOptions& options, io::WritableFile* file);
+  ~TableBuilder();
+
+  TableBuilder(const TableBuilder&) = delete;
+  TableBuilder& operator=(const TableBuilder&) = delete;
+
+  // Appends an entry. REQUIRES: Finish() and Abandon() not called.
+  // InvalidArgument when internal_key is not a valid internal key or is not
+  // strictly greater than the previous one. An I/O error is returned and
+  // becomes sticky: every later call returns it.
+  absl::Status Add(std::string_view internal_key, std::string_view value);
+
+  // Writes the last data block, filter, properties, index and footer. Does
+  // not sync or close the file. REQUIRES: Finish() and Abandon() not called.
+  absl::Status Finish();
+
+  // Gives up on the table; the caller deletes the file.
+  void Abandon();
+
+  uint64_t NumEntries() const { return props_.num_entries; }
+  // Bytes handed to the file so far (the final file size after Finish()).
+  uint64_t FileSize() const { return offset_; }
+  // Smallest and largest internal keys added; empty before the first Add.
+  const std::string& smallest_key() const { return smallest_key_; }
+  const std::string& largest_key() const { return last_key_; }
+  const TableProperties& properties() const { return props_; }
+
+ private:
+  // Cuts the current data block and writes it.
+  absl::Status FlushDataBlock();
+  // Compresses contents if allowed and worthwhile, then appends the stored
+  // block and its trailer; *handle says where it went.
+  absl::Status WriteBlock(std::string_view contents, bool allow_compression,
+                          BlockHandle* handle);
+  // Adds the index entry of the block just written, separating it from next
+  // (empty for the last block).
+  void AddIndexEntry(std::string_view next_key);
+
+  const TableOptions options_;
+  io::WritableFile* const file_;
+  uint64_t offset_ = 0;
+  absl::Status status_;
+  bool closed_ = false;
+
+  BlockBuilder data_block_;
+  BlockBuilder index_block_;
+  std::unique_ptr<BloomFilterBuilder> filter_;  // null when bloom is off
+  TableProperties props_;
+  std::string smallest_key_;
+  std::string last_key_;
+  // The index entry of the last written data block waits for the next key
+  // so its separator can be short.
+  bool pending_index_entry_ = false;
+  BlockHandle pending_handle_;
+  std::string compressed_;  // scratch
+};
+
+}  // namespace cairn::lsm
+
+#endif  // CAIRN_LSM_TABLE_BUILDER_H_

@@ -1,0 +1,117 @@
+#include "lsm/table_cache.h"
+
+#include <utility>
+#include <vector>
+
+#include "io/status_macros.h"
+#include "lsm/filename.h"
+
+namespace cairn::lsm {
+namespace {
+
+// Forwards to a table's iterator and holds the table open meanwhile.
+class TableHoldingIterator final : public InternalIterator {
+ public:
+  TableHoldingIterator(std::shared_ptr<Table> table, const TableReadOptions& ro)
+      : table_(std::move(table)), iter_(table_->NewIterator(ro)) {}
+
+  bool Valid() const override { return iter_->Valid(); }
+  void SeekToFirst() override { iter_->SeekToFirst(); }
+  void SeekToLast() override { iter_->SeekToLast(); }
+  void Seek(std::string_view target) override { iter_->Seek(target); }
+  void SeekForPrev(std::string_view target) override { iter_->SeekForPrev(target); }
+  void Next() override { iter_->Next(); }
+  void Prev() override { iter_->Prev(); }
+  std::string_view key() const override { return iter_->key(); }
+  std::string_view value() const override { return iter_->value(); }
+  absl::Status status() const override { return iter_->status(); }
+
+ private:
+  const std::shared_ptr<Table> table_;  // declared first: outlives iter_
+  const std::unique_ptr<InternalIterator> iter_;
+};
+
+}  // namespace
+
+TableCache::TableCache(io::FileSystem* fs, std::string dbname, const TableOptions& options,
+                       BlockCache* block_cache, ReadCounters* counters, size_t max_open_files)
+    : fs_(fs),
+      dbname_(std::move(dbname)),
+      options_(options),
+      block_cache_(block_cache),
+      counters_(counters),
+      max_open_files_(max_open_files < 1 ? 1 : max_open_files) {}
+
+TableCache::~TableCache() = default;
+
+absl::StatusOr<std::shared_ptr<Table>> TableCache::FindTable(uint64_t file_number,
+                                                             uint64_t file_size) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto it = index_.find(file_number); it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->table;
+    }
+  }
+  // Open outside the lock: it reads the device, and other files' lookups
+  // should not wait for it. Two threads may race to open the same file; the
+  // first to insert wins and the other's table is dropped.
+  io::FileOptions file_options;
+  file_options.category = io::IoCategory::kTable;
+  file_options.direct = options_.direct_reads;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> file,
+                         fs_->NewRandomAccessFile(TableFileName(dbname_, file_number),
+                                                  file_options));
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Table> opened,
+                         Table::Open(options_, std::move(file), file_size, file_number,
+                                     block_cache_, counters_));
+  std::shared_ptr<Table> table = std::move(opened);
+
+  std::vector<std::shared_ptr<Table>> closed;  // released after the lock
+  absl::MutexLock lock(&mu_);
+  if (auto it = index_.find(file_number); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    closed.push_back(std::move(table));
+    return it->second->table;
+  }
+  lru_.push_front(Entry{file_number, table});
+  index_[file_number] = lru_.begin();
+  while (lru_.size() > max_open_files_) {
+    closed.push_back(std::move(lru_.back().table));
+    index_.erase(lru_.back().file_number);
+    lru_.pop_back();
+  }
+  return table;
+}
+
+absl::Status TableCache::Get(const TableReadOptions& ro, uint64_t file_number,
+                             uint64_t file_size, std::string_view lookup_key,
+                             TableGetResult* result) {
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<Table> table, FindTable(file_number, file_size));
+  return table->Get(ro, lookup_key, result);
+}
+
+std::unique_ptr<InternalIterator> TableCache::NewIterator(const TableReadOptions& ro,
+                                                          uint64_t file_number,
+                                                          uint64_t file_size) {
+  absl::StatusOr<std::shared_ptr<Table>> table = FindTable(file_number, file_size);
+  if (!table.ok()) return NewErrorIterator(table.status());
+  return std::make_unique<TableHoldingIterator>(*std::move(table), ro);
+}
+
+void TableCache::Evict(uint64_t file_number) {
+  std::shared_ptr<Table> closed;  // released after the lock
+  absl::MutexLock lock(&mu_);
+  auto it = index_.find(file_number);
+  if (it == index_.end()) return;
+  closed = std::move(it->second->table);
+  lru_.erase(it->second);
+  index_.erase(it);
+}
+
+size_t TableCache::open_tables() const {
+  absl::MutexLock lock(&mu_);
+  return lru_.size();
+}
+
+}  // namespace cairn::lsm

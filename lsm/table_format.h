@@ -1,0 +1,104 @@
+// The pieces of the SST file format shared by TableBuilder and Table: block
+// handles, the block trailer (compression type and checksum), the properties
+// block and the fixed-size footer. docs/table_format.md is the manual; this
+// header is its code.
+//
+// Every decoder here takes bytes from disk and returns DataLoss naming the file
+// and offset when they are wrong; none asserts on them.
+#ifndef CAIRN_LSM_TABLE_FORMAT_H_
+#define CAIRN_LSM_TABLE_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/file_system.h"
+#include "lsm/read_counters.h"
+
+namespace cairn::lsm {
+
+// "cairnSST" read as a little-endian uint64: the file's last 8 bytes.
+inline constexpr uint64_t kTableMagicNumber = 0x5453536e72696163ull;
+// Versions this build reads and writes. Retired versions: none yet.
+inline constexpr uint32_t kTableFormatVersion = 1;
+
+// Compression type byte of the block trailer. On disk: never renumber.
+enum class BlockCompression : uint8_t { kNone = 0, kZstd = 1 };
+
+// Trailer after every block: 1-byte compression type + fixed32 checksum (low
+// 32 bits of XXH3-64 over the stored contents followed by the type byte).
+inline constexpr size_t kBlockTrailerSize = 5;
+
+// A decompressed block may not claim more than this (a guard against
+// allocating what a corrupt frame header asks for).
+inline constexpr size_t kMaxUncompressedBlockSize = size_t{1} << 30;
+
+// Where a block lives: offset of its first byte and size of its stored
+// contents, not counting the trailer. Encoded as two varint64s in index
+// entries and as two fixed64s in the footer.
+struct BlockHandle {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+
+  void EncodeVarintTo(std::string* dst) const;
+  // Consumes a varint-encoded handle from *input; false when malformed.
+  bool DecodeVarintFrom(std::string_view* input);
+  bool operator==(const BlockHandle&) const = default;
+};
+inline constexpr size_t kMaxVarintBlockHandleLength = 20;
+
+// Statistics of one table, stored in the properties block as (varint32 tag,
+// varint64 value) pairs. Unknown tags are skipped, so fields can be added
+// without a version bump. Tags are on disk: never renumber or reuse.
+struct TableProperties {
+  uint64_t num_entries = 0;         // tag 1
+  uint64_t num_deletions = 0;       // tag 2
+  uint64_t raw_key_bytes = 0;       // tag 3: internal-key bytes added
+  uint64_t raw_value_bytes = 0;     // tag 4
+  uint64_t smallest_sequence = 0;   // tag 5
+  uint64_t largest_sequence = 0;    // tag 6
+  uint64_t num_data_blocks = 0;     // tag 7
+  uint64_t num_value_pointers = 0;  // tag 8: entries of type kValuePointer
+
+  void EncodeTo(std::string* dst) const;
+  // DataLoss naming origin when the pairs are malformed.
+  absl::Status DecodeFrom(std::string_view input, const std::string& origin);
+};
+
+// The last kFooterSize bytes of every SST file:
+//   index handle, filter handle, properties handle (each fixed64 offset +
+//   fixed64 size; a filter of size 0 means "no filter"), fixed32 version,
+//   fixed32 checksum (low 32 bits of XXH3-64 over the 52 bytes before it),
+//   fixed64 magic.
+struct Footer {
+  BlockHandle index_handle;
+  BlockHandle filter_handle;
+  BlockHandle properties_handle;
+  uint32_t version = kTableFormatVersion;
+
+  void EncodeTo(std::string* dst) const;
+  // Checks, in order: the magic (DataLoss "not an SST file"), the checksum
+  // (DataLoss), the version (FailedPrecondition for one this build does not
+  // know). input must be exactly kFooterSize bytes.
+  absl::Status DecodeFrom(std::string_view input, const std::string& file_name,
+                          uint64_t footer_offset);
+};
+inline constexpr size_t kFooterSize = 64;
+
+// Appends a block's trailer for stored contents of the given type.
+void AppendBlockTrailer(std::string_view contents, BlockCompression type, std::string* dst);
+
+// Reads the block at handle from file (within the first data_end bytes),
+// verifies its checksum and returns its uncompressed contents. DataLoss naming
+// the file and the block's offset for a short read, a bad checksum, an
+// unknown compression type or a bad frame; I/O errors pass through. Counts a
+// block read in counters (may be null).
+absl::StatusOr<std::string> ReadBlockContents(const io::RandomAccessFile& file, uint64_t data_end,
+                                              const BlockHandle& handle, ReadCounters* counters);
+
+}  // namespace cairn::lsm
+
+#endif  // CAIRN_LSM_TABLE_FORMAT_H_

@@ -1,0 +1,164 @@
+#include "lsm/version.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "io/status_macros.h"
+#include "lsm/level_iterator.h"
+#include "lsm/table_cache.h"
+
+namespace cairn::lsm {
+namespace {
+
+// Whether user_key lies within f's user-key range.
+bool UserKeyInRange(const FileMetaData& f, std::string_view user_key) {
+  return user_key.compare(ExtractUserKey(f.smallest)) >= 0 &&
+         user_key.compare(ExtractUserKey(f.largest)) <= 0;
+}
+
+std::string UserKeyDebugString(std::string_view ikey) {
+  const std::string_view u = ikey.size() >= 8 ? ExtractUserKey(ikey) : ikey;
+  return absl::CHexEscape(absl::string_view(u.data(), u.size()));
+}
+
+}  // namespace
+
+Version::Version(std::array<FileList, kNumLevels> files) : files_(std::move(files)) {}
+
+uint64_t Version::LevelBytes(int level) const {
+  uint64_t total = 0;
+  for (const auto& f : files_[level]) total += f->file_size;
+  return total;
+}
+
+absl::Status Version::Get(const TableReadOptions& ro, TableCache* tc,
+                          std::string_view lookup_key, TableGetResult* result) const {
+  result->found = false;
+  const std::string_view user_key = ExtractUserKey(lookup_key);
+  auto probe = [&](const FileMetaData& f) -> absl::Status {
+    result->found = false;
+    return tc->Get(ro, f.number, f.file_size, lookup_key, result);
+  };
+
+  // L0 files overlap; the newest holds the newest entry, so the first hit
+  // wins. files_[0] is ordered newest first.
+  for (const auto& f : files_[0]) {
+    if (!UserKeyInRange(*f, user_key)) continue;
+    CAIRN_RETURN_IF_ERROR(probe(*f));
+    if (result->found) return absl::OkStatus();
+  }
+  // Deeper levels: the only candidate is the first file whose largest key is
+  // at or after the lookup key, if it starts at or before the user key.
+  for (int level = 1; level < kNumLevels; ++level) {
+    const FileList& files = files_[level];
+    const size_t i = FindFile(files, lookup_key);
+    if (i == files.size()) continue;
+    const FileMetaData& f = *files[i];
+    if (user_key.compare(ExtractUserKey(f.smallest)) < 0) continue;
+    CAIRN_RETURN_IF_ERROR(probe(f));
+    if (result->found) return absl::OkStatus();
+  }
+  result->found = false;
+  return absl::OkStatus();
+}
+
+void Version::AddIterators(const TableReadOptions& ro, TableCache* tc,
+                           std::vector<std::unique_ptr<InternalIterator>>* iters) const {
+  for (const auto& f : files_[0]) {
+    iters->push_back(tc->NewIterator(ro, f->number, f->file_size));
+  }
+  for (int level = 1; level < kNumLevels; ++level) {
+    if (files_[level].empty()) continue;
+    iters->push_back(NewLevelIterator(ro, tc, files_[level]));
+  }
+}
+
+void Version::GetOverlappingInputs(int level, std::string_view smallest_user_key,
+                                   std::string_view largest_user_key,
+                                   FileList* inputs) const {
+  for (const auto& f : files_[level]) {
+    if (ExtractUserKey(f->largest).compare(smallest_user_key) < 0 ||
+        ExtractUserKey(f->smallest).compare(largest_user_key) > 0) {
+      continue;
+    }
+    inputs->push_back(f);
+  }
+}
+
+std::string Version::DebugString() const {
+  std::string r;
+  for (int level = 0; level < kNumLevels; ++level) {
+    absl::StrAppendFormat(&r, "L%d: %u files, %u bytes\n", level, files_[level].size(),
+                          LevelBytes(level));
+    for (const auto& f : files_[level]) {
+      absl::StrAppendFormat(&r, "  #%u %u bytes ['%s' .. '%s'] seq %u..%u%s\n", f->number,
+                            f->file_size, UserKeyDebugString(f->smallest),
+                            UserKeyDebugString(f->largest), f->smallest_seq, f->largest_seq,
+                            f->being_compacted ? " (compacting)" : "");
+    }
+  }
+  return r;
+}
+
+VersionBuilder::VersionBuilder(const Version* base) {
+  if (base == nullptr) return;
+  for (int level = 0; level < kNumLevels; ++level) {
+    for (const auto& f : base->files(level)) {
+      levels_[level].emplace(f->number, f);
+      level_of_[f->number] = level;
+    }
+  }
+}
+
+absl::Status VersionBuilder::Apply(const VersionEdit& edit) {
+  for (const auto& [level, number] : edit.deleted_files()) {
+    if (levels_[level].erase(number) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("edit deletes file #%u from L%d, which does not hold it", number, level));
+    }
+    level_of_.erase(number);
+  }
+  for (const auto& [level, file] : edit.new_files()) {
+    auto [it, inserted] = level_of_.emplace(file.number, level);
+    if (!inserted) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "edit adds file #%u to L%d, but it is already live at L%d", file.number, level,
+          it->second));
+    }
+    levels_[level].emplace(file.number, std::make_shared<FileMetaData>(file));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<const Version>> VersionBuilder::Build() const {
+  std::array<FileList, kNumLevels> files;
+  for (int level = 0; level < kNumLevels; ++level) {
+    FileList& list = files[level];
+    list.reserve(levels_[level].size());
+    for (const auto& [number, f] : levels_[level]) list.push_back(f);
+    if (level == 0) {
+      // Newest first. The btree_map gave ascending numbers.
+      std::reverse(list.begin(), list.end());
+      continue;
+    }
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {
+      return CompareInternalKeys(a->smallest, b->smallest) < 0;
+    });
+    for (size_t i = 1; i < list.size(); ++i) {
+      if (CompareInternalKeys(list[i - 1]->largest, list[i]->smallest) >= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("files #%u ['%s' .. '%s'] and #%u ['%s' .. '%s'] of L%d overlap",
+                            list[i - 1]->number, UserKeyDebugString(list[i - 1]->smallest),
+                            UserKeyDebugString(list[i - 1]->largest), list[i]->number,
+                            UserKeyDebugString(list[i]->smallest),
+                            UserKeyDebugString(list[i]->largest), level));
+      }
+    }
+  }
+  return std::make_shared<const Version>(std::move(files));
+}
+
+}  // namespace cairn::lsm

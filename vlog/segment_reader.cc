@@ -1,0 +1,172 @@
+#include "vlog/segment_reader.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "io/compression.h"
+#include "io/status_macros.h"
+
+namespace cairn::vlog {
+
+namespace {
+
+// Keys appear in error messages; long or binary ones are shortened to hex.
+std::string KeyForMessage(std::string_view key) {
+  constexpr size_t kMax = 32;
+  const std::string_view head = key.substr(0, kMax);
+  std::string hex = absl::BytesToHexString(absl::string_view(head.data(), head.size()));
+  if (key.size() > kMax) hex += "...";
+  return hex;
+}
+
+// Records above this size are checked against the file size before a buffer
+// is allocated for them.
+constexpr uint32_t kLargeRecord = 1u << 20;
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(io::FileSystem* fs,
+                                                                   std::string path,
+                                                                   uint64_t segment_id,
+                                                                   bool direct_reads) {
+  io::FileOptions options;
+  options.category = io::IoCategory::kValueLog;
+  options.direct = direct_reads;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> file,
+                         fs->NewRandomAccessFile(path, options));
+  char scratch[kSegmentHeaderSize];
+  std::string_view got;
+  CAIRN_RETURN_IF_ERROR(file->Read(0, kSegmentHeaderSize, scratch, &got));
+  CAIRN_ASSIGN_OR_RETURN(SegmentHeader header, DecodeSegmentHeader(got, path));
+  if (header.segment_id != segment_id) {
+    return absl::DataLossError(absl::StrCat(path, ": header at offset 0 names segment ",
+                                            header.segment_id, ", expected ", segment_id));
+  }
+  return std::unique_ptr<SegmentReader>(
+      new SegmentReader(std::move(file), std::move(path), header));
+}
+
+SegmentReader::SegmentReader(std::unique_ptr<io::RandomAccessFile> file, std::string path,
+                             SegmentHeader header)
+    : file_(std::move(file)), path_(std::move(path)), header_(header) {}
+
+absl::Status SegmentReader::Corrupt(const ValuePointer& pointer, absl::string_view what) const {
+  return absl::DataLossError(absl::StrCat(path_, ": ", what, " at offset ", pointer.offset,
+                                          " (pointer ", pointer.DebugString(), ")"));
+}
+
+absl::Status SegmentReader::CheckPointer(const ValuePointer& pointer) const {
+  if (pointer.segment_id != header_.segment_id) {
+    return Corrupt(pointer, absl::StrCat("pointer names segment ", pointer.segment_id,
+                                         ", not this segment ", header_.segment_id));
+  }
+  if (pointer.offset < kSegmentHeaderSize) {
+    return Corrupt(pointer, "pointer into the segment header");
+  }
+  if (pointer.size < kRecordHeaderSize || pointer.size > kMaxRecordSize) {
+    return Corrupt(pointer, "pointer size out of range");
+  }
+  // Pointer bytes come from disk: before allocating a large buffer for one,
+  // make sure the file is that long.
+  if (pointer.size > kLargeRecord) {
+    CAIRN_ASSIGN_OR_RETURN(uint64_t file_size, file_->Size());
+    if (pointer.offset > file_size || pointer.size > file_size - pointer.offset) {
+      return Corrupt(pointer, absl::StrCat("record past the end of the file (", file_size,
+                                           " bytes)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view expected_key,
+                                   size_t got, std::string* buf) const {
+  if (got < pointer.size) {
+    return Corrupt(pointer, absl::StrCat("record cut short by the end of the file (", got,
+                                         " of ", pointer.size, " bytes)"));
+  }
+  ParsedRecord record;
+  const RecordCheck check = ParseRecord(std::string_view(*buf).substr(0, pointer.size), &record);
+  if (check != RecordCheck::kOk) return Corrupt(pointer, RecordCheckName(check));
+  if (record.size != pointer.size) {
+    return Corrupt(pointer, absl::StrCat("record is ", record.size,
+                                         " bytes but the pointer says ", pointer.size));
+  }
+  if (record.key != expected_key) {
+    return Corrupt(pointer, absl::StrCat("record holds key ", KeyForMessage(record.key),
+                                         ", expected ", KeyForMessage(expected_key)));
+  }
+  if (!record.compressed()) {
+    // The value ends the record: drop the header and key in place.
+    buf->erase(0, kRecordHeaderSize + record.key.size());
+    buf->resize(record.stored_value.size());
+    return absl::OkStatus();
+  }
+  // The frame lives in *buf, which receives the value: copy it out first.
+  const std::string frame(record.stored_value);
+  absl::Status s = io::ZstdUncompress(frame, kMaxRecordValueSize, buf);
+  if (!s.ok()) return Corrupt(pointer, s.message());
+  return absl::OkStatus();
+}
+
+absl::Status SegmentReader::Read(const ValuePointer& pointer, std::string_view expected_key,
+                                 std::string* value) const {
+  CAIRN_RETURN_IF_ERROR(CheckPointer(pointer));
+  value->resize(pointer.size);
+  std::string_view got;
+  CAIRN_RETURN_IF_ERROR(file_->Read(pointer.offset, pointer.size, value->data(), &got));
+  // Read may return a view that is not our buffer (a backend with the bytes
+  // in memory); make sure they end up in *value.
+  if (!got.empty() && got.data() != value->data()) {
+    std::memmove(value->data(), got.data(), got.size());
+  }
+  absl::Status s = Decode(pointer, expected_key, got.size(), value);
+  if (!s.ok()) value->clear();
+  return s;
+}
+
+absl::Status SegmentReader::MultiRead(absl::Span<const ValuePointer> pointers,
+                                      absl::Span<const std::string_view> keys,
+                                      std::vector<std::string>* values,
+                                      std::vector<absl::Status>* statuses) const {
+  if (pointers.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("MultiRead: ", pointers.size(),
+                                                   " pointers but ", keys.size(), " keys"));
+  }
+  const size_t n = pointers.size();
+  values->assign(n, std::string());
+  statuses->assign(n, absl::OkStatus());
+  std::vector<io::ReadRequest> requests;
+  std::vector<size_t> index;  // requests[j] reads pointers[index[j]]
+  requests.reserve(n);
+  index.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    (*statuses)[i] = CheckPointer(pointers[i]);
+    if (!(*statuses)[i].ok()) continue;
+    (*values)[i].resize(pointers[i].size);
+    io::ReadRequest req;
+    req.offset = pointers[i].offset;
+    req.len = pointers[i].size;
+    req.buf = (*values)[i].data();
+    requests.push_back(std::move(req));
+    index.push_back(i);
+  }
+  if (!requests.empty()) {
+    // Each request carries its own status; the aggregate adds nothing.
+    file_->MultiRead(absl::MakeSpan(requests)).IgnoreError();
+  }
+  for (size_t j = 0; j < requests.size(); ++j) {
+    const size_t i = index[j];
+    absl::Status s = requests[j].status;
+    if (s.ok()) s = Decode(pointers[i], keys[i], requests[j].result, &(*values)[i]);
+    if (!s.ok()) (*values)[i].clear();
+    (*statuses)[i] = std::move(s);
+  }
+  for (const absl::Status& s : *statuses) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn::vlog

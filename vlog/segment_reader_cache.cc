@@ -1,0 +1,100 @@
+#include "vlog/segment_reader_cache.h"
+
+#include <utility>
+
+#include "absl/container/btree_map.h"
+#include "absl/strings/str_cat.h"
+#include "io/status_macros.h"
+
+namespace cairn::vlog {
+
+SegmentReaderCache::SegmentReaderCache(io::FileSystem* fs, PathFunction path_of,
+                                       bool direct_reads)
+    : fs_(fs), path_of_(std::move(path_of)), direct_reads_(direct_reads) {}
+
+absl::StatusOr<std::shared_ptr<const SegmentReader>> SegmentReaderCache::Get(
+    uint64_t segment_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = readers_.find(segment_id);
+    if (it != readers_.end()) return it->second;
+  }
+  // Open outside the lock so a slow open does not stall readers of other
+  // segments. Two threads may race to open the same segment; the first to
+  // insert wins and the other's reader is dropped.
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<SegmentReader> opened,
+                         SegmentReader::Open(fs_, path_of_(segment_id), segment_id,
+                                             direct_reads_));
+  std::shared_ptr<const SegmentReader> reader = std::move(opened);
+  absl::MutexLock lock(&mu_);
+  return readers_.try_emplace(segment_id, std::move(reader)).first->second;
+}
+
+void SegmentReaderCache::Evict(uint64_t segment_id) {
+  std::shared_ptr<const SegmentReader> dropped;  // closes outside the lock
+  absl::MutexLock lock(&mu_);
+  auto it = readers_.find(segment_id);
+  if (it == readers_.end()) return;
+  dropped = std::move(it->second);
+  readers_.erase(it);
+}
+
+absl::Status SegmentReaderCache::Read(const ValuePointer& pointer,
+                                      std::string_view expected_key, std::string* value) {
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const SegmentReader> reader,
+                         Get(pointer.segment_id));
+  return reader->Read(pointer, expected_key, value);
+}
+
+absl::Status SegmentReaderCache::MultiRead(absl::Span<const ValuePointer> pointers,
+                                           absl::Span<const std::string_view> keys,
+                                           std::vector<std::string>* values,
+                                           std::vector<absl::Status>* statuses) {
+  if (pointers.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("MultiRead: ", pointers.size(),
+                                                   " pointers but ", keys.size(), " keys"));
+  }
+  const size_t n = pointers.size();
+  values->assign(n, std::string());
+  statuses->assign(n, absl::OkStatus());
+  // Indices of the pointers into each segment, segments in id order.
+  absl::btree_map<uint64_t, std::vector<size_t>> by_segment;
+  for (size_t i = 0; i < n; ++i) by_segment[pointers[i].segment_id].push_back(i);
+
+  std::vector<ValuePointer> group_pointers;
+  std::vector<std::string_view> group_keys;
+  std::vector<std::string> group_values;
+  std::vector<absl::Status> group_statuses;
+  for (const auto& [segment_id, indices] : by_segment) {
+    absl::StatusOr<std::shared_ptr<const SegmentReader>> reader = Get(segment_id);
+    if (!reader.ok()) {
+      for (size_t i : indices) (*statuses)[i] = reader.status();
+      continue;
+    }
+    group_pointers.clear();
+    group_keys.clear();
+    for (size_t i : indices) {
+      group_pointers.push_back(pointers[i]);
+      group_keys.push_back(keys[i]);
+    }
+    // Per-pointer outcomes land in group_statuses; the aggregate is rebuilt
+    // below in index order.
+    (*reader)->MultiRead(group_pointers, group_keys, &group_values, &group_statuses)
+        .IgnoreError();
+    for (size_t j = 0; j < indices.size(); ++j) {
+      (*values)[indices[j]] = std::move(group_values[j]);
+      (*statuses)[indices[j]] = std::move(group_statuses[j]);
+    }
+  }
+  for (const absl::Status& s : *statuses) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+size_t SegmentReaderCache::open_readers() const {
+  absl::MutexLock lock(&mu_);
+  return readers_.size();
+}
+
+}  // namespace cairn::vlog

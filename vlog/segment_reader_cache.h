@@ -1,0 +1,80 @@
+// SegmentReaderCache keeps one open SegmentReader per value-log segment,
+// opening each lazily on first use, and reads values through pointers that
+// may name any segment. It is the value log's read side for the DB's Get,
+// MultiGet and iterators.
+//
+// Readers are handed out as shared_ptr, so Evict (when a segment is deleted)
+// never pulls a reader from under a read in progress; the file closes when
+// the last user lets go. Segment ids are never reused.
+//
+// Thread safety: every method may be called from any thread.
+#ifndef CAIRN_VLOG_SEGMENT_READER_CACHE_H_
+#define CAIRN_VLOG_SEGMENT_READER_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "io/file_system.h"
+#include "vlog/segment_reader.h"
+#include "vlog/value_pointer.h"
+
+namespace cairn::vlog {
+
+class SegmentReaderCache {
+ public:
+  // Builds the path of a segment from its id (the DB passes
+  // lsm::ValueLogFileName bound to its directory). Called from any thread.
+  using PathFunction = absl::AnyInvocable<std::string(uint64_t segment_id) const>;
+
+  // fs must outlive the cache.
+  SegmentReaderCache(io::FileSystem* fs, PathFunction path_of, bool direct_reads);
+
+  SegmentReaderCache(const SegmentReaderCache&) = delete;
+  SegmentReaderCache& operator=(const SegmentReaderCache&) = delete;
+
+  // The reader of segment_id, opened now if it is not open yet.
+  // Errors: those of SegmentReader::Open (not cached: the next call retries).
+  absl::StatusOr<std::shared_ptr<const SegmentReader>> Get(uint64_t segment_id);
+
+  // Closes the segment's reader once its current users are done. No-op when
+  // it is not open.
+  void Evict(uint64_t segment_id);
+
+  // SegmentReader::Read on the segment the pointer names.
+  absl::Status Read(const ValuePointer& pointer, std::string_view expected_key,
+                    std::string* value);
+
+  // SegmentReader::MultiRead over pointers into any segments: groups them by
+  // segment, with each segment's reads in flight together. Same contract as
+  // SegmentReader::MultiRead; a segment that fails to open fails each of its
+  // pointers with that status.
+  absl::Status MultiRead(absl::Span<const ValuePointer> pointers,
+                         absl::Span<const std::string_view> keys,
+                         std::vector<std::string>* values,
+                         std::vector<absl::Status>* statuses);
+
+  // Readers currently open.
+  size_t open_readers() const;
+
+ private:
+  io::FileSystem* const fs_;
+  const PathFunction path_of_;
+  const bool direct_reads_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<uint64_t, std::shared_ptr<const SegmentReader>> readers_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cairn::vlog
+
+#endif  // CAIRN_VLOG_SEGMENT_READER_CACHE_H_

@@ -1,0 +1,408 @@
+// SegmentWriter and SegmentReader together: what the writer appends, the
+// reader returns byte for byte, and nothing else.
+#include "vlog/segment_reader.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "io/coding.h"
+#include "io/fault_file_system.h"
+#include "io/file_system.h"
+#include "io/memory_file_system.h"
+#include "vlog/segment_writer.h"
+#include "vlog/vlog_test_util.h"
+
+namespace cairn::vlog {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::CompressibleBytes;
+using testing::RandomBytes;
+
+struct Entry {
+  std::string key;
+  std::string value;
+  ValuePointer pointer;
+};
+
+// Writes entries to a new segment and closes it.
+void WriteSegment(io::FileSystem* fs, const std::string& path, uint64_t id,
+                  const SegmentWriterOptions& options, std::vector<Entry>* entries) {
+  auto writer = SegmentWriter::Create(fs, path, id, options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (Entry& e : *entries) {
+    absl::StatusOr<ValuePointer> p = (*writer)->Append(e.key, e.value);
+    ASSERT_TRUE(p.ok()) << p.status();
+    e.pointer = *p;
+  }
+  EXPECT_EQ((*writer)->record_count(), entries->size());
+  const uint64_t size = (*writer)->size();
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(fs->GetFileSize(path).value(), size);
+}
+
+// A mix of the shapes that matter: empty key and value, tiny, 1 MiB,
+// compressible and incompressible.
+std::vector<Entry> MixedEntries(std::mt19937_64& rng, int n) {
+  std::vector<Entry> entries;
+  entries.push_back({"", "value of the empty key", {}});
+  entries.push_back({"empty-value", "", {}});
+  entries.push_back({"one-mib-random", RandomBytes(rng, 1 << 20), {}});
+  entries.push_back({"one-mib-compressible", CompressibleBytes(rng, 1 << 20), {}});
+  for (int i = 0; i < n; ++i) {
+    std::string key = absl::StrCat("key", i, RandomBytes(rng, rng() % 24));
+    std::string value = (rng() % 2 == 0) ? RandomBytes(rng, rng() % 5000)
+                                         : CompressibleBytes(rng, rng() % 5000);
+    entries.push_back({std::move(key), std::move(value), {}});
+  }
+  return entries;
+}
+
+class SegmentReaderTest : public ::testing::TestWithParam<bool> {
+ protected:
+  io::MemoryFileSystem fs_;
+};
+
+TEST_P(SegmentReaderTest, RandomRecordsRoundTrip) {
+  const bool compress = GetParam();
+  std::mt19937_64 rng(compress ? 1 : 2);
+  std::vector<Entry> entries = MixedEntries(rng, 200);
+  SegmentWriterOptions options;
+  options.compress = compress;
+  WriteSegment(&fs_, "/000005.vlog", 5, options, &entries);
+
+  auto reader = SegmentReader::Open(&fs_, "/000005.vlog", 5, false);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->kind(), SegmentKind::kFresh);
+  std::string value;
+  for (const Entry& e : entries) {
+    ASSERT_TRUE((*reader)->Read(e.pointer, e.key, &value).ok()) << e.pointer.DebugString();
+    EXPECT_EQ(value, e.value);
+    // Compression is kept only when it shrinks the value.
+    if (!compress || e.value.empty()) {
+      EXPECT_EQ(e.pointer.size, RecordSize(e.key.size(), e.value.size()));
+    } else {
+      EXPECT_LE(e.pointer.size, RecordSize(e.key.size(), e.value.size()));
+    }
+  }
+  if (compress) {
+    EXPECT_LT(entries[3].pointer.size, 100000u) << "1 MiB of runs should compress";
+    EXPECT_EQ(entries[2].pointer.size, RecordSize(entries[2].key.size(), 1 << 20))
+        << "random bytes do not compress; stored raw";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Compression, SegmentReaderTest, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Zstd" : "None"; });
+
+class SegmentReaderChecksTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    entries_ = {{"alpha", "first value", {}}, {"beta", "second value", {}},
+                {"gamma", std::string(3000, 'g'), {}}};
+    SegmentWriterOptions options;
+    options.compress = true;
+    ASSERT_TRUE(fs_.CreateDir("/db").ok());
+    WriteSegment(&fs_, kPath, 9, options, &entries_);
+    auto reader = SegmentReader::Open(&fs_, kPath, 9, false);
+    ASSERT_TRUE(reader.ok()) << reader.status();
+    reader_ = std::move(*reader);
+  }
+
+  static constexpr char kPath[] = "/db/000009.vlog";
+  io::MemoryFileSystem fs_;
+  std::vector<Entry> entries_;
+  std::unique_ptr<SegmentReader> reader_;
+};
+
+TEST_F(SegmentReaderChecksTest, WrongKeyIsDataLossNamingFileAndOffset) {
+  std::string value = "untouched";
+  absl::Status s = reader_->Read(entries_[1].pointer, "alpha", &value);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr(kPath));
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("offset ", entries_[1].pointer.offset)));
+  EXPECT_TRUE(value.empty()) << "no partial value on failure";
+}
+
+TEST_F(SegmentReaderChecksTest, PointerToAnotherSegmentIsDataLoss) {
+  ValuePointer p = entries_[0].pointer;
+  p.segment_id = 10;
+  std::string value;
+  absl::Status s = reader_->Read(p, "alpha", &value);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_THAT(s.message(), HasSubstr("segment 10"));
+}
+
+TEST_F(SegmentReaderChecksTest, MisdirectedPointersAreDataLoss) {
+  const ValuePointer good = entries_[1].pointer;
+  const uint64_t file_size = fs_.GetFileSize(kPath).value();
+  const std::vector<ValuePointer> bad = {
+      {9, good.offset, good.size + 1},               // size disagrees with the record
+      {9, good.offset, good.size - 1},               // cut short
+      {9, good.offset + 1, good.size},               // not a record boundary
+      {9, 0, good.size},                             // into the header
+      {9, file_size - 5, 20},                        // past the end of the file
+      {9, file_size + 100, 20},                      // wholly past the end
+      {9, kSegmentHeaderSize, 200u << 20},           // huge: refused before allocating
+      {9, kSegmentHeaderSize, 0xffffffffu},          // beyond any record
+      {9, kSegmentHeaderSize, kRecordHeaderSize - 1},
+  };
+  for (const ValuePointer& p : bad) {
+    std::string value;
+    absl::Status s = reader_->Read(p, "beta", &value);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << p.DebugString() << ": " << s;
+    EXPECT_THAT(s.message(), HasSubstr(kPath));
+  }
+}
+
+TEST_F(SegmentReaderChecksTest, FlippingAnyByteNeverYieldsAWrongValue) {
+  const std::string original = fs_.ReadFileToString(kPath).value();
+  int failures = 0;
+  for (size_t i = 0; i < original.size(); ++i) {
+    std::string damaged = original;
+    damaged[i] ^= static_cast<char>(1 << (i % 8));
+    ASSERT_TRUE(fs_.WriteFileFromString(kPath, damaged).ok());
+    auto reader = SegmentReader::Open(&fs_, kPath, 9, false);
+    if (!reader.ok()) {
+      // Header bytes: the version field is "refused", everything else DataLoss.
+      EXPECT_LT(i, kSegmentHeaderSize);
+      EXPECT_TRUE(reader.status().code() == absl::StatusCode::kDataLoss ||
+                  reader.status().code() == absl::StatusCode::kFailedPrecondition)
+          << reader.status();
+      ++failures;
+      continue;
+    }
+    for (const Entry& e : entries_) {
+      std::string value;
+      absl::Status s = (*reader)->Read(e.pointer, e.key, &value);
+      if (s.ok()) {
+        EXPECT_EQ(value, e.value) << "flip at " << i;
+      } else {
+        EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+        ++failures;
+      }
+    }
+  }
+  // Every flipped byte is covered by a checksum, so each one fails something.
+  EXPECT_EQ(failures, static_cast<int>(original.size()));
+}
+
+TEST_F(SegmentReaderChecksTest, MultiReadReportsEachPointer) {
+  std::vector<ValuePointer> pointers;
+  std::vector<std::string_view> keys;
+  for (const Entry& e : entries_) {
+    pointers.push_back(e.pointer);
+    keys.push_back(e.key);
+  }
+  keys[1] = "not-beta";
+  pointers.push_back({8, entries_[0].pointer.offset, entries_[0].pointer.size});
+  keys.push_back("alpha");
+  std::vector<std::string> values;
+  std::vector<absl::Status> statuses;
+  absl::Status s = reader_->MultiRead(pointers, keys, &values, &statuses);
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  ASSERT_EQ(statuses.size(), 4u);
+  EXPECT_TRUE(statuses[0].ok());
+  EXPECT_EQ(values[0], entries_[0].value);
+  EXPECT_EQ(statuses[1].code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(values[1].empty());
+  EXPECT_TRUE(statuses[2].ok());
+  EXPECT_EQ(values[2], entries_[2].value);
+  EXPECT_EQ(statuses[3].code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(s, statuses[1]) << "the first failure in index order";
+
+  EXPECT_EQ(reader_->MultiRead(pointers, absl::MakeSpan(keys).subspan(1), &values, &statuses)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SegmentReaderOpenTest, RefusesBadHeaders) {
+  io::MemoryFileSystem fs;
+  std::vector<Entry> entries = {{"k", "v", {}}};
+  WriteSegment(&fs, "/000003.vlog", 3, {}, &entries);
+
+  EXPECT_EQ(SegmentReader::Open(&fs, "/000004.vlog", 4, false).status().code(),
+            absl::StatusCode::kNotFound);
+  absl::Status wrong_id = SegmentReader::Open(&fs, "/000003.vlog", 4, false).status();
+  EXPECT_EQ(wrong_id.code(), absl::StatusCode::kDataLoss) << wrong_id;
+
+  std::string bytes = fs.ReadFileToString("/000003.vlog").value();
+  io::EncodeFixed32(bytes.data() + 8, kSegmentFormatVersion + 1);
+  ASSERT_TRUE(fs.WriteFileFromString("/000003.vlog", bytes).ok());
+  absl::Status newer = SegmentReader::Open(&fs, "/000003.vlog", 3, false).status();
+  EXPECT_EQ(newer.code(), absl::StatusCode::kFailedPrecondition) << newer;
+  EXPECT_THAT(newer.message(), HasSubstr("version 2"));
+
+  ASSERT_TRUE(fs.WriteFileFromString("/000003.vlog", "").ok());
+  EXPECT_EQ(SegmentReader::Open(&fs, "/000003.vlog", 3, false).status().code(),
+            absl::StatusCode::kDataLoss);
+}
+
+TEST(SegmentWriterTest, RejectsOversizedInputBeforeAnyIo) {
+  io::MemoryFileSystem fs;
+  auto writer = SegmentWriter::Create(&fs, "/1.vlog", 1, {});
+  ASSERT_TRUE(writer.ok());
+  const std::string big_key(kMaxRecordKeySize + 1, 'k');
+  EXPECT_EQ((*writer)->Append(big_key, "v").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*writer)->size(), kSegmentHeaderSize);
+  EXPECT_TRUE((*writer)->Append(std::string(kMaxRecordKeySize, 'k'), "v").ok());
+  // A value over the limit: a view of the right length over a small buffer
+  // (the writer must refuse before touching its bytes).
+  const std::string small(16, 'v');
+  const std::string_view huge(small.data(), kMaxRecordValueSize + 1);
+  const uint64_t before = (*writer)->size();
+  EXPECT_EQ((*writer)->Append("k", huge).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*writer)->size(), before);
+  EXPECT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ((*writer)->Append("k", "v").status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*writer)->file(), nullptr);
+}
+
+TEST(SegmentWriterTest, RejectsBadCompressionLevel) {
+  io::MemoryFileSystem fs;
+  SegmentWriterOptions options;
+  options.compress = true;
+  options.compression_level = 40;
+  EXPECT_EQ(SegmentWriter::Create(&fs, "/1.vlog", 1, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(SegmentWriterTest, ChargesFreshWritesAndGcOutputToTheirCategories) {
+  io::MemoryFileSystem fs;
+  SegmentWriterOptions gc;
+  gc.kind = SegmentKind::kGcOutput;
+  std::vector<Entry> a = {{"k", std::string(1000, 'x'), {}}};
+  std::vector<Entry> b = a;
+  WriteSegment(&fs, "/1.vlog", 1, {}, &a);
+  WriteSegment(&fs, "/2.vlog", 2, gc, &b);
+  EXPECT_EQ(fs.stats().Get(io::IoCategory::kValueLog).bytes_written,
+            kSegmentHeaderSize + a[0].pointer.size);
+  EXPECT_EQ(fs.stats().Get(io::IoCategory::kGc).bytes_written,
+            kSegmentHeaderSize + b[0].pointer.size);
+  auto reader = SegmentReader::Open(&fs, "/2.vlog", 2, false);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ((*reader)->kind(), SegmentKind::kGcOutput);
+}
+
+TEST(SegmentWriterTest, HeaderIsDurableFromCreation) {
+  auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());
+  auto writer = SegmentWriter::Create(fault.get(), "/7.vlog", 7, {});
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->Append("k", "unsynced value").ok());
+  ASSERT_TRUE((*writer)->Flush().ok());
+  fault->SetFilesystemActive(false);
+  writer->reset();
+  ASSERT_TRUE(fault->SimulateCrash(io::CrashMode::kDropUnsynced, 1).ok());
+  EXPECT_EQ(fault->GetFileSize("/7.vlog").value(), kSegmentHeaderSize);
+  EXPECT_TRUE(SegmentReader::Open(fault.get(), "/7.vlog", 7, false).ok());
+}
+
+TEST(SegmentWriterTest, ErrorsAreSticky) {
+  auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());
+  auto writer = SegmentWriter::Create(fault.get(), "/7.vlog", 7, {});
+  ASSERT_TRUE(writer.ok());
+  ASSERT_TRUE((*writer)->Append("a", "1").ok());
+  fault->FailAfter(0, io::InjectedNoSpaceError("test"), io::FaultKind::kAnyWrite,
+                   /*persistent=*/false);
+  absl::Status first = (*writer)->Append("b", "2").status();
+  EXPECT_EQ(first.code(), absl::StatusCode::kResourceExhausted) << first;
+  // The fault fired once, but the writer no longer trusts its file.
+  EXPECT_EQ((*writer)->Append("c", "3").status(), first);
+  EXPECT_EQ((*writer)->Sync(), first);
+  EXPECT_EQ((*writer)->Close(), first);
+}
+
+// MultiRead of 100 pointers equals 100 Reads, on every backend.
+struct Backend {
+  std::string name;
+  io::IoBackend backend;  // unused for "memory"
+  bool direct;
+};
+void PrintTo(const Backend& b, std::ostream* os) { *os << b.name; }
+
+class SegmentReaderBackendTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override {
+    if (GetParam().name == "memory") {
+      fs_ = std::make_shared<io::MemoryFileSystem>();
+      dir_ = "/db";
+      ASSERT_TRUE(fs_->CreateDir(dir_).ok());
+      return;
+    }
+    auto fs = io::NewFileSystem(GetParam().backend);
+    ASSERT_TRUE(fs.ok()) << fs.status();
+    fs_ = *fs;
+    // Says whether io_uring was really used or the POSIX fallback was taken.
+    RecordProperty("file_system", fs_->Name());
+    char tmpl[] = "/tmp/cairn_vlog_test_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (GetParam().name != "memory") std::filesystem::remove_all(dir_);
+  }
+
+  std::shared_ptr<io::FileSystem> fs_;
+  std::string dir_;
+};
+
+TEST_P(SegmentReaderBackendTest, MultiReadOfAHundredEqualsAHundredReads) {
+  std::mt19937_64 rng(99);
+  std::vector<Entry> entries;
+  for (int i = 0; i < 100; ++i) {
+    std::string value = (i % 3 == 0) ? CompressibleBytes(rng, 1 + rng() % 20000)
+                                     : RandomBytes(rng, rng() % 9000);
+    entries.push_back({absl::StrCat("key-", i), std::move(value), {}});
+  }
+  SegmentWriterOptions options;
+  options.compress = true;
+  options.direct_writes = GetParam().direct;
+  const std::string path = io::JoinPath(dir_, "000011.vlog");
+  WriteSegment(fs_.get(), path, 11, options, &entries);
+
+  auto reader = SegmentReader::Open(fs_.get(), path, 11, GetParam().direct);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::vector<ValuePointer> pointers;
+  std::vector<std::string_view> keys;
+  // Out of file order, as a MultiGet would ask.
+  std::vector<size_t> order(entries.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::shuffle(order.begin(), order.end(), rng);
+  for (size_t i : order) {
+    pointers.push_back(entries[i].pointer);
+    keys.push_back(entries[i].key);
+  }
+  std::vector<std::string> values;
+  std::vector<absl::Status> statuses;
+  const uint64_t reads_before = fs_->stats().Get(io::IoCategory::kValueLog).read_ops;
+  ASSERT_TRUE((*reader)->MultiRead(pointers, keys, &values, &statuses).ok())
+      << fs_->Name();
+  EXPECT_GE(fs_->stats().Get(io::IoCategory::kValueLog).read_ops - reads_before, 100u);
+  for (size_t j = 0; j < order.size(); ++j) {
+    std::string single;
+    ASSERT_TRUE((*reader)->Read(pointers[j], keys[j], &single).ok());
+    EXPECT_EQ(values[j], single);
+    EXPECT_EQ(values[j], entries[order[j]].value);
+    EXPECT_TRUE(statuses[j].ok());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Backends, SegmentReaderBackendTest,
+    ::testing::Values(Backend{"memory", io::IoBackend::kAuto, false},
+                      Backend{"posix", io::IoBackend::kPosix, false},
+                      Backend{"posix_direct", io::IoBackend::kPosix, true},
+                      Backend{"uring", io::IoBackend::kUring, false},
+                      Backend{"uring_direct", io::IoBackend::kUring, true}),
+    [](const auto& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace cairn::vlog

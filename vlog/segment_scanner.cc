@@ -1,0 +1,170 @@
+#include "vlog/segment_scanner.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "io/coding.h"
+#include "io/status_macros.h"
+
+namespace cairn::vlog {
+
+absl::StatusOr<std::unique_ptr<SegmentScanner>> SegmentScanner::Open(
+    io::FileSystem* fs, std::string path, uint64_t segment_id,
+    const SegmentScannerOptions& options) {
+  if (options.read_size == 0) {
+    return absl::InvalidArgumentError("SegmentScanner: read_size must be positive");
+  }
+  io::FileOptions file_options;
+  file_options.category = options.category;
+  file_options.direct = options.direct_reads;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> file,
+                         fs->NewRandomAccessFile(path, file_options));
+  CAIRN_ASSIGN_OR_RETURN(uint64_t file_size, file->Size());
+  auto scanner = std::unique_ptr<SegmentScanner>(
+      new SegmentScanner(std::move(file), std::move(path), options, file_size));
+  CAIRN_ASSIGN_OR_RETURN(std::string_view head, scanner->Bytes(0, kSegmentHeaderSize));
+  if (head.size() < kSegmentHeaderSize && options.allow_torn_tail) {
+    // The header is synced when the segment is created, so a short one means
+    // creation never finished and no record was ever acknowledged here.
+    scanner->torn_tail_ = true;
+    scanner->done_ = true;
+    scanner->valid_end_ = 0;
+    return scanner;
+  }
+  CAIRN_ASSIGN_OR_RETURN(scanner->header_, DecodeSegmentHeader(head, scanner->path_));
+  if (scanner->header_.segment_id != segment_id) {
+    return absl::DataLossError(absl::StrCat(scanner->path_, ": header at offset 0 names segment ",
+                                            scanner->header_.segment_id, ", expected ",
+                                            segment_id));
+  }
+  scanner->pos_ = kSegmentHeaderSize;
+  return scanner;
+}
+
+SegmentScanner::SegmentScanner(std::unique_ptr<io::RandomAccessFile> file, std::string path,
+                               const SegmentScannerOptions& options, uint64_t file_size)
+    : file_(std::move(file)), path_(std::move(path)), options_(options),
+      file_size_(file_size) {}
+
+absl::StatusOr<std::string_view> SegmentScanner::Bytes(uint64_t offset, uint64_t n) {
+  n = std::min(n, file_size_ - offset);
+  const uint64_t window_end = window_offset_ + window_.size();
+  if (offset >= window_offset_ && offset + n <= window_end) {
+    return std::string_view(window_).substr(offset - window_offset_, n);
+  }
+  // Keep the bytes from offset that the window already has (the start of a
+  // record that straddles two reads), then read the rest.
+  size_t keep = 0;
+  if (offset >= window_offset_ && offset < window_end) {
+    keep = window_end - offset;
+    std::memmove(window_.data(), window_.data() + (offset - window_offset_), keep);
+  }
+  const uint64_t want = std::min<uint64_t>(std::max<uint64_t>(n, options_.read_size),
+                                           file_size_ - offset);
+  window_.resize(want);
+  window_offset_ = offset;
+  std::string_view got;
+  absl::Status s = file_->Read(offset + keep, want - keep, window_.data() + keep, &got);
+  if (!s.ok()) {
+    window_.clear();
+    return s;
+  }
+  if (!got.empty() && got.data() != window_.data() + keep) {
+    std::memmove(window_.data() + keep, got.data(), got.size());
+  }
+  if (got.size() < want - keep) {
+    // The file shrank under us: scan only what is there.
+    window_.resize(keep + got.size());
+    file_size_ = offset + window_.size();
+  }
+  return std::string_view(window_).substr(0, std::min<uint64_t>(n, window_.size()));
+}
+
+absl::StatusOr<RecordCheck> SegmentScanner::CheckAt(uint64_t offset, ParsedRecord* record) {
+  CAIRN_ASSIGN_OR_RETURN(std::string_view head, Bytes(offset, kRecordHeaderSize));
+  if (head.size() < kRecordHeaderSize) return RecordCheck::kTruncated;
+  const uint64_t key_len = io::DecodeFixed32(head.data() + 4);
+  const uint64_t value_len = io::DecodeFixed32(head.data() + 8);
+  if (key_len > kMaxRecordKeySize || value_len > kMaxRecordValueSize) {
+    return RecordCheck::kBadLength;
+  }
+  const uint64_t size = RecordSize(key_len, value_len);
+  if (size > file_size_ - offset) return RecordCheck::kTruncated;
+  CAIRN_ASSIGN_OR_RETURN(std::string_view bytes, Bytes(offset, size));
+  return ParseRecord(bytes, record);
+}
+
+void SegmentScanner::Stop(absl::Status status) {
+  done_ = true;
+  status_ = std::move(status);
+}
+
+void SegmentScanner::HandleBadRecord(uint64_t offset, RecordCheck check) {
+  if (!options_.allow_torn_tail) {
+    Stop(absl::DataLossError(absl::StrCat(path_, ": ", RecordCheckName(check), " at offset ",
+                                          offset, " in a sealed segment of ", file_size_,
+                                          " bytes")));
+    return;
+  }
+  // A torn write leaves nothing valid behind it; a bad record with a valid
+  // one after it is damage in the middle. Try every later offset: cheap in
+  // practice, as garbage and zeros fail the length or checksum test at once.
+  for (uint64_t p = offset + 1; p + kRecordHeaderSize <= file_size_; ++p) {
+    ParsedRecord next;
+    absl::StatusOr<RecordCheck> c = CheckAt(p, &next);
+    if (!c.ok()) return Stop(c.status());
+    if (*c == RecordCheck::kOk) {
+      return Stop(absl::DataLossError(
+          absl::StrCat(path_, ": ", RecordCheckName(check), " at offset ", offset,
+                       ", followed by a valid record at offset ", p)));
+    }
+  }
+  done_ = true;
+  torn_tail_ = true;
+  valid_end_ = offset;
+}
+
+bool SegmentScanner::Next(ScannedRecord* out) {
+  if (done_) return false;
+  if (pos_ == file_size_) {
+    done_ = true;
+    valid_end_ = pos_;
+    return false;
+  }
+  ParsedRecord record;
+  absl::StatusOr<RecordCheck> check = CheckAt(pos_, &record);
+  if (!check.ok()) {
+    Stop(check.status());
+    return false;
+  }
+  if (*check != RecordCheck::kOk) {
+    HandleBadRecord(pos_, *check);
+    return false;
+  }
+  out->offset = pos_;
+  out->size = record.size;
+  out->flags = record.flags;
+  out->key = record.key;
+  out->stored_value = record.stored_value;
+  out->value = {};
+  if (options_.uncompress_values) {
+    if (record.compressed()) {
+      absl::Status s = RecordValue(record, &value_);
+      if (!s.ok()) {
+        Stop(absl::DataLossError(absl::StrCat(path_, ": bad compressed value at offset ", pos_,
+                                              ": ", s.message())));
+        return false;
+      }
+      out->value = value_;
+    } else {
+      out->value = record.stored_value;
+    }
+  }
+  pos_ += record.size;
+  ++records_read_;
+  return true;
+}
+
+}  // namespace cairn::vlog

@@ -1,0 +1,110 @@
+// ValueCache keeps recently read value-log values in memory, keyed by the
+// record's location (segment id, offset). It is an LRU bounded by bytes,
+// split into shards (16 by default), each with its own lock and an equal
+// share of the capacity, so concurrent readers rarely contend.
+//
+// Each entry is charged the value's size plus kEntryOverhead, so many tiny
+// values cannot grow the cache without bound. Values are
+// shared_ptr<const std::string>: one evicted while a reader holds it stays
+// alive until the reader lets go. A location never holds another value
+// (records are immutable and segment ids are never reused), so entries of a
+// deleted segment simply age out; Erase exists for tests and for callers that
+// want the memory back early.
+//
+// Thread safety: every method may be called from any thread.
+#ifndef CAIRN_VLOG_VALUE_CACHE_H_
+#define CAIRN_VLOG_VALUE_CACHE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
+namespace cairn::vlog {
+
+class ValueCache {
+ public:
+  // Bytes charged per entry on top of the value (list node, index slot,
+  // shared_ptr control block and string header, roughly).
+  static constexpr size_t kEntryOverhead = 96;
+  static constexpr int kDefaultShardBits = 4;  // 16 shards
+
+  // capacity_bytes of 0 disables the cache: Insert keeps nothing and Lookup
+  // finds nothing (and counts a miss). num_shard_bits (0..8) splits it into
+  // 2^bits shards.
+  explicit ValueCache(size_t capacity_bytes, int num_shard_bits = kDefaultShardBits);
+  ~ValueCache();
+
+  ValueCache(const ValueCache&) = delete;
+  ValueCache& operator=(const ValueCache&) = delete;
+
+  // Caches value under (segment_id, offset), replacing any entry there, as the
+  // most recently used entry of its shard, then evicts the shard's least
+  // recently used entries until it fits. A value whose charge exceeds a
+  // shard's capacity is not cached. A null value is ignored.
+  void Insert(uint64_t segment_id, uint64_t offset, std::shared_ptr<const std::string> value);
+
+  // The cached value, marked most recently used; null when absent. Counts a
+  // hit or a miss.
+  std::shared_ptr<const std::string> Lookup(uint64_t segment_id, uint64_t offset);
+
+  // Drops the entry if present.
+  void Erase(uint64_t segment_id, uint64_t offset);
+
+  // Bytes charged by the entries now cached.
+  size_t usage() const;
+  size_t capacity() const { return capacity_; }
+  size_t entries() const;
+  uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+
+  // The charge of a value of value_size bytes.
+  static size_t Charge(size_t value_size) { return value_size + kEntryOverhead; }
+
+ private:
+  struct Key {
+    uint64_t segment_id;
+    uint64_t offset;
+    bool operator==(const Key&) const = default;
+    template <typename H>
+    friend H AbslHashValue(H h, const Key& k) {
+      return H::combine(std::move(h), k.segment_id, k.offset);
+    }
+  };
+  struct Entry {
+    Key key;
+    std::shared_ptr<const std::string> value;
+    size_t charge;
+  };
+  // One LRU list: front = most recently used.
+  struct Shard {
+    mutable absl::Mutex mu;
+    size_t capacity = 0;
+    size_t usage ABSL_GUARDED_BY(mu) = 0;
+    std::list<Entry> lru ABSL_GUARDED_BY(mu);
+    absl::flat_hash_map<Key, std::list<Entry>::iterator> index ABSL_GUARDED_BY(mu);
+  };
+
+  Shard& ShardFor(const Key& key);
+  // Unlinks the entry; returns its value so the caller frees it unlocked.
+  static std::shared_ptr<const std::string> EraseLocked(Shard& shard,
+                                                        std::list<Entry>::iterator it)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
+
+  const size_t capacity_;
+  const int shard_bits_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<uint64_t> hits_{0};
+  std::atomic<uint64_t> misses_{0};
+};
+
+}  // namespace cairn::vlog
+
+#endif  // CAIRN_VLOG_VALUE_CACHE_H_

@@ -1,0 +1,133 @@
+#include "vlog/value_cache.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cairn::vlog {
+namespace {
+
+std::shared_ptr<const std::string> Value(size_t n, char c = 'v') {
+  return std::make_shared<const std::string>(n, c);
+}
+
+TEST(ValueCacheTest, FindsWhatWasInsertedAndCountsHitsAndMisses) {
+  ValueCache cache(1 << 20);
+  cache.Insert(1, 28, Value(100, 'a'));
+  cache.Insert(2, 28, Value(100, 'b'));
+  auto a = cache.Lookup(1, 28);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(*a, std::string(100, 'a'));
+  EXPECT_EQ(*cache.Lookup(2, 28), std::string(100, 'b'));
+  EXPECT_EQ(cache.Lookup(1, 29), nullptr);
+  EXPECT_EQ(cache.Lookup(3, 28), nullptr);
+  EXPECT_EQ(cache.hits(), 2u);
+  EXPECT_EQ(cache.misses(), 2u);
+  EXPECT_EQ(cache.entries(), 2u);
+  EXPECT_EQ(cache.usage(), 2 * ValueCache::Charge(100));
+}
+
+TEST(ValueCacheTest, EvictsLeastRecentlyUsedByBytes) {
+  // One shard, room for exactly three 1000-byte values.
+  ValueCache cache(3 * ValueCache::Charge(1000), /*num_shard_bits=*/0);
+  cache.Insert(1, 0, Value(1000));
+  cache.Insert(1, 1, Value(1000));
+  cache.Insert(1, 2, Value(1000));
+  EXPECT_EQ(cache.usage(), cache.capacity());
+  ASSERT_NE(cache.Lookup(1, 0), nullptr);  // 0 becomes most recent; 1 is oldest
+  cache.Insert(1, 3, Value(1000));
+  EXPECT_EQ(cache.Lookup(1, 1), nullptr);
+  EXPECT_NE(cache.Lookup(1, 0), nullptr);
+  EXPECT_NE(cache.Lookup(1, 2), nullptr);
+  EXPECT_NE(cache.Lookup(1, 3), nullptr);
+
+  // A value the size of two evicts the two least recently used.
+  cache.Insert(1, 4, Value(2 * 1000 + ValueCache::kEntryOverhead));
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  EXPECT_EQ(cache.Lookup(1, 2), nullptr);
+  EXPECT_NE(cache.Lookup(1, 3), nullptr);
+  EXPECT_NE(cache.Lookup(1, 4), nullptr);
+  EXPECT_LE(cache.usage(), cache.capacity());
+}
+
+TEST(ValueCacheTest, TinyValuesAreChargedTheirOverhead) {
+  ValueCache cache(10 * ValueCache::kEntryOverhead, 0);
+  for (uint64_t i = 0; i < 100; ++i) cache.Insert(5, i, Value(0));
+  EXPECT_EQ(cache.entries(), 10u);
+}
+
+TEST(ValueCacheTest, ValueLargerThanAShardIsNotCached) {
+  ValueCache cache(16 * 1000);  // 16 shards of 1000 bytes
+  cache.Insert(1, 0, Value(2000));
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  EXPECT_EQ(cache.usage(), 0u);
+}
+
+TEST(ValueCacheTest, ReplacingAnEntryRechargesIt) {
+  ValueCache cache(1 << 20, 0);
+  cache.Insert(1, 0, Value(500));
+  cache.Insert(1, 0, Value(100, 'n'));
+  EXPECT_EQ(cache.entries(), 1u);
+  EXPECT_EQ(cache.usage(), ValueCache::Charge(100));
+  EXPECT_EQ(*cache.Lookup(1, 0), std::string(100, 'n'));
+}
+
+TEST(ValueCacheTest, EraseDropsTheEntry) {
+  ValueCache cache(1 << 20);
+  cache.Insert(1, 0, Value(10));
+  cache.Erase(1, 0);
+  cache.Erase(1, 1);  // absent: no-op
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  EXPECT_EQ(cache.usage(), 0u);
+}
+
+TEST(ValueCacheTest, ZeroCapacityDisablesTheCache) {
+  ValueCache cache(0);
+  cache.Insert(1, 0, Value(10));
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  EXPECT_EQ(cache.entries(), 0u);
+  EXPECT_EQ(cache.misses(), 1u);
+}
+
+TEST(ValueCacheTest, EvictedValueStaysAliveForItsHolder) {
+  ValueCache cache(ValueCache::Charge(100), 0);
+  cache.Insert(1, 0, Value(100, 'x'));
+  std::shared_ptr<const std::string> held = cache.Lookup(1, 0);
+  cache.Insert(1, 1, Value(100, 'y'));  // evicts (1, 0)
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  EXPECT_EQ(*held, std::string(100, 'x'));
+}
+
+TEST(ValueCacheTest, ShardsShareTheCapacity) {
+  ValueCache cache(16 * ValueCache::Charge(100));
+  for (uint64_t i = 0; i < 1000; ++i) cache.Insert(i, i * 7, Value(100));
+  EXPECT_LE(cache.usage(), cache.capacity());
+  EXPECT_GT(cache.entries(), 0u);
+}
+
+TEST(ValueCacheTest, ConcurrentUseKeepsTheBound) {
+  ValueCache cache(64 * 1024);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&cache, t] {
+      for (uint64_t i = 0; i < 5000; ++i) {
+        const uint64_t off = (i * 31 + t) % 2000;
+        if (auto v = cache.Lookup(1, off); v != nullptr) {
+          EXPECT_EQ(v->size(), off % 300);
+        } else {
+          cache.Insert(1, off, Value(off % 300));
+        }
+        if (i % 97 == 0) cache.Erase(1, off);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(cache.usage(), cache.capacity());
+  EXPECT_EQ(cache.hits() + cache.misses(), 4u * 5000u);
+}
+
+}  // namespace
+}  // namespace cairn::vlog
