@@ -57,6 +57,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     flush_running_ = false;
     for (const auto& [level, f] : edit.new_files()) pending_outputs_.erase(f.number);
     if (s.ok()) imm_.pop_front();
+    UpdatePendingCompactionBytes();
     background_cv_.SignalAll();
   }
   if (s.ok()) RemoveObsoleteFiles();
@@ -104,13 +105,21 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   meta.num_entries = builder.NumEntries();
   meta.smallest = builder.smallest_key();
   meta.largest = builder.largest_key();
-  // Make sure the table reads back before the manifest names it.
+  // The table's directory entry must be durable before the manifest names
+  // it, and the table must read back.
+  CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
   CAIRN_RETURN_IF_ERROR(table_cache_->FindTable(meta.number, meta.file_size).status());
   edit->AddFile(0, meta);
   return absl::OkStatus();
 }
 
 void DBImpl::RemoveObsoleteFiles() {
+  // List first: a file created after the listing is not seen, and one
+  // created before it is already a pending output or in a version by the
+  // time the live set is read below (pending before versions, because an
+  // output leaves pending_outputs_ only after its version is installed).
+  auto names = fs_->ListDir(dbname_);
+  if (!names.ok()) return;  // retried after the next flush
   absl::flat_hash_set<uint64_t> live;
   uint64_t min_log;
   {
@@ -122,8 +131,6 @@ void DBImpl::RemoveObsoleteFiles() {
   versions_->AddLiveFiles(&live);
   min_log = std::min(min_log, versions_->LogNumber());
   const uint64_t manifest = versions_->ManifestFileNumber();
-  auto names = fs_->ListDir(dbname_);
-  if (!names.ok()) return;  // retried after the next flush
   for (const std::string& name : *names) {
     uint64_t number;
     FileType type;
@@ -150,14 +157,134 @@ absl::Status DBImpl::Flush() {
   return bg_error_;
 }
 
-absl::Status DBImpl::WaitForBackgroundWork() {
+void DBImpl::UpdatePendingCompactionBytes() {
+  pending_compaction_bytes_ =
+      lsm::EstimatePendingCompactionBytes(*versions_->current(), compaction_options_);
+}
+
+bool DBImpl::NeedsCompaction() {
+  return lsm::PickCompaction(*versions_->current(), compaction_options_) != nullptr;
+}
+
+void DBImpl::CompactionThread() {
   absl::MutexLock l(&mu_);
-  while ((!imm_.empty() || flush_running_) && bg_error_.ok()) background_cv_.Wait(&mu_);
-  return bg_error_;
+  while (true) {
+    std::unique_ptr<lsm::Compaction> c;
+    std::shared_ptr<const lsm::Version> base;
+    while (!shutting_down_) {
+      // Manual compactions go first; automatic ones wait for them.
+      if (bg_error_.ok() && manual_compactions_ == 0) {
+        base = versions_->current();
+        c = lsm::PickCompaction(*base, compaction_options_);
+        if (c != nullptr) break;
+      }
+      background_cv_.Wait(&mu_);
+    }
+    if (shutting_down_) return;
+    c->SetInputsBeingCompacted(true);
+    ++compactions_running_;
+    mu_.Unlock();
+    absl::Status s = DoCompaction(*c, std::move(base));
+    mu_.Lock();
+    c->SetInputsBeingCompacted(false);
+    --compactions_running_;
+    if (!s.ok()) SetBackgroundError(s);
+    background_cv_.SignalAll();
+  }
+}
+
+absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
+                                  std::shared_ptr<const lsm::Version> base) {
+  lsm::CompactionJobEnv env;
+  env.fs = fs_.get();
+  env.dbname = dbname_;
+  env.table_cache = table_cache_.get();
+  env.table_options = table_options_;
+  env.new_file_number = [this] {
+    const uint64_t n = versions_->NewFileNumber();
+    absl::MutexLock l(&mu_);
+    pending_outputs_.insert(n);
+    return n;
+  };
+  {
+    absl::MutexLock l(&mu_);
+    env.snapshots.assign(snapshots_.begin(), snapshots_.end());
+    env.latest_sequence = last_sequence_.load();
+  }
+  lsm::VersionEdit edit;
+  lsm::CompactionJobStats stats;
+  absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);
+  // Outputs' directory entries must be durable before the manifest names them.
+  if (s.ok() && !edit.new_files().empty() && !stats.trivial_move) s = fs_->SyncDir(dbname_);
+  if (s.ok()) s = versions_->LogAndApply(&edit);
+  {
+    absl::MutexLock l(&mu_);
+    for (const auto& [level, f] : edit.new_files()) pending_outputs_.erase(f.number);
+    if (s.ok()) {
+      LevelCompactionStats& ls = level_stats_[stats.output_level];
+      ++ls.compactions;
+      ls.micros += stats.micros;
+      if (stats.trivial_move) {
+        ++ls.trivial_moves;
+      } else {
+        ls.bytes_read_upper += stats.input_bytes[0];
+        ls.bytes_read_lower += stats.input_bytes[1];
+        ls.bytes_written += stats.output_bytes;
+      }
+    }
+    UpdatePendingCompactionBytes();
+  }
+  // Outputs of a failed job were removed by the job; the inputs of a good
+  // one are now obsolete.
+  if (s.ok()) RemoveObsoleteFiles();
+  return s;
 }
 
 absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* end) {
-  return Flush();
+  CAIRN_RETURN_IF_ERROR(Flush());
+  absl::MutexLock l(&mu_);
+  ++manual_compactions_;
+  absl::Status s;
+  for (int level = 0; level < lsm::kNumLevels && s.ok(); ++level) {
+    while (true) {
+      if (!bg_error_.ok()) {
+        s = bg_error_;
+        break;
+      }
+      bool blocked = false;
+      std::shared_ptr<const lsm::Version> base = versions_->current();
+      std::unique_ptr<lsm::Compaction> c = lsm::PickRangeCompaction(
+          *base, compaction_options_, level, begin, end, &blocked);
+      if (c == nullptr) {
+        if (!blocked) break;
+        background_cv_.Wait(&mu_);  // an automatic compaction holds the files
+        continue;
+      }
+      c->SetInputsBeingCompacted(true);
+      ++compactions_running_;
+      mu_.Unlock();
+      s = DoCompaction(*c, base);
+      mu_.Lock();
+      c->SetInputsBeingCompacted(false);
+      --compactions_running_;
+      background_cv_.SignalAll();
+      // The last level compacts into itself: once is enough.
+      if (!s.ok() || c->output_level() == c->level()) break;
+    }
+  }
+  --manual_compactions_;
+  if (!s.ok()) SetBackgroundError(s);
+  background_cv_.SignalAll();
+  return s;
+}
+
+absl::Status DBImpl::WaitForBackgroundWork() {
+  absl::MutexLock l(&mu_);
+  while (bg_error_.ok() && (!imm_.empty() || flush_running_ || compactions_running_ > 0 ||
+                            NeedsCompaction())) {
+    background_cv_.Wait(&mu_);
+  }
+  return bg_error_;
 }
 
 }  // namespace cairn

@@ -13,6 +13,7 @@
 #ifndef CAIRN_CORE_DB_IMPL_H_
 #define CAIRN_CORE_DB_IMPL_H_
 
+#include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
@@ -27,6 +28,8 @@
 #include "cairn/db.h"
 #include "io/file_system.h"
 #include "lsm/block_cache.h"
+#include "lsm/compaction.h"
+#include "lsm/compaction_job.h"
 #include "lsm/log_writer.h"
 #include "lsm/memtable.h"
 #include "lsm/read_counters.h"
@@ -109,6 +112,12 @@ class DBImpl final : public DB {
 
   // db_background.cc
   void BackgroundThread();
+  void CompactionThread();
+  // Runs c (whose inputs are marked being compacted) and installs its result.
+  absl::Status DoCompaction(const lsm::Compaction& c, std::shared_ptr<const lsm::Version> base)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  bool NeedsCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdatePendingCompactionBytes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FlushOldestImmutable() ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit);
   void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
@@ -142,6 +151,17 @@ class DBImpl final : public DB {
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
+  int compactions_running_ ABSL_GUARDED_BY(mu_) = 0;
+  int manual_compactions_ ABSL_GUARDED_BY(mu_) = 0;  // CompactRange calls in progress
+  uint64_t pending_compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  lsm::CompactionOptions compaction_options_;
+  // Per output level: bytes compactions read from the level above and from
+  // the level itself, bytes written, and the number of compactions.
+  struct LevelCompactionStats {
+    uint64_t bytes_read_upper = 0, bytes_read_lower = 0, bytes_written = 0, compactions = 0;
+    uint64_t trivial_moves = 0, micros = 0;
+  };
+  std::array<LevelCompactionStats, lsm::kNumLevels> level_stats_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> background_threads_;
 
   // Counters for GetStats.

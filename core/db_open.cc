@@ -39,6 +39,10 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.target_file_size < (64 << 10)) {
     return absl::InvalidArgumentError("Options::target_file_size must be at least 64 KiB");
   }
+  if (o.soft_pending_compaction_bytes_limit > o.hard_pending_compaction_bytes_limit) {
+    return absl::InvalidArgumentError(
+        "Options: soft_pending_compaction_bytes_limit exceeds the hard limit");
+  }
   if (o.max_background_compactions < 1) {
     return absl::InvalidArgumentError("Options::max_background_compactions must be at least 1");
   }
@@ -87,6 +91,9 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   table_cache_ = std::make_unique<lsm::TableCache>(fs_.get(), dbname_, table_options_,
                                                    block_cache_.get(), &read_counters_);
   versions_ = std::make_unique<lsm::VersionSet>(fs_.get(), dbname_);
+  compaction_options_.level0_trigger = options_.level0_compaction_trigger;
+  compaction_options_.multiplier = options_.level_size_multiplier;
+  compaction_options_.target_file_size = options_.target_file_size;
 }
 
 DBImpl::~DBImpl() {
@@ -185,7 +192,14 @@ absl::Status DBImpl::Recover() {
     pending_outputs_.clear();
   }
   RemoveObsoleteFiles();
+  {
+    absl::MutexLock l(&mu_);
+    UpdatePendingCompactionBytes();
+  }
   background_threads_.emplace_back([this] { BackgroundThread(); });
+  for (int i = 0; i < options_.max_background_compactions; ++i) {
+    background_threads_.emplace_back([this] { CompactionThread(); });
+  }
   return absl::OkStatus();
 }
 

@@ -47,14 +47,36 @@ Stats DBImpl::GetStats() {
   st.block_cache_misses = read_counters_.block_cache_misses.load();
 
   std::shared_ptr<const lsm::Version> v = versions_->current();
+  std::array<LevelCompactionStats, lsm::kNumLevels> level_stats;
+  {
+    absl::MutexLock l(&mu_);
+    level_stats = level_stats_;
+    st.pending_compaction_bytes = pending_compaction_bytes_;
+  }
   for (int level = 0; level < lsm::kNumLevels; ++level) {
     LevelStats ls;
     ls.level = level;
     ls.files = v->NumFiles(level);
     ls.bytes = v->LevelBytes(level);
     st.sst_bytes += ls.bytes;
+    const LevelCompactionStats& cs = level_stats[level];
     if (level == 0) {
+      // L0 is written by flushes: its input is what the user wrote.
       ls.compaction_bytes_written = st.flush_bytes_written;
+      ls.write_amplification =
+          st.user_bytes_written == 0
+              ? 0
+              : static_cast<double>(st.flush_bytes_written) / st.user_bytes_written;
+    } else {
+      ls.compaction_bytes_read = cs.bytes_read_upper + cs.bytes_read_lower;
+      ls.compaction_bytes_written = cs.bytes_written;
+      ls.compactions = cs.compactions;
+      ls.trivial_moves = cs.trivial_moves;
+      // RocksDB's W-Amp: bytes written into the level per byte that came
+      // down from the level above.
+      ls.write_amplification =
+          cs.bytes_read_upper == 0 ? 0
+                                   : static_cast<double>(cs.bytes_written) / cs.bytes_read_upper;
     }
     st.levels.push_back(ls);
   }
@@ -98,15 +120,16 @@ std::string FormatStats(const Stats& st) {
   absl::StrAppendFormat(&out, "space amplification %.2f: sst %.1f MiB, vlog %.1f MiB\n",
                         st.space_amplification, st.sst_bytes / 1048576.0,
                         st.vlog_bytes / 1048576.0);
-  absl::StrAppendFormat(&out, "stalls: %d slowdowns, %d stops, %.3f s\n", st.stall_slowdowns,
-                        st.stall_stops, st.stall_micros / 1e6);
-  absl::StrAppendFormat(&out, "%-5s %6s %10s %10s %10s %8s %6s\n", "level", "files", "size MiB",
-                        "read MiB", "write MiB", "comps", "w-amp");
+  absl::StrAppendFormat(&out, "stalls: %d slowdowns, %d stops, %.3f s; pending compaction %.1f MiB\n",
+                        st.stall_slowdowns, st.stall_stops, st.stall_micros / 1e6,
+                        st.pending_compaction_bytes / 1048576.0);
+  absl::StrAppendFormat(&out, "%-5s %6s %10s %10s %10s %8s %6s %6s\n", "level", "files",
+                        "size MiB", "read MiB", "write MiB", "comps", "moves", "w-amp");
   for (const LevelStats& ls : st.levels) {
-    absl::StrAppendFormat(&out, "L%-4d %6d %10.1f %10.1f %10.1f %8d %6.2f\n", ls.level, ls.files,
-                          ls.bytes / 1048576.0, ls.compaction_bytes_read / 1048576.0,
+    absl::StrAppendFormat(&out, "L%-4d %6d %10.1f %10.1f %10.1f %8d %6d %6.2f\n", ls.level,
+                          ls.files, ls.bytes / 1048576.0, ls.compaction_bytes_read / 1048576.0,
                           ls.compaction_bytes_written / 1048576.0, ls.compactions,
-                          ls.write_amplification);
+                          ls.trivial_moves, ls.write_amplification);
   }
   return out;
 }

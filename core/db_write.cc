@@ -168,7 +168,8 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
     const int l0_files = static_cast<int>(versions_->current()->NumFiles(0));
-    if (allow_delay && l0_files >= options_.level0_slowdown_trigger) {
+    if (allow_delay && (l0_files >= options_.level0_slowdown_trigger ||
+                        pending_compaction_bytes_ >= options_.soft_pending_compaction_bytes_limit)) {
       // Near the stop trigger: give each write a 1 ms delay rather than stop
       // one write for seconds later.
       stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
@@ -180,7 +181,8 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
       continue;
     }
     if (!force && mem_->ApproximateMemoryUsage() < options_.memtable_size) return absl::OkStatus();
-    if (imm_.size() >= 2 || l0_files >= options_.level0_stop_trigger) {
+    if (imm_.size() >= 2 || l0_files >= options_.level0_stop_trigger ||
+        pending_compaction_bytes_ >= options_.hard_pending_compaction_bytes_limit) {
       // Flushes (or L0 compactions) are behind: wait for them.
       stall_stops_.fetch_add(1, std::memory_order_relaxed);
       const auto start = std::chrono::steady_clock::now();

@@ -60,6 +60,10 @@ struct Options {
   size_t target_file_size = 64u << 20;
   // Size ratio between adjacent levels. Default: 10.
   int level_size_multiplier = 10;
+  // Estimated bytes compaction is behind by (RocksDB's estimate) at which
+  // writes slow down (default 64 GiB) and stop (default 256 GiB).
+  uint64_t soft_pending_compaction_bytes_limit = uint64_t{64} << 30;
+  uint64_t hard_pending_compaction_bytes_limit = uint64_t{256} << 30;
   // Threads for compaction (flush has its own). Default: 1.
   int max_background_compactions = 1;
 };

@@ -17,7 +17,9 @@ struct LevelStats {
   uint64_t compaction_bytes_read = 0;
   uint64_t compaction_bytes_written = 0;  // flush output for L0
   uint64_t compactions = 0;
-  // compaction_bytes_written / bytes that entered the level from above.
+  uint64_t trivial_moves = 0;  // files moved down without a rewrite
+  // Bytes written into the level per byte that came down from the level
+  // above (L0: flush bytes per user byte).
   double write_amplification = 0;
 };
 
@@ -56,6 +58,8 @@ struct Stats {
   // Write stalls.
   uint64_t stall_slowdowns = 0, stall_stops = 0;
   uint64_t stall_micros = 0;
+  // Compaction debt (RocksDB's estimate) that drives the byte-based stalls.
+  uint64_t pending_compaction_bytes = 0;
 
   std::vector<LevelStats> levels;
 };
