@@ -247,8 +247,10 @@ absl::Status DBImpl::NewLog() {
       fs_->NewWritableFile(lsm::LogFileName(dbname_, number), {.category = io::IoCategory::kWal}));
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
                          lsm::LogWriter::Create(std::move(file), number));
-  // The new WAL's directory entry must be durable before any sync write in
-  // it is acknowledged.
+  // The new WAL's header and directory entry must be durable before any
+  // sync write in it is acknowledged; a synced header also means a crash
+  // can only tear records, never the header.
+  CAIRN_RETURN_IF_ERROR(log->Sync());
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
   CAIRN_RETURN_IF_ERROR(log_->Close());
   log_ = std::move(log);
