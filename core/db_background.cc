@@ -50,7 +50,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
       oldest_needed_log = imm_.size() > 1 ? imm_[1].log_number : log_number_;
     }
     edit.SetLogNumber(oldest_needed_log);
-    s = versions_->LogAndApply(&edit);
+    s = LogAndApply(&edit, nullptr);
   }
   {
     absl::MutexLock l(&mu_);
@@ -211,12 +211,19 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
     env.snapshots.assign(snapshots_.begin(), snapshots_.end());
     env.latest_sequence = last_sequence_.load();
   }
+  // Every pointer the compaction drops becomes garbage of its segment, in
+  // the same manifest edit as the compaction's result.
+  ValueLog::GarbageMeter garbage;
+  env.listener = &garbage;
   lsm::VersionEdit edit;
   lsm::CompactionJobStats stats;
   absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);
   // Outputs' directory entries must be durable before the manifest names them.
   if (s.ok() && !edit.new_files().empty() && !stats.trivial_move) s = fs_->SyncDir(dbname_);
-  if (s.ok()) s = versions_->LogAndApply(&edit);
+  if (s.ok()) {
+    ValueLog::FinishGarbageMeter(&garbage);
+    s = LogAndApply(&edit, &garbage.edit());
+  }
   {
     absl::MutexLock l(&mu_);
     for (const auto& [level, f] : edit.new_files()) pending_outputs_.erase(f.number);

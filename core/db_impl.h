@@ -26,6 +26,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/db.h"
+#include "core/value_log.h"
 #include "io/file_system.h"
 #include "lsm/block_cache.h"
 #include "lsm/compaction.h"
@@ -92,7 +93,9 @@ class DBImpl final : public DB {
   };
 
   // db_open.cc
-  absl::Status NewDatabase();
+  // VersionSet::LogAndApply with the value log's changes in the same edit;
+  // serialized (see the definition).
+  absl::Status LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit* segment_edit);
   absl::Status ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTable* mem,
                          lsm::SequenceNumber* max_sequence);
   absl::Status NewLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -105,10 +108,22 @@ class DBImpl final : public DB {
   absl::Status MakeRoomForWrite(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WriteBatch* BuildBatchGroup(Writer** last_writer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
+  // Key and value bytes of batch; counts its puts and deletes.
+  uint64_t UserBytes(const WriteBatch& batch);
+  // Appends values at or above the threshold to the value log and replaces
+  // them in *group by pointers (write leader only).
+  absl::Status SeparateValues(WriteBatch* group);
 
   // db_read.cc
   ReadView GetReadView(const ReadOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status GetFromView(const ReadView& view, std::string_view key, std::string* value);
+  // The newest stored value of key in view; *type is kDeletion when none.
+  absl::Status LookupInView(const ReadView& view, std::string_view key, lsm::ValueType* type,
+                            std::string* stored);
+  // An inline value as it is; a pointer through the value log; NotFound for
+  // a deletion.
+  absl::Status ResolveStoredValue(std::string_view key, lsm::ValueType type,
+                                  std::string_view stored, std::string* out);
 
   // db_background.cc
   void BackgroundThread();
@@ -133,6 +148,8 @@ class DBImpl final : public DB {
   std::unique_ptr<lsm::BlockCache> block_cache_;
   std::unique_ptr<lsm::TableCache> table_cache_;
   std::unique_ptr<lsm::VersionSet> versions_;
+  std::unique_ptr<ValueLog> vlog_;
+  absl::Mutex manifest_mu_ ABSL_ACQUIRED_AFTER(mu_);
 
   absl::Mutex mu_;
   absl::CondVar background_cv_;  // signalled when background work finishes or is queued

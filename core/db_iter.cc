@@ -165,7 +165,7 @@ class DBIter final : public Iterator {
       resolved_value_ = raw_value_;
       return;
     }
-    absl::Status s = resolver_(value_type_, raw_value_, &resolved_value_);
+    absl::Status s = resolver_(saved_key_, value_type_, raw_value_, &resolved_value_);
     if (!s.ok()) {
       status_ = s;
       resolved_value_.clear();

@@ -15,8 +15,8 @@ namespace cairn {
 
 // Resolves a stored value (inline or pointer) into the user's value.
 // Inline values come back unchanged; the value log resolves pointers.
-using ValueResolver =
-    absl::AnyInvocable<absl::Status(lsm::ValueType type, std::string_view stored, std::string* out)>;
+using ValueResolver = absl::AnyInvocable<absl::Status(
+    std::string_view user_key, lsm::ValueType type, std::string_view stored, std::string* out)>;
 
 // keep_alive holds whatever the internal iterator reads from (memtables,
 // versions); it is destroyed after the iterator.

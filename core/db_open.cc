@@ -46,10 +46,8 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.max_background_compactions < 1) {
     return absl::InvalidArgumentError("Options::max_background_compactions must be at least 1");
   }
-  if (o.value_separation_threshold != kInlineValues) {
-    return absl::UnimplementedError(
-        "Options::value_separation_threshold: this build stores values inline only "
-        "(kInlineValues)");
+  if (o.value_log_segment_size < (64 << 10)) {
+    return absl::InvalidArgumentError("Options::value_log_segment_size must be at least 64 KiB");
   }
   return absl::OkStatus();
 }
@@ -94,6 +92,27 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   compaction_options_.level0_trigger = options_.level0_compaction_trigger;
   compaction_options_.multiplier = options_.level_size_multiplier;
   compaction_options_.target_file_size = options_.target_file_size;
+  // The value log exists in every mode, so a database written with
+  // separation still reads in inline mode; only Append creates files.
+  vlog_ = std::make_unique<ValueLog>(
+      fs_.get(), dbname_, options_, [this] { return versions_->NewFileNumber(); },
+      [this](const vlog::SegmentEdit& e) {
+        lsm::VersionEdit edit;
+        return LogAndApply(&edit, &e);
+      });
+  versions_->SetExtensionSnapshotter([this] { return vlog_->Snapshot(); });
+}
+
+absl::Status DBImpl::LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit* segment_edit) {
+  // One at a time, and the value log's in-memory set is updated before the
+  // next edit, so a new manifest's snapshot never misses a logged edit.
+  absl::MutexLock l(&manifest_mu_);
+  if (segment_edit != nullptr) {
+    for (auto& [tag, payload] : segment_edit->Encode()) edit->AddExtension(tag, payload);
+  }
+  CAIRN_RETURN_IF_ERROR(versions_->LogAndApply(edit));
+  if (segment_edit != nullptr) return vlog_->Apply(*segment_edit);
+  return absl::OkStatus();
 }
 
 DBImpl::~DBImpl() {
@@ -141,7 +160,8 @@ absl::Status DBImpl::Recover() {
     return absl::AlreadyExistsError(absl::StrCat(dbname_, ": database exists (error_if_exists)"));
   }
 
-  CAIRN_RETURN_IF_ERROR(versions_->Recover([](uint32_t tag, std::string_view) {
+  CAIRN_RETURN_IF_ERROR(versions_->Recover([this](uint32_t tag, std::string_view payload) {
+    if (vlog::IsSegmentEditTag(tag)) return vlog_->ApplyManifestRecord(tag, payload);
     return absl::FailedPreconditionError(absl::StrCat(
         "manifest holds an extension record (tag ", tag,
         ") that this build does not know: written by a newer cairn?"));
@@ -169,6 +189,10 @@ absl::Status DBImpl::Recover() {
     }
   }
   if (!mem->empty()) CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit));
+  // Replay has decided which value-log records are referenced; seal the
+  // segment that was being written and drop segments nobody logged.
+  vlog::SegmentEdit segment_edit;
+  CAIRN_RETURN_IF_ERROR(vlog_->FinishRecovery(&segment_edit));
 
   // Start a fresh WAL; once it is synced and named in the manifest as the
   // oldest WAL recovery needs, the replayed ones (now in L0 tables) go.
@@ -182,7 +206,7 @@ absl::Status DBImpl::Recover() {
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
   edit.SetLogNumber(log_number);
   versions_->SetLastSequence(max_sequence);
-  CAIRN_RETURN_IF_ERROR(versions_->LogAndApply(&edit));
+  CAIRN_RETURN_IF_ERROR(LogAndApply(&edit, &segment_edit));
   {
     absl::MutexLock l(&mu_);
     mem_ = std::make_shared<lsm::MemTable>();
@@ -213,6 +237,26 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
   WriteBatch batch;
   while (reader->ReadRecord(&record, &scratch)) {
     absl::Status s = WriteBatchInternal::SetContents(&batch, record);
+    // A batch is applied only when every value it points to is intact: the
+    // WAL record may have reached the disk without its values (a power loss
+    // before a sync); that is the end of what was durable.
+    bool intact = true;
+    if (s.ok()) {
+      s = WriteBatchInternal::ForEach(batch, [&](SequenceNumber, lsm::ValueType type,
+                                                 std::string_view key, std::string_view value) {
+        if (type != lsm::ValueType::kValuePointer || !intact) return absl::OkStatus();
+        CAIRN_ASSIGN_OR_RETURN(intact, vlog_->PointerIsIntact(key, value));
+        return absl::OkStatus();
+      });
+    }
+    if (s.ok() && !intact) {
+      if (!is_last_log) {
+        return absl::DataLossError(absl::StrCat(path, " at offset ", reader->last_record_offset(),
+                                                ": a value-log record it points to is missing "
+                                                "or damaged"));
+      }
+      break;
+    }
     if (s.ok()) s = InsertInto(mem, batch);
     if (!s.ok()) {
       // The record's checksum held, so these bytes were written this way:
@@ -237,9 +281,11 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
 }
 
 absl::Status DBImpl::NewLog() {
-  // Sync the old WAL first: recovery treats a torn tail in any WAL but the
-  // newest as corruption, and a later sync write must not survive a power
-  // loss that takes earlier non-sync writes with it (no holes).
+  // Sync the old WAL, and the values it points to, first: recovery treats a
+  // torn tail or a missing value in any WAL but the newest as corruption,
+  // and a later sync write must not survive a power loss that takes earlier
+  // non-sync writes with it (no holes).
+  CAIRN_RETURN_IF_ERROR(vlog_->Sync());
   CAIRN_RETURN_IF_ERROR(log_->Sync());
   const uint64_t number = versions_->NewFileNumber();
   CAIRN_ASSIGN_OR_RETURN(

@@ -26,43 +26,45 @@ DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options) {
   return view;
 }
 
-namespace {
-
-absl::Status ResolveStoredValue(ValueType type, std::string_view stored, std::string* out) {
+absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
+                                        std::string_view stored, std::string* out) {
   switch (type) {
     case ValueType::kValue:
       out->assign(stored);
       return absl::OkStatus();
     case ValueType::kValuePointer:
-      return absl::DataLossError(
-          "found a value pointer, but this database was opened without a value log");
+      return vlog_->Get(key, stored, out);
     case ValueType::kDeletion:
       break;
   }
-  return absl::NotFoundError("deleted");
+  return absl::NotFoundError("key not found");
 }
 
-}  // namespace
+absl::Status DBImpl::LookupInView(const ReadView& view, std::string_view key, ValueType* type,
+                                  std::string* stored) {
+  SequenceNumber seq;
+  bool found = view.mem->Get(key, view.sequence, type, &seq, stored);
+  for (size_t i = 0; !found && i < view.imm.size(); ++i) {
+    found = view.imm[i]->Get(key, view.sequence, type, &seq, stored);
+  }
+  if (found) return absl::OkStatus();
+  lsm::TableGetResult result;
+  CAIRN_RETURN_IF_ERROR(view.version->Get(view.table_read, table_cache_.get(),
+                                          lsm::MakeLookupKey(key, view.sequence), &result));
+  if (!result.found) {
+    *type = ValueType::kDeletion;
+    return absl::OkStatus();
+  }
+  *type = result.type;
+  *stored = std::move(result.value);
+  return absl::OkStatus();
+}
 
 absl::Status DBImpl::GetFromView(const ReadView& view, std::string_view key, std::string* value) {
   ValueType type;
-  SequenceNumber seq;
   std::string stored;
-  bool found = view.mem->Get(key, view.sequence, &type, &seq, &stored);
-  for (size_t i = 0; !found && i < view.imm.size(); ++i) {
-    found = view.imm[i]->Get(key, view.sequence, &type, &seq, &stored);
-  }
-  if (!found) {
-    lsm::TableGetResult result;
-    CAIRN_RETURN_IF_ERROR(view.version->Get(view.table_read, table_cache_.get(),
-                                            lsm::MakeLookupKey(key, view.sequence), &result));
-    if (!result.found) return absl::NotFoundError("key not found");
-    found = true;
-    type = result.type;
-    stored = std::move(result.value);
-  }
-  if (type == ValueType::kDeletion) return absl::NotFoundError("key not found");
-  return ResolveStoredValue(type, stored, value);
+  CAIRN_RETURN_IF_ERROR(LookupInView(view, key, &type, &stored));
+  return ResolveStoredValue(key, type, stored, value);
 }
 
 absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::string* value) {
@@ -79,20 +81,46 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::
 std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
                                            const std::vector<std::string_view>& keys,
                                            std::vector<std::string>* values) {
-  // One read view for the whole batch, so all keys see the same state.
+  // One read view for the whole batch, so all keys see the same state. The
+  // LSM lookups come first; then every value-log read goes to the device
+  // together.
   const ReadView view = GetReadView(options);
   values->assign(keys.size(), std::string());
-  std::vector<absl::Status> statuses;
-  statuses.reserve(keys.size());
+  std::vector<absl::Status> statuses(keys.size());
+  std::vector<std::string> stored(keys.size());
+  std::vector<size_t> pointer_index;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i].size() > kMaxKeySize) {
-      statuses.push_back(absl::InvalidArgumentError(
-          absl::StrCat("key of ", keys[i].size(), " bytes exceeds the limit of ", kMaxKeySize)));
+      statuses[i] = absl::InvalidArgumentError(
+          absl::StrCat("key of ", keys[i].size(), " bytes exceeds the limit of ", kMaxKeySize));
       continue;
     }
     gets_.fetch_add(1, std::memory_order_relaxed);
-    statuses.push_back(GetFromView(view, keys[i], &(*values)[i]));
-    if (statuses.back().ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+    ValueType type;
+    statuses[i] = LookupInView(view, keys[i], &type, &stored[i]);
+    if (!statuses[i].ok()) continue;
+    if (type == ValueType::kValuePointer) {
+      pointer_index.push_back(i);
+    } else {
+      statuses[i] = ResolveStoredValue(keys[i], type, stored[i], &(*values)[i]);
+    }
+  }
+  if (!pointer_index.empty()) {
+    std::vector<std::string_view> pkeys, pstored;
+    for (size_t i : pointer_index) {
+      pkeys.push_back(keys[i]);
+      pstored.push_back(stored[i]);
+    }
+    std::vector<std::string> pvalues;
+    std::vector<absl::Status> pstatuses;
+    vlog_->MultiGet(pkeys, pstored, &pvalues, &pstatuses);
+    for (size_t j = 0; j < pointer_index.size(); ++j) {
+      statuses[pointer_index[j]] = pstatuses[j];
+      if (pstatuses[j].ok()) (*values)[pointer_index[j]] = std::move(pvalues[j]);
+    }
+  }
+  for (const absl::Status& s : statuses) {
+    if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
   }
   return statuses;
 }
@@ -104,7 +132,8 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   for (const auto& m : view->imm) children.push_back(m->NewIterator());
   view->version->AddIterators(view->table_read, table_cache_.get(), &children);
   return NewDBIterator(lsm::NewMergingIterator(std::move(children)), view->sequence, view,
-                       &ResolveStoredValue);
+                       [this](std::string_view key, ValueType type, std::string_view stored,
+                              std::string* out) { return ResolveStoredValue(key, type, stored, out); });
 }
 
 const Snapshot* DBImpl::GetSnapshot() {

@@ -83,6 +83,12 @@ Stats DBImpl::GetStats() {
   st.stall_slowdowns = stall_slowdowns_.load();
   st.stall_stops = stall_stops_.load();
   st.stall_micros = stall_micros_.load();
+  const ValueLog::Totals vt = vlog_->GetTotals();
+  st.vlog_bytes = vt.bytes;
+  st.vlog_segments = vt.segments;
+  st.vlog_garbage_bytes = vt.garbage_bytes;
+  st.value_cache_hits = vt.cache_hits;
+  st.value_cache_misses = vt.cache_misses;
   // Live user bytes are known only from a full scan (cairn.live-bytes);
   // until one has run, space amplification is reported as 0 (unknown).
   st.live_user_bytes_estimate = live_user_bytes_.load();
@@ -117,9 +123,14 @@ std::string FormatStats(const Stats& st) {
                         st.bloom_probes, st.bloom_rejections, st.bloom_false_positives);
   absl::StrAppendFormat(&out, "block cache: %d hits, %d misses\n", st.block_cache_hits,
                         st.block_cache_misses);
-  absl::StrAppendFormat(&out, "space amplification %.2f: sst %.1f MiB, vlog %.1f MiB\n",
+  absl::StrAppendFormat(&out, "value cache: %d hits, %d misses\n", st.value_cache_hits,
+                        st.value_cache_misses);
+  absl::StrAppendFormat(&out,
+                        "space amplification %.2f: sst %.1f MiB, vlog %.1f MiB in %d segments "
+                        "(%.1f MiB garbage)\n",
                         st.space_amplification, st.sst_bytes / 1048576.0,
-                        st.vlog_bytes / 1048576.0);
+                        st.vlog_bytes / 1048576.0, st.vlog_segments,
+                        st.vlog_garbage_bytes / 1048576.0);
   absl::StrAppendFormat(&out, "stalls: %d slowdowns, %d stops, %.3f s; pending compaction %.1f MiB\n",
                         st.stall_slowdowns, st.stall_stops, st.stall_micros / 1e6,
                         st.pending_compaction_bytes / 1048576.0);

@@ -88,26 +88,34 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
     std::shared_ptr<lsm::MemTable> mem = mem_;
     {
       // Later writers queue behind us meanwhile; only the leader touches the
-      // log and inserts into the memtable, so mu_ is not needed here.
+      // logs and inserts into the memtable, so mu_ is not needed here.
       mu_.Unlock();
-      status = log->AddRecord(WriteBatchInternal::Contents(*group));
-      // Non-sync writes still reach the kernel before they are acknowledged,
-      // so they survive a crash of this process.
-      if (status.ok()) status = sync ? log->Sync() : log->Flush();
+      const uint64_t user_bytes = UserBytes(*group);
+      status = SeparateValues(group);
+      // Values reach the kernel before the WAL record that points to them.
+      if (status.ok()) status = vlog_->Flush();
+      if (status.ok()) status = log->AddRecord(WriteBatchInternal::Contents(*group));
+      if (status.ok()) {
+        if (!sync) {
+          // Still reaches the kernel before it is acknowledged, so it
+          // survives a crash of this process.
+          status = log->Flush();
+        } else if (io::WritableFile* vfile = vlog_->active_file()) {
+          // Both fdatasyncs in flight together; every value any WAL record
+          // points to is covered, not only this group's.
+          io::WritableFile* files[] = {log->file(), vfile};
+          status = fs_->SyncFiles(files);
+        } else {
+          status = log->Sync();
+        }
+      }
       if (status.ok()) status = InsertInto(mem.get(), *group);
+      if (status.ok()) user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
       mu_.Lock();
     }
     if (status.ok()) {
       last_sequence_.store(last, std::memory_order_release);
       versions_->SetLastSequence(last);
-      uint64_t user_bytes = 0;
-      WriteBatchInternal::ForEach(*group, [&](SequenceNumber, ValueType t, std::string_view k,
-                                              std::string_view v) {
-        user_bytes += k.size() + v.size();
-        (t == ValueType::kDeletion ? deletes_ : puts_).fetch_add(1, std::memory_order_relaxed);
-        return absl::OkStatus();
-      }).IgnoreError();
-      user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
     } else {
       // The WAL may now hold a record the memtable does not (or a sync
       // failed): stop accepting writes until the DB is reopened.
@@ -152,6 +160,47 @@ WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer) {
     *last_writer = w;
   }
   return &group_batch_;
+}
+
+uint64_t DBImpl::UserBytes(const WriteBatch& batch) {
+  uint64_t bytes = 0;
+  // The batch was checked on entry; ForEach cannot fail on it.
+  WriteBatchInternal::ForEach(batch, [&](SequenceNumber, ValueType t, std::string_view k,
+                                         std::string_view v) {
+    bytes += k.size() + v.size();
+    (t == ValueType::kDeletion ? deletes_ : puts_).fetch_add(1, std::memory_order_relaxed);
+    return absl::OkStatus();
+  }).IgnoreError();
+  return bytes;
+}
+
+absl::Status DBImpl::SeparateValues(WriteBatch* group) {
+  const size_t threshold = options_.value_separation_threshold;
+  if (threshold == kInlineValues) return absl::OkStatus();
+  bool any = false;
+  CAIRN_RETURN_IF_ERROR(WriteBatchInternal::ForEach(
+      *group, [&](SequenceNumber, ValueType t, std::string_view, std::string_view v) {
+        any |= t == ValueType::kValue && v.size() >= threshold;
+        return absl::OkStatus();
+      }));
+  if (!any) return absl::OkStatus();
+  // Rebuild the group with large values replaced by pointers; each value's
+  // bytes are written once, to the value log.
+  WriteBatch rewritten;
+  WriteBatchInternal::SetSequence(&rewritten, WriteBatchInternal::Sequence(*group));
+  CAIRN_RETURN_IF_ERROR(WriteBatchInternal::ForEach(
+      *group, [&](SequenceNumber, ValueType t, std::string_view k,
+                  std::string_view v) -> absl::Status {
+        if (t == ValueType::kValue && v.size() >= threshold) {
+          CAIRN_ASSIGN_OR_RETURN(std::string ptr, vlog_->Append(k, v));
+          WriteBatchInternal::AddEntry(&rewritten, ValueType::kValuePointer, k, ptr);
+        } else {
+          WriteBatchInternal::AddEntry(&rewritten, t, k, v);
+        }
+        return absl::OkStatus();
+      }));
+  *group = std::move(rewritten);
+  return absl::OkStatus();
 }
 
 absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {

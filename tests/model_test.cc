@@ -53,6 +53,7 @@ class ModelTest : public ::testing::TestWithParam<ModelTestParams> {
     o.target_file_size = 64 << 10;
     o.level0_compaction_trigger = 2;
     o.value_separation_threshold = GetParam().value_separation_threshold;
+    o.value_log_segment_size = 64 << 10;  // many segments
     return o;
   }
 
@@ -323,7 +324,9 @@ TEST_P(ModelTest, CrashesRecoverAPrefixHoldingEverySyncedWrite) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ModelTest,
-                         ::testing::Values(ModelTestParams{"inline", kInlineValues}),
+                         ::testing::Values(ModelTestParams{"inline", kInlineValues},
+                                           ModelTestParams{"separated_all", 0},
+                                           ModelTestParams{"separated_100", 100}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

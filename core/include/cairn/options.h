@@ -47,9 +47,20 @@ struct Options {
   IoBackendOption io_backend = IoBackendOption::kAuto;
   // Read SST and value-log data with O_DIRECT. Default: false.
   bool direct_reads = false;
-  // Values of at least this many bytes are stored in the value log.
-  // Default: kInlineValues until key-value separation is enabled.
-  size_t value_separation_threshold = kInlineValues;
+  // Values of at least this many bytes are stored in the value log; the
+  // LSM keeps a pointer of about 10 bytes. kInlineValues stores every value
+  // in the LSM and never creates a value-log file. Default: 1 KiB
+  // (docs/decisions/20261129_separation_threshold.md).
+  size_t value_separation_threshold = 1024;
+  // Target size of a value-log segment, the unit of garbage collection.
+  // Default: 64 MiB.
+  uint64_t value_log_segment_size = uint64_t{64} << 20;
+  // Capacity of the LRU cache of separated values, in bytes. Default: 0
+  // (off: the OS page cache and the block cache serve most re-reads).
+  size_t value_cache_size = 0;
+  // Compression of separated values (per record, kept only when smaller).
+  // Default: none.
+  Compression value_compression = Compression::kNone;
 
   // Compaction: L0 file count that starts an L0 -> L1 compaction (default 4),
   // slows writes (default 20) and stops them (default 36).
@@ -76,6 +87,10 @@ struct ReadOptions {
   bool verify_checksums = true;
   // Put blocks read for this operation into the block cache. Default: true.
   bool fill_cache = true;
+  // Iterators keep up to this many separated values' reads in flight ahead
+  // of the current entry, starting small and doubling on sequential Next.
+  // 1 disables prefetching. Default: 32.
+  int value_prefetch_depth = 32;
 };
 
 struct WriteOptions {

@@ -47,11 +47,14 @@ struct Stats {
   double read_amplification = 0;
   uint64_t bloom_probes = 0, bloom_rejections = 0, bloom_false_positives = 0;
   uint64_t block_cache_hits = 0, block_cache_misses = 0;
+  uint64_t value_cache_hits = 0, value_cache_misses = 0;
 
   // Space: (SST + value-log bytes on disk) / live user bytes, where live
   // user bytes come from the last GetProperty("cairn.live-bytes") scan
   // (0, and space_amplification 0, until one has run).
   uint64_t sst_bytes = 0, vlog_bytes = 0;
+  uint64_t vlog_segments = 0;       // segments not yet reclaimed
+  uint64_t vlog_garbage_bytes = 0;  // overwritten or deleted values, per compactions
   uint64_t live_user_bytes_estimate = 0;
   double space_amplification = 0;
 

@@ -1,0 +1,130 @@
+// ValueLog is the DB's side of key-value separation: it appends large values
+// to the active value-log segment for the write path, resolves value
+// pointers for the read path (through a value cache and batched reads), keeps
+// the segment set that the manifest persists, counts the garbage that
+// compactions report, and repairs the active segment after a crash.
+//
+// The LSM stores a separated value as ValueType::kValuePointer with the
+// bytes of vlog::EncodeValuePointer. Formats: docs/vlog_format.md.
+//
+// Thread safety: Append, Flush, Sync and active_file are for the write-group
+// leader (one thread at a time); everything else may run concurrently.
+#ifndef CAIRN_CORE_VALUE_LOG_H_
+#define CAIRN_CORE_VALUE_LOG_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "cairn/options.h"
+#include "io/file_system.h"
+#include "lsm/compaction_iterator.h"
+#include "vlog/segment_edit.h"
+#include "vlog/segment_reader_cache.h"
+#include "vlog/segment_set.h"
+#include "vlog/segment_writer.h"
+#include "vlog/value_cache.h"
+#include "vlog/value_pointer.h"
+
+namespace cairn {
+
+class ValueLog {
+ public:
+  // Persists a segment edit through the manifest (the DB's serialized
+  // LogAndApply) and then applies it here.
+  using EditLogger = std::function<absl::Status(const vlog::SegmentEdit&)>;
+
+  ValueLog(io::FileSystem* fs, std::string dbname, const Options& options,
+           std::function<uint64_t()> new_file_number, EditLogger log_edit);
+  ~ValueLog();
+
+  // Recovery: one manifest extension record (tags of vlog::IsSegmentEditTag).
+  absl::Status ApplyManifestRecord(uint32_t tag, std::string_view payload);
+  // Recovery, after WAL replay: seals every segment that was being written
+  // at the crash at the end of its last whole record (into *edit) and
+  // removes segment files the set does not know (orphans of a crash).
+  absl::Status FinishRecovery(vlog::SegmentEdit* edit);
+  // True when a WAL entry's pointer names a record that reads back intact
+  // with key; false when it does not (missing or torn); errors only for I/O.
+  absl::StatusOr<bool> PointerIsIntact(std::string_view key, std::string_view stored);
+
+  // Write path. Appends the value and returns the pointer bytes to store in
+  // the LSM. Starts a new segment (logged in the manifest first) when none
+  // is active or the active one reached its target size.
+  absl::StatusOr<std::string> Append(std::string_view key, std::string_view value);
+  // Hands appended records to the kernel (before the WAL record naming them).
+  absl::Status Flush();
+  // The active segment's file, for syncing together with the WAL; null when
+  // no segment is active.
+  io::WritableFile* active_file();
+  // Flush and fdatasync the active segment.
+  absl::Status Sync();
+
+  // Read path: resolves one pointer (value cache, then one device read).
+  absl::Status Get(std::string_view key, std::string_view stored, std::string* value);
+  // Resolves many pointers with their device reads in flight together.
+  // statuses[i] says whether values[i] is set.
+  void MultiGet(absl::Span<const std::string_view> keys,
+                absl::Span<const std::string_view> stored, std::vector<std::string>* values,
+                std::vector<absl::Status>* statuses);
+
+  // A compaction listener that records the pointers a compaction drops as
+  // garbage of their segments. Collect into an edit; log it with the
+  // compaction's version edit.
+  class GarbageMeter : public lsm::CompactionListener {
+   public:
+    void OnValueDropped(std::string_view user_key, lsm::ValueType type,
+                        std::string_view stored_value) override;
+    const vlog::SegmentEdit& edit() const { return edit_; }
+    uint64_t dropped_pointers() const { return dropped_pointers_; }
+    uint64_t undecodable() const { return undecodable_; }
+
+   private:
+    absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> garbage_;  // bytes, records
+    vlog::SegmentEdit edit_;
+    uint64_t dropped_pointers_ = 0;
+    uint64_t undecodable_ = 0;
+    friend class ValueLog;
+  };
+  // Turns the meter's counts into its edit (call once after the job).
+  static void FinishGarbageMeter(GarbageMeter* meter);
+
+  // Applies an edit that the manifest now holds.
+  absl::Status Apply(const vlog::SegmentEdit& edit);
+  // The whole set as manifest extension records (a new manifest's snapshot).
+  std::vector<vlog::ExtensionRecord> Snapshot() const { return set_.Snapshot(); }
+
+  struct Totals {
+    uint64_t segments = 0;
+    uint64_t bytes = 0;          // on disk, the active segment included
+    uint64_t garbage_bytes = 0;  // reported by compactions
+    uint64_t cache_hits = 0, cache_misses = 0;
+  };
+  Totals GetTotals() const;
+  const vlog::SegmentSet& segment_set() const { return set_; }
+
+ private:
+  absl::Status RollSegment();
+  std::string SegmentPath(uint64_t id) const;
+
+  io::FileSystem* const fs_;
+  const std::string dbname_;
+  const uint64_t segment_size_;
+  const bool compress_;
+  const std::function<uint64_t()> new_file_number_;
+  const EditLogger log_edit_;
+  vlog::SegmentSet set_;
+  vlog::SegmentReaderCache readers_;
+  vlog::ValueCache cache_;
+  // Written only by the write leader; active_mu_ lets others read it.
+  mutable absl::Mutex active_mu_;
+  std::unique_ptr<vlog::SegmentWriter> active_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_CORE_VALUE_LOG_H_
