@@ -117,6 +117,8 @@ class DBImpl final : public DB {
   // db_read.cc
   ReadView GetReadView(const ReadOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
   absl::Status GetFromView(const ReadView& view, std::string_view key, std::string* value);
+  // Merges the view's memtables and tables.
+  std::unique_ptr<lsm::InternalIterator> NewInternalIterator(const ReadView& view);
   // The newest stored value of key in view; *type is kDeletion when none.
   absl::Status LookupInView(const ReadView& view, std::string_view key, lsm::ValueType* type,
                             std::string* stored);

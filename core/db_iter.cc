@@ -1,6 +1,9 @@
 #include "core/db_iter.h"
 
+#include <algorithm>
 #include <string>
+
+#include "absl/container/flat_hash_map.h"
 
 namespace cairn {
 namespace {
@@ -15,13 +18,16 @@ using lsm::ValueType;
 class DBIter final : public Iterator {
  public:
   DBIter(std::unique_ptr<lsm::InternalIterator> iter, SequenceNumber seq,
-         std::shared_ptr<void> keep_alive, ValueResolver resolver)
+         std::shared_ptr<void> keep_alive, ValueResolver resolver, ValuePrefetch prefetch)
       : iter_(std::move(iter)),
         sequence_(seq),
         keep_alive_(std::move(keep_alive)),
-        resolver_(std::move(resolver)) {}
+        resolver_(std::move(resolver)),
+        prefetch_(std::move(prefetch)) {}
   ~DBIter() override {
-    iter_.reset();  // before keep_alive_ releases what it reads from
+    // Before keep_alive_ releases what they read from.
+    iter_.reset();
+    lookahead_.reset();
   }
 
   bool Valid() const override { return valid_; }
@@ -36,21 +42,25 @@ class DBIter final : public Iterator {
   }
 
   void SeekToFirst() override {
+    ResetPrefetch();
     direction_ = kForward;
     iter_->SeekToFirst();
     FindNextUserEntry(/*skipping=*/false, {});
   }
   void SeekToLast() override {
+    ResetPrefetch();
     direction_ = kReverse;
     iter_->SeekToLast();
     FindPrevUserEntry();
   }
   void Seek(std::string_view target) override {
+    ResetPrefetch();
     direction_ = kForward;
     iter_->Seek(lsm::MakeLookupKey(target, sequence_));
     FindNextUserEntry(false, {});
   }
   void SeekForPrev(std::string_view target) override {
+    ResetPrefetch();
     direction_ = kReverse;
     std::string k;
     lsm::AppendInternalKey(&k, target, 0, ValueType::kDeletion);  // last entry of target
@@ -159,11 +169,65 @@ class DBIter final : public Iterator {
     value_resolved_ = false;
   }
 
+  void ResetPrefetch() const {
+    prefetched_.clear();
+    depth_ = 4;
+  }
+
+  // Reads the values of the next pointer entries (this one first) in one
+  // batch. Only forward: iter_ sits on the entry shown.
+  void Prefetch() const {
+    if (!lookahead_) lookahead_ = prefetch_.new_lookahead();
+    const int depth = std::min(depth_, prefetch_.max_depth);
+    std::vector<std::string> keys, stored;
+    std::string last_user_key;
+    bool have_last = false;
+    for (lookahead_->Seek(iter_->key()); lookahead_->Valid() && static_cast<int>(keys.size()) < depth;
+         lookahead_->Next()) {
+      ParsedInternalKey ikey;
+      if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;
+      if (ikey.sequence > sequence_) continue;
+      // Only the newest visible entry of each key matters.
+      if (have_last && ikey.user_key == std::string_view(last_user_key)) continue;
+      last_user_key.assign(ikey.user_key);
+      have_last = true;
+      if (ikey.type != ValueType::kValuePointer) continue;
+      const std::string ptr(lookahead_->value());
+      if (prefetched_.contains(ptr)) continue;
+      keys.emplace_back(ikey.user_key);
+      stored.push_back(ptr);
+    }
+    if (keys.empty()) return;
+    std::vector<std::string_view> kv(keys.begin(), keys.end()), sv(stored.begin(), stored.end());
+    std::vector<std::string> values;
+    std::vector<absl::Status> statuses;
+    prefetch_.resolve_batch(kv, sv, &values, &statuses);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      // A failed read is retried alone when its entry is reached, so the
+      // error is reported where it belongs.
+      if (statuses[i].ok()) prefetched_[stored[i]] = std::move(values[i]);
+    }
+    depth_ = std::min(depth_ * 2, prefetch_.max_depth);
+  }
+
   void ResolveValue() const {
     value_resolved_ = true;
     if (value_type_ == ValueType::kValue) {
       resolved_value_ = raw_value_;
       return;
+    }
+    if (value_type_ == ValueType::kValuePointer && direction_ == kForward &&
+        prefetch_.new_lookahead && prefetch_.max_depth > 1) {
+      auto it = prefetched_.find(raw_value_);
+      if (it == prefetched_.end()) {
+        Prefetch();
+        it = prefetched_.find(raw_value_);
+      }
+      if (it != prefetched_.end()) {
+        resolved_value_ = std::move(it->second);
+        prefetched_.erase(it);
+        return;
+      }
     }
     absl::Status s = resolver_(saved_key_, value_type_, raw_value_, &resolved_value_);
     if (!s.ok()) {
@@ -176,6 +240,10 @@ class DBIter final : public Iterator {
   const SequenceNumber sequence_;
   std::shared_ptr<void> keep_alive_;
   mutable ValueResolver resolver_;
+  mutable ValuePrefetch prefetch_;
+  mutable std::unique_ptr<lsm::InternalIterator> lookahead_;
+  mutable absl::flat_hash_map<std::string, std::string> prefetched_;  // pointer -> value
+  mutable int depth_ = 4;
   Direction direction_ = kForward;
   bool valid_ = false;
   std::string saved_key_;
@@ -190,9 +258,9 @@ class DBIter final : public Iterator {
 
 std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
                                         SequenceNumber sequence, std::shared_ptr<void> keep_alive,
-                                        ValueResolver resolver) {
+                                        ValueResolver resolver, ValuePrefetch prefetch) {
   return std::make_unique<DBIter>(std::move(internal), sequence, std::move(keep_alive),
-                                  std::move(resolver));
+                                  std::move(resolver), std::move(prefetch));
 }
 
 }  // namespace cairn

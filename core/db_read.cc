@@ -125,15 +125,32 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   return statuses;
 }
 
+std::unique_ptr<lsm::InternalIterator> DBImpl::NewInternalIterator(const ReadView& view) {
+  std::vector<std::unique_ptr<lsm::InternalIterator>> children;
+  children.push_back(view.mem->NewIterator());
+  for (const auto& m : view.imm) children.push_back(m->NewIterator());
+  view.version->AddIterators(view.table_read, table_cache_.get(), &children);
+  return lsm::NewMergingIterator(std::move(children));
+}
+
 std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   auto view = std::make_shared<ReadView>(GetReadView(options));
-  std::vector<std::unique_ptr<lsm::InternalIterator>> children;
-  children.push_back(view->mem->NewIterator());
-  for (const auto& m : view->imm) children.push_back(m->NewIterator());
-  view->version->AddIterators(view->table_read, table_cache_.get(), &children);
-  return NewDBIterator(lsm::NewMergingIterator(std::move(children)), view->sequence, view,
+  ValuePrefetch prefetch;
+  if (options.value_prefetch_depth > 1) {
+    prefetch.max_depth = options.value_prefetch_depth;
+    // The iterator's keep_alive holds view for as long as the lookahead lives.
+    prefetch.new_lookahead = [this, v = view.get()] { return NewInternalIterator(*v); };
+    prefetch.resolve_batch = [this](absl::Span<const std::string_view> keys,
+                                    absl::Span<const std::string_view> stored,
+                                    std::vector<std::string>* values,
+                                    std::vector<absl::Status>* statuses) {
+      vlog_->MultiGet(keys, stored, values, statuses);
+    };
+  }
+  return NewDBIterator(NewInternalIterator(*view), view->sequence, view,
                        [this](std::string_view key, ValueType type, std::string_view stored,
-                              std::string* out) { return ResolveStoredValue(key, type, stored, out); });
+                              std::string* out) { return ResolveStoredValue(key, type, stored, out); },
+                       std::move(prefetch));
 }
 
 const Snapshot* DBImpl::GetSnapshot() {
