@@ -218,6 +218,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   lsm::VersionEdit edit;
   lsm::CompactionJobStats stats;
   absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);
+  base.reset();  // so the inputs count as obsolete below
   // Outputs' directory entries must be durable before the manifest names them.
   if (s.ok() && !edit.new_files().empty() && !stats.trivial_move) s = fs_->SyncDir(dbname_);
   if (s.ok()) {
@@ -270,7 +271,7 @@ absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* e
       c->SetInputsBeingCompacted(true);
       ++compactions_running_;
       mu_.Unlock();
-      s = DoCompaction(*c, base);
+      s = DoCompaction(*c, std::move(base));
       mu_.Lock();
       c->SetInputsBeingCompacted(false);
       --compactions_running_;

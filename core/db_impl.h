@@ -69,6 +69,7 @@ class DBImpl final : public DB {
   const Snapshot* GetSnapshot() override;
   void ReleaseSnapshot(const Snapshot* snapshot) override;
   absl::Status Flush() override;
+  absl::StatusOr<GcResult> RunGC() override;
   absl::Status CompactRange(const std::string* begin, const std::string* end) override;
   absl::Status WaitForBackgroundWork() override;
   bool GetProperty(std::string_view name, std::string* value) override;
@@ -90,7 +91,18 @@ class DBImpl final : public DB {
     std::vector<std::shared_ptr<lsm::MemTable>> imm;  // newest first
     std::shared_ptr<const lsm::Version> version;
     lsm::TableReadOptions table_read;
+    // Held while the view is in use: value-log segments collected after the
+    // view was taken are not deleted until it is released.
+    std::shared_ptr<const int> epoch;
   };
+  // A conditional pointer write-back from the garbage collector.
+  struct PointerRewrite {
+    absl::Span<const std::string_view> keys;
+    absl::Span<const vlog::ValuePointer> old_pointers;
+    absl::Span<const vlog::ValuePointer> new_pointers;
+    std::vector<bool>* replaced;
+  };
+  class GcIndex;
 
   // db_open.cc
   // VersionSet::LogAndApply with the value log's changes in the same edit;
@@ -104,7 +116,8 @@ class DBImpl final : public DB {
   absl::Status CheckBatch(const WriteBatch& batch) const;
   // Writes batch through the write queue; a null batch switches to a new
   // memtable (for Flush) in the queue's order.
-  absl::Status WriteImpl(const WriteOptions& options, const WriteBatch* batch);
+  absl::Status WriteImpl(const WriteOptions& options, const WriteBatch* batch,
+                         const PointerRewrite* rewrite = nullptr);
   absl::Status MakeRoomForWrite(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WriteBatch* BuildBatchGroup(Writer** last_writer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
@@ -116,6 +129,7 @@ class DBImpl final : public DB {
 
   // db_read.cc
   ReadView GetReadView(const ReadOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
+  ReadView GetReadViewLocked(const ReadOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status GetFromView(const ReadView& view, std::string_view key, std::string* value);
   // Merges the view's memtables and tables.
   std::unique_ptr<lsm::InternalIterator> NewInternalIterator(const ReadView& view);
@@ -126,6 +140,16 @@ class DBImpl final : public DB {
   // a deletion.
   absl::Status ResolveStoredValue(std::string_view key, lsm::ValueType type,
                                   std::string_view stored, std::string* out);
+
+  // db_gc.cc
+  absl::StatusOr<bool> PointsAt(const ReadView& view, std::string_view key,
+                                const vlog::ValuePointer& ptr);
+  absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
+                                 WriteBatch* batch);
+  absl::StatusOr<GcResult> CollectGarbage(bool manual) ABSL_LOCKS_EXCLUDED(mu_);
+  void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
+  double ValueLogSpaceAmplification() const;
+  void GcThread();
 
   // db_background.cc
   void BackgroundThread();
@@ -182,6 +206,18 @@ class DBImpl final : public DB {
   };
   std::array<LevelCompactionStats, lsm::kNumLevels> level_stats_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> background_threads_;
+
+  // Garbage collection.
+  absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one collection at a time
+  std::shared_ptr<const int> read_epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<const int>(0);
+  struct ObsoleteSegment {
+    uint64_t id;
+    lsm::SequenceNumber sequence;  // pointers moved away as of this sequence
+    std::weak_ptr<const int> epoch;
+  };
+  std::vector<ObsoleteSegment> obsolete_segments_ ABSL_GUARDED_BY(mu_);
+  std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
+  std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
 
   // Counters for GetStats.
   std::atomic<uint64_t> user_bytes_written_{0}, puts_{0}, deletes_{0};

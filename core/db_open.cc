@@ -43,6 +43,13 @@ absl::Status ValidateOptions(const Options& o) {
     return absl::InvalidArgumentError(
         "Options: soft_pending_compaction_bytes_limit exceeds the hard limit");
   }
+  if (o.gc_min_garbage_ratio < 0 || o.gc_min_garbage_ratio > 1) {
+    return absl::InvalidArgumentError("Options::gc_min_garbage_ratio must be in [0, 1]");
+  }
+  if (o.gc_space_amp_trigger != 0 && o.gc_space_amp_trigger <= 1) {
+    return absl::InvalidArgumentError(
+        "Options::gc_space_amp_trigger must be above 1 (or 0 to disable background GC)");
+  }
   if (o.max_background_compactions < 1) {
     return absl::InvalidArgumentError("Options::max_background_compactions must be at least 1");
   }
@@ -224,6 +231,7 @@ absl::Status DBImpl::Recover() {
   for (int i = 0; i < options_.max_background_compactions; ++i) {
     background_threads_.emplace_back([this] { CompactionThread(); });
   }
+  if (options_.gc_space_amp_trigger > 0) background_threads_.emplace_back([this] { GcThread(); });
   return absl::OkStatus();
 }
 

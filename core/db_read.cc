@@ -13,8 +13,13 @@ using lsm::SequenceNumber;
 using lsm::ValueType;
 
 DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options) {
-  ReadView view;
   absl::MutexLock l(&mu_);
+  return GetReadViewLocked(options);
+}
+
+DBImpl::ReadView DBImpl::GetReadViewLocked(const ReadOptions& options) {
+  ReadView view;
+  view.epoch = read_epoch_;
   view.sequence = options.snapshot != nullptr
                       ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence
                       : last_sequence_.load(std::memory_order_acquire);

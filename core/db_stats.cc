@@ -89,6 +89,13 @@ Stats DBImpl::GetStats() {
   st.vlog_garbage_bytes = vt.garbage_bytes;
   st.value_cache_hits = vt.cache_hits;
   st.value_cache_misses = vt.cache_misses;
+  st.gc_runs = gc_runs_.load();
+  st.gc_segments_freed = gc_segments_freed_.load();
+  st.gc_bytes_read = gc_bytes_read_.load();
+  st.gc_bytes_relocated = gc_bytes_relocated_.load();
+  st.gc_records_dropped = gc_records_dropped_.load();
+  st.gc_micros = gc_micros_.load();
+  st.vlog_space_amplification = ValueLogSpaceAmplification();
   // Live user bytes are known only from a full scan (cairn.live-bytes);
   // until one has run, space amplification is reported as 0 (unknown).
   st.live_user_bytes_estimate = live_user_bytes_.load();
@@ -131,6 +138,12 @@ std::string FormatStats(const Stats& st) {
                         st.space_amplification, st.sst_bytes / 1048576.0,
                         st.vlog_bytes / 1048576.0, st.vlog_segments,
                         st.vlog_garbage_bytes / 1048576.0);
+  absl::StrAppendFormat(&out,
+                        "gc: %d victims, %d segments freed, %.1f MiB read, %.1f MiB relocated, "
+                        "%d records dropped, %.2f s; value-log space amplification %.2f\n",
+                        st.gc_runs, st.gc_segments_freed, st.gc_bytes_read / 1048576.0,
+                        st.gc_bytes_relocated / 1048576.0, st.gc_records_dropped,
+                        st.gc_micros / 1e6, st.vlog_space_amplification);
   absl::StrAppendFormat(&out, "stalls: %d slowdowns, %d stops, %.3f s; pending compaction %.1f MiB\n",
                         st.stall_slowdowns, st.stall_stops, st.stall_micros / 1e6,
                         st.pending_compaction_bytes / 1048576.0);

@@ -14,9 +14,10 @@ using lsm::SequenceNumber;
 using lsm::ValueType;
 
 struct DBImpl::Writer {
-  explicit Writer(const WriteBatch* b, bool s) : batch(b), sync(s) {}
-  const WriteBatch* batch;
+  Writer(const WriteBatch* b, bool s, const PointerRewrite* r) : batch(b), sync(s), rewrite(r) {}
+  const WriteBatch* batch;  // null: a memtable switch or a pointer rewrite
   const bool sync;
+  const PointerRewrite* rewrite;
   bool done = false;
   absl::Status status;
   absl::CondVar cv;
@@ -64,21 +65,29 @@ absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch)
   return WriteImpl(options, &batch);
 }
 
-absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* batch) {
-  Writer w(batch, options.sync);
+absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* batch,
+                               const PointerRewrite* rewrite) {
+  Writer w(batch, options.sync, rewrite);
   absl::MutexLock l(&mu_);
   writers_.push_back(&w);
   while (!w.done && &w != writers_.front()) w.cv.Wait(&mu_);
   if (w.done) return w.status;
 
   // This writer leads a group.
-  absl::Status status = MakeRoomForWrite(/*force=*/batch == nullptr);
+  absl::Status status = MakeRoomForWrite(/*force=*/batch == nullptr && rewrite == nullptr);
   Writer* last_writer = &w;
-  if (status.ok() && batch != nullptr) {
-    WriteBatch* group = BuildBatchGroup(&last_writer);
+  if (status.ok() && (batch != nullptr || rewrite != nullptr)) {
+    WriteBatch* group;
+    ReadView view;
+    if (rewrite != nullptr) {
+      // Alone in its group; the batch is built from the state as of now.
+      group_batch_.Clear();
+      group = &group_batch_;
+      view = GetReadViewLocked(ReadOptions());
+    } else {
+      group = BuildBatchGroup(&last_writer);
+    }
     const SequenceNumber first = last_sequence_.load() + 1;
-    WriteBatchInternal::SetSequence(group, first);
-    const SequenceNumber last = first + group->Count() - 1;
     bool sync = false;
     for (Writer* x : writers_) {
       sync |= x->sync;
@@ -90,11 +99,15 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
       // Later writers queue behind us meanwhile; only the leader touches the
       // logs and inserts into the memtable, so mu_ is not needed here.
       mu_.Unlock();
-      const uint64_t user_bytes = UserBytes(*group);
-      status = SeparateValues(group);
+      if (rewrite != nullptr) status = BuildRewriteBatch(*rewrite, view, group);
+      WriteBatchInternal::SetSequence(group, first);
+      const uint64_t user_bytes = rewrite != nullptr ? 0 : UserBytes(*group);
+      if (status.ok()) status = SeparateValues(group);
       // Values reach the kernel before the WAL record that points to them.
       if (status.ok()) status = vlog_->Flush();
-      if (status.ok()) status = log->AddRecord(WriteBatchInternal::Contents(*group));
+      if (status.ok() && group->Count() > 0) {
+        status = log->AddRecord(WriteBatchInternal::Contents(*group));
+      }
       if (status.ok()) {
         if (!sync) {
           // Still reaches the kernel before it is acknowledged, so it
@@ -113,7 +126,8 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
       if (status.ok()) user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
       mu_.Lock();
     }
-    if (status.ok()) {
+    if (status.ok() && group->Count() > 0) {
+      const SequenceNumber last = first + group->Count() - 1;
       last_sequence_.store(last, std::memory_order_release);
       versions_->SetLastSequence(last);
     } else {
@@ -150,7 +164,7 @@ WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer) {
   *last_writer = first;
   for (auto it = writers_.begin() + 1; it != writers_.end(); ++it) {
     Writer* w = *it;
-    if (w->batch == nullptr) break;  // a memtable switch goes alone
+    if (w->batch == nullptr) break;  // a memtable switch or a rewrite goes alone
     // A sync write does not join a non-sync leader's group, which is not
     // synced.
     if (w->sync && !first->sync) break;

@@ -35,7 +35,13 @@ absl::Status ValueLog::Apply(const vlog::SegmentEdit& edit) { return set_.Apply(
 
 absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit) {
   for (const vlog::SegmentInfo& info : set_.Segments()) {
-    if (info.sealed || info.obsolete) continue;
+    if (info.obsolete) {
+      absl::Status s = fs_->RemoveFile(SegmentPath(info.segment_id));
+      if (!s.ok() && !absl::IsNotFound(s)) return s;
+      edit->RemoveSegment(info.segment_id);
+      continue;
+    }
+    if (info.sealed) continue;
     // Active at the crash: keep every whole record, cut a torn tail.
     vlog::SegmentScannerOptions so;
     so.category = io::IoCategory::kValueLog;

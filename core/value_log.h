@@ -45,8 +45,9 @@ class ValueLog {
   // Recovery: one manifest extension record (tags of vlog::IsSegmentEditTag).
   absl::Status ApplyManifestRecord(uint32_t tag, std::string_view payload);
   // Recovery, after WAL replay: seals every segment that was being written
-  // at the crash at the end of its last whole record (into *edit) and
-  // removes segment files the set does not know (orphans of a crash).
+  // at the crash at the end of its last whole record (into *edit), deletes
+  // segments a collection left obsolete (nothing can read them at open),
+  // and removes segment files the set does not know (orphans of a crash).
   absl::Status FinishRecovery(vlog::SegmentEdit* edit);
   // True when a WAL entry's pointer names a record that reads back intact
   // with key; false when it does not (missing or torn); errors only for I/O.
@@ -92,6 +93,9 @@ class ValueLog {
   };
   // Turns the meter's counts into its edit (call once after the job).
   static void FinishGarbageMeter(GarbageMeter* meter);
+
+  // Closes the cached reader of a segment (before its file is deleted).
+  void EvictReader(uint64_t segment_id) { readers_.Evict(segment_id); }
 
   // Applies an edit that the manifest now holds.
   absl::Status Apply(const vlog::SegmentEdit& edit);

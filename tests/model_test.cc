@@ -54,6 +54,7 @@ class ModelTest : public ::testing::TestWithParam<ModelTestParams> {
     o.level0_compaction_trigger = 2;
     o.value_separation_threshold = GetParam().value_separation_threshold;
     o.value_log_segment_size = 64 << 10;  // many segments
+    o.gc_min_garbage_ratio = 0.3;          // GC finds victims often
     return o;
   }
 
@@ -138,6 +139,9 @@ class Driver {
         ASSERT_TRUE(db_->Flush().ok());
       } else if (r < 91) {
         ASSERT_TRUE(db_->CompactRange(nullptr, nullptr).ok());
+      } else if (r < 93) {
+        auto gc = db_->RunGC();
+        ASSERT_TRUE(gc.ok()) << gc.status();
       } else if (check_reads && !snapshots_.empty()) {
         CheckSnapshot(snapshots_[rng_() % snapshots_.size()]);
       }

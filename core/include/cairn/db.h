@@ -62,6 +62,11 @@ class DB {
   virtual absl::Status Flush() = 0;
   // Compacts the key range [begin, end] (null: unbounded) down the levels.
   virtual absl::Status CompactRange(const std::string* begin, const std::string* end) = 0;
+  // Collects value-log segments whose garbage share reaches
+  // Options::gc_min_garbage_ratio, now, without a byte budget: live values
+  // move to a new segment, pointers are rewritten unless a newer write won,
+  // and a victim's file is deleted once no snapshot or iterator can read it.
+  virtual absl::StatusOr<GcResult> RunGC() = 0;
   // Waits until no flush or compaction is pending or running.
   virtual absl::Status WaitForBackgroundWork() = 0;
 

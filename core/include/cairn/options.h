@@ -75,6 +75,16 @@ struct Options {
   // writes slow down (default 64 GiB) and stop (default 256 GiB).
   uint64_t soft_pending_compaction_bytes_limit = uint64_t{64} << 30;
   uint64_t hard_pending_compaction_bytes_limit = uint64_t{256} << 30;
+  // Garbage collection of the value log. A segment is collected only when at
+  // least this share of its bytes is garbage. Default: 0.5 (docs/gc.md).
+  double gc_min_garbage_ratio = 0.5;
+  // Background GC runs while the value log's space amplification (its bytes
+  // on disk over its live bytes) exceeds this; 0 disables background GC
+  // (DB::RunGC still works). Default: 1.5.
+  double gc_space_amp_trigger = 1.5;
+  // I/O budget of background GC in bytes per second (reads plus writes), so
+  // foreground writes do not stall; 0 means unlimited. Default: 64 MiB/s.
+  uint64_t gc_bytes_per_sec = uint64_t{64} << 20;
   // Threads for compaction (flush has its own). Default: 1.
   int max_background_compactions = 1;
 };

@@ -23,6 +23,18 @@ struct LevelStats {
   double write_amplification = 0;
 };
 
+// What one DB::RunGC call (or one background pass) did.
+struct GcResult {
+  uint64_t victims = 0;            // segments collected
+  uint64_t segments_freed = 0;     // segment files deleted so far
+  uint64_t bytes_read = 0;
+  uint64_t bytes_relocated = 0;    // live record bytes copied
+  uint64_t records_relocated = 0;
+  uint64_t records_dropped = 0;    // garbage records not copied
+  uint64_t rewrites_lost = 0;      // copies a concurrent write made garbage
+  uint64_t micros = 0;
+};
+
 struct Stats {
   std::string io_backend;  // "io_uring" or "posix"
 
@@ -63,6 +75,16 @@ struct Stats {
   uint64_t stall_micros = 0;
   // Compaction debt (RocksDB's estimate) that drives the byte-based stalls.
   uint64_t pending_compaction_bytes = 0;
+
+  // Value-log garbage collection, since open.
+  uint64_t gc_runs = 0;  // victims collected
+  uint64_t gc_segments_freed = 0;
+  uint64_t gc_bytes_read = 0;
+  uint64_t gc_bytes_relocated = 0;
+  uint64_t gc_records_dropped = 0;
+  uint64_t gc_micros = 0;
+  // Value-log bytes on disk over its live bytes (1 = no garbage).
+  double vlog_space_amplification = 0;
 
   std::vector<LevelStats> levels;
 };

@@ -1,0 +1,228 @@
+// Value-log garbage collection, the DB's side: the index the collector
+// checks liveness against and writes pointers back through (the write
+// queue, as conditional updates), the deletion of collected segments once no
+// reader can reach them, RunGC, and the background GC thread. The protocol
+// and victim choice: docs/gc.md.
+#include <chrono>
+
+#include "absl/strings/str_cat.h"
+#include "core/db_impl.h"
+#include "core/write_batch_internal.h"
+#include "gc/gc_job.h"
+#include "gc/victim_picker.h"
+#include "io/status_macros.h"
+#include "lsm/filename.h"
+
+namespace cairn {
+
+using lsm::SequenceNumber;
+using lsm::ValueType;
+
+namespace {
+
+bool SamePlace(const vlog::ValuePointer& a, const vlog::ValuePointer& b) {
+  return a.segment_id == b.segment_id && a.offset == b.offset;
+}
+
+}  // namespace
+
+// The collector's narrow view of the LSM.
+class DBImpl::GcIndex final : public gc::IndexView {
+ public:
+  explicit GcIndex(DBImpl* db) : db_(db) {}
+
+  absl::Status CheckLive(absl::Span<const std::string_view> keys,
+                         absl::Span<const vlog::ValuePointer> pointers,
+                         std::vector<bool>* live) override {
+    const ReadView view = db_->GetReadView(ReadOptions());
+    live->assign(keys.size(), false);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      CAIRN_ASSIGN_OR_RETURN((*live)[i], db_->PointsAt(view, keys[i], pointers[i]));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<size_t> RewritePointers(absl::Span<const std::string_view> keys,
+                                         absl::Span<const vlog::ValuePointer> old_pointers,
+                                         absl::Span<const vlog::ValuePointer> new_pointers,
+                                         std::vector<bool>* replaced) override {
+    PointerRewrite rewrite{keys, old_pointers, new_pointers, replaced};
+    replaced->assign(keys.size(), false);
+    WriteOptions sync;
+    sync.sync = true;
+    CAIRN_RETURN_IF_ERROR(db_->WriteImpl(sync, nullptr, &rewrite));
+    size_t n = 0;
+    for (bool r : *replaced) n += r;
+    return n;
+  }
+
+  absl::Status LogSegmentEdit(const vlog::SegmentEdit& edit) override {
+    lsm::VersionEdit ve;
+    return db_->LogAndApply(&ve, &edit);
+  }
+
+  uint64_t NewFileNumber() override { return db_->versions_->NewFileNumber(); }
+
+ private:
+  DBImpl* const db_;
+};
+
+absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
+                                      const vlog::ValuePointer& ptr) {
+  ValueType type;
+  std::string stored;
+  CAIRN_RETURN_IF_ERROR(LookupInView(view, key, &type, &stored));
+  if (type != ValueType::kValuePointer) return false;
+  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(stored);
+  return current.ok() && SamePlace(*current, ptr);
+}
+
+absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
+                                       WriteBatch* batch) {
+  // Runs as the write leader, alone in its group: every earlier write is in
+  // the memtable, and no later one can slip in before this batch.
+  for (size_t i = 0; i < rewrite.keys.size(); ++i) {
+    CAIRN_ASSIGN_OR_RETURN(bool still, PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i]));
+    if (!still) continue;  // a newer Put or a Delete won
+    WriteBatchInternal::AddEntry(batch, ValueType::kValuePointer, rewrite.keys[i],
+                                 vlog::EncodeValuePointer(rewrite.new_pointers[i]));
+    (*rewrite.replaced)[i] = true;
+  }
+  return absl::OkStatus();
+}
+
+void DBImpl::DeleteObsoleteSegments() {
+  std::vector<uint64_t> ready;
+  {
+    absl::MutexLock l(&mu_);
+    const SequenceNumber oldest = OldestSnapshot();
+    for (auto it = obsolete_segments_.begin(); it != obsolete_segments_.end();) {
+      // Unreachable once every read view from before the rewrite is gone and
+      // no snapshot older than it remains.
+      if (it->epoch.expired() && oldest >= it->sequence) {
+        ready.push_back(it->id);
+        it = obsolete_segments_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  if (ready.empty()) return;
+  vlog::SegmentEdit edit;
+  for (uint64_t id : ready) {
+    vlog_->EvictReader(id);
+    absl::Status s = fs_->RemoveFile(lsm::ValueLogFileName(dbname_, id));
+    if (!s.ok() && !absl::IsNotFound(s)) {
+      // Stays obsolete in the manifest; the next open deletes it.
+      continue;
+    }
+    edit.RemoveSegment(id);
+    gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (edit.empty()) return;
+  absl::Status s = fs_->SyncDir(dbname_);
+  if (s.ok()) {
+    lsm::VersionEdit ve;
+    s = LogAndApply(&ve, &edit);
+  }
+  if (!s.ok()) {
+    absl::MutexLock l(&mu_);
+    SetBackgroundError(s);
+  }
+}
+
+absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
+  absl::MutexLock gc_lock(&gc_mu_);
+  GcResult total;
+  const auto start = std::chrono::steady_clock::now();
+  DeleteObsoleteSegments();
+  gc::VictimPicker picker(gc::VictimPickerOptions{options_.gc_min_garbage_ratio});
+  gc::GcJobOptions jo;
+  jo.compress = options_.value_compression == Compression::kZstd;
+  jo.bytes_per_second = manual ? 0 : options_.gc_bytes_per_sec;
+  GcIndex index(this);
+  absl::flat_hash_set<uint64_t> done;
+  while (true) {
+    {
+      absl::MutexLock l(&mu_);
+      if (shutting_down_) break;
+      CAIRN_RETURN_IF_ERROR(bg_error_);
+    }
+    const std::vector<vlog::SegmentInfo> segments = vlog_->segment_set().Segments();
+    gc::PickRequest request;
+    request.segments = segments;
+    request.exclude = done;
+    std::optional<gc::VictimCandidate> victim = picker.PickOne(request);
+    if (!victim.has_value()) break;
+    done.insert(victim->segment_id);
+    gc::GcJobResult r;
+    absl::Status s = gc::RunGcJob(
+        jo, fs_.get(), [this](uint64_t id) { return lsm::ValueLogFileName(dbname_, id); },
+        victim->segment_id, &index, &r);
+    if (!s.ok()) {
+      absl::MutexLock l(&mu_);
+      SetBackgroundError(s);
+      return s;
+    }
+    {
+      absl::MutexLock l(&mu_);
+      // Readers from before the rewrite hold the old epoch; the victim goes
+      // when they are all gone and no older snapshot remains.
+      obsolete_segments_.push_back(
+          {victim->segment_id, last_sequence_.load(), std::weak_ptr<const int>(read_epoch_)});
+      read_epoch_ = std::make_shared<const int>(0);
+    }
+    ++total.victims;
+    total.bytes_read += r.bytes_read;
+    total.bytes_relocated += r.bytes_relocated;
+    total.records_relocated += r.live_records;
+    total.records_dropped += r.records_dropped;
+    total.rewrites_lost += r.rewrites_lost;
+    gc_runs_.fetch_add(1, std::memory_order_relaxed);
+    gc_bytes_read_.fetch_add(r.bytes_read, std::memory_order_relaxed);
+    gc_bytes_relocated_.fetch_add(r.bytes_relocated, std::memory_order_relaxed);
+    gc_records_dropped_.fetch_add(r.records_dropped, std::memory_order_relaxed);
+    DeleteObsoleteSegments();
+    if (!manual) break;  // background: one victim per pass, then re-check
+  }
+  const uint64_t freed_before = gc_segments_freed_.load();
+  DeleteObsoleteSegments();
+  total.segments_freed = gc_segments_freed_.load() - freed_before;
+  total.micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::steady_clock::now() - start)
+                     .count();
+  gc_micros_.fetch_add(total.micros, std::memory_order_relaxed);
+  return total;
+}
+
+absl::StatusOr<GcResult> DBImpl::RunGC() {
+  const uint64_t freed_before = gc_segments_freed_.load();
+  CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
+  r.segments_freed = gc_segments_freed_.load() - freed_before;
+  return r;
+}
+
+double DBImpl::ValueLogSpaceAmplification() const {
+  const ValueLog::Totals t = vlog_->GetTotals();
+  if (t.bytes == 0) return 0;
+  const uint64_t live = t.bytes > t.garbage_bytes ? t.bytes - t.garbage_bytes : 1;
+  return static_cast<double>(t.bytes) / live;
+}
+
+void DBImpl::GcThread() {
+  absl::MutexLock l(&mu_);
+  while (!shutting_down_) {
+    background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
+    if (shutting_down_ || !bg_error_.ok()) continue;
+    mu_.Unlock();
+    if (ValueLogSpaceAmplification() > options_.gc_space_amp_trigger) {
+      // Errors are sticky in bg_error_ (set by CollectGarbage).
+      CollectGarbage(/*manual=*/false).IgnoreError();
+    } else {
+      DeleteObsoleteSegments();
+    }
+    mu_.Lock();
+  }
+}
+
+}  // namespace cairn

@@ -1,0 +1,309 @@
+#include "gc/gc_job.h"
+
+#include <algorithm>
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/cleanup/cleanup.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "io/status_macros.h"
+#include "vlog/segment_edit.h"
+#include "vlog/segment_scanner.h"
+#include "vlog/segment_writer.h"
+#include "vlog/value_pointer.h"
+#include "vlog/vlog_format.h"
+
+namespace cairn::gc {
+
+namespace {
+
+// One record of the victim, copied out of the scanner's window.
+struct Record {
+  std::string key;
+  std::string stored_value;  // as on disk
+  uint8_t flags = 0;
+  vlog::ValuePointer old_pointer;
+  vlog::ValuePointer new_pointer;
+};
+
+// Keeps the job's I/O under a byte rate by sleeping whenever it runs ahead
+// of the schedule start + bytes / rate.
+class Throttle {
+ public:
+  explicit Throttle(uint64_t bytes_per_second)
+      : bytes_per_second_(bytes_per_second), start_(absl::Now()) {}
+
+  void Charge(uint64_t bytes) {
+    if (bytes_per_second_ == 0) return;
+    charged_ += bytes;
+    const absl::Time due =
+        start_ + absl::Seconds(static_cast<double>(charged_) / bytes_per_second_);
+    const absl::Duration ahead = due - absl::Now();
+    // Sleeping for less than a millisecond costs more than it saves; the
+    // debt carries over to the next charge, so the rate still holds.
+    if (ahead < absl::Milliseconds(1)) return;
+    absl::SleepFor(ahead);
+    slept_ += ahead;
+  }
+
+  absl::Duration slept() const { return slept_; }
+
+ private:
+  const uint64_t bytes_per_second_;
+  const absl::Time start_;
+  uint64_t charged_ = 0;
+  absl::Duration slept_;
+};
+
+// The directory holding path ("." for a bare name).
+std::string DirName(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+class GcJob {
+ public:
+  GcJob(const GcJobOptions& options, io::FileSystem* fs,
+        const std::function<std::string(uint64_t)>& segment_path, uint64_t victim_id,
+        IndexView* index, GcJobResult* result)
+      : options_(options), fs_(fs), segment_path_(segment_path), victim_id_(victim_id),
+        index_(index), result_(result), throttle_(options.bytes_per_second) {}
+
+  absl::Status Run() {
+    CAIRN_RETURN_IF_ERROR(ScanVictim());
+    // Live keys are distinct (a key's current value is one record), so the
+    // order is total. Neighbouring keys end up in neighbouring records, which
+    // later range scans read together.
+    std::sort(live_.begin(), live_.end(),
+              [](const Record& a, const Record& b) { return a.key < b.key; });
+    vlog::SegmentEdit final_edit;
+    if (!live_.empty()) {
+      absl::Status s = WriteOutput();
+      if (!s.ok()) {
+        AbandonOutput();
+        return s;
+      }
+      s = RewriteAll();
+      if (lost_records_ > 0) {
+        final_edit.AddGarbage(output_id_, result_->garbage_bytes_lost, lost_records_);
+      }
+      if (!s.ok()) {
+        // Some rewrites may be durable, so the output must stay; record the
+        // garbage we know of so the picker can still find it.
+        if (!final_edit.empty()) index_->LogSegmentEdit(final_edit).IgnoreError();
+        return s;
+      }
+    }
+    // Last: only now does nothing need the victim (TESTING.md, invariant 5).
+    final_edit.MarkObsolete(victim_id_);
+    return index_->LogSegmentEdit(final_edit);
+  }
+
+  absl::Duration slept() const { return throttle_.slept(); }
+
+ private:
+  absl::Status ScanVictim() {
+    vlog::SegmentScannerOptions so;
+    so.read_size = options_.read_size;
+    so.category = io::IoCategory::kGc;
+    so.direct_reads = options_.direct_io;
+    so.allow_torn_tail = false;  // sealed: every byte must be good
+    so.uncompress_values = false;
+    CAIRN_ASSIGN_OR_RETURN(
+        std::unique_ptr<vlog::SegmentScanner> scanner,
+        vlog::SegmentScanner::Open(fs_, segment_path_(victim_id_), victim_id_, so));
+    Charge(vlog::kSegmentHeaderSize, &result_->bytes_read);
+    std::vector<Record> batch;
+    batch.reserve(options_.liveness_batch_size);
+    vlog::ScannedRecord rec;
+    while (scanner->Next(&rec)) {
+      ++result_->records_scanned;
+      Charge(rec.size, &result_->bytes_read);
+      batch.push_back(Record{std::string(rec.key), std::string(rec.stored_value), rec.flags,
+                             rec.pointer(victim_id_), {}});
+      if (batch.size() >= options_.liveness_batch_size) CAIRN_RETURN_IF_ERROR(KeepLive(&batch));
+    }
+    CAIRN_RETURN_IF_ERROR(scanner->status());
+    return KeepLive(&batch);
+  }
+
+  // Moves the live records of *batch to live_ and empties it.
+  absl::Status KeepLive(std::vector<Record>* batch) {
+    if (batch->empty()) return absl::OkStatus();
+    std::vector<std::string_view> keys;
+    std::vector<vlog::ValuePointer> pointers;
+    for (const Record& r : *batch) {
+      keys.push_back(r.key);
+      pointers.push_back(r.old_pointer);
+    }
+    std::vector<bool> live;
+    CAIRN_RETURN_IF_ERROR(index_->CheckLive(keys, pointers, &live));
+    if (live.size() != batch->size()) {
+      return absl::InternalError(absl::StrCat("CheckLive answered ", live.size(), " of ",
+                                              batch->size(), " records"));
+    }
+    for (size_t i = 0; i < batch->size(); ++i) {
+      if (live[i]) {
+        live_.push_back(std::move((*batch)[i]));
+      } else {
+        ++result_->records_dropped;
+      }
+    }
+    batch->clear();
+    return absl::OkStatus();
+  }
+
+  absl::Status WriteOutput() {
+    output_id_ = index_->NewFileNumber();
+    result_->output_segment_id = output_id_;
+    output_path_ = segment_path_(output_id_);
+    vlog::SegmentWriterOptions wo;
+    wo.kind = vlog::SegmentKind::kGcOutput;
+    wo.compress = options_.compress;
+    wo.compression_level = options_.compression_level;
+    wo.direct_writes = options_.direct_io;
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
+                           vlog::SegmentWriter::Create(fs_, output_path_, output_id_, wo));
+    result_->bytes_written = writer->size();
+    Charge(writer->size(), nullptr);
+    // The file and its durable header exist before the manifest names the
+    // segment: a crash in between leaves an orphan file, removed at open.
+    CAIRN_RETURN_IF_ERROR(fs_->SyncDir(DirName(output_path_)));
+    vlog::SegmentEdit add;
+    add.AddSegment(output_id_, vlog::SegmentKind::kGcOutput);
+    output_logged_ = true;  // from here on the manifest may know it
+    CAIRN_RETURN_IF_ERROR(index_->LogSegmentEdit(add));
+
+    std::string value;
+    for (Record& r : live_) {
+      vlog::ParsedRecord parsed;
+      parsed.flags = r.flags;
+      parsed.key = r.key;
+      parsed.stored_value = r.stored_value;
+      CAIRN_RETURN_IF_ERROR(vlog::RecordValue(parsed, &value));
+      CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->Append(r.key, value));
+      std::string().swap(r.stored_value);  // no longer needed; frees memory early
+      result_->bytes_relocated += r.new_pointer.size;
+      ++result_->live_records;
+      Charge(r.new_pointer.size, nullptr);
+    }
+    CAIRN_RETURN_IF_ERROR(writer->Sync());
+    CAIRN_RETURN_IF_ERROR(writer->Close());
+    result_->bytes_written = writer->size();
+    vlog::SegmentEdit seal;
+    seal.SealSegment(output_id_, writer->size(), writer->record_count());
+    return index_->LogSegmentEdit(seal);
+  }
+
+  // Best effort after a failure before any pointer into the output was
+  // written: the output is pure garbage.
+  void AbandonOutput() {
+    if (output_id_ == 0) return;
+    if (output_logged_) {
+      vlog::SegmentEdit edit;
+      edit.MarkObsolete(output_id_);
+      index_->LogSegmentEdit(edit).IgnoreError();
+    } else {
+      // Unknown to the manifest: an orphan, which open would remove anyway.
+      fs_->RemoveFile(output_path_).IgnoreError();
+    }
+  }
+
+  absl::Status RewriteAll() {
+    const size_t batch = options_.rewrite_batch_size;
+    for (size_t begin = 0; begin < live_.size(); begin += batch) {
+      const size_t end = std::min(live_.size(), begin + batch);
+      std::vector<std::string_view> keys;
+      std::vector<vlog::ValuePointer> old_pointers, new_pointers;
+      for (size_t i = begin; i < end; ++i) {
+        keys.push_back(live_[i].key);
+        old_pointers.push_back(live_[i].old_pointer);
+        new_pointers.push_back(live_[i].new_pointer);
+      }
+      std::vector<bool> replaced;
+      CAIRN_ASSIGN_OR_RETURN(size_t n_replaced,
+                             index_->RewritePointers(keys, old_pointers, new_pointers, &replaced));
+      const size_t n_true = static_cast<size_t>(std::count(replaced.begin(), replaced.end(), true));
+      if (replaced.size() != keys.size() || n_true != n_replaced) {
+        return absl::InternalError(absl::StrCat("RewritePointers answered ", replaced.size(),
+                                                " of ", keys.size(), " keys, ", n_replaced,
+                                                " replaced but ", n_true, " marked"));
+      }
+      for (size_t i = begin; i < end; ++i) {
+        if (replaced[i - begin]) continue;
+        ++lost_records_;
+        result_->garbage_bytes_lost += live_[i].new_pointer.size;
+      }
+      result_->rewrites_lost = lost_records_;
+    }
+    return absl::OkStatus();
+  }
+
+  // Counts bytes of I/O into *counter (when given) and the throttle.
+  void Charge(uint64_t bytes, uint64_t* counter) {
+    if (counter != nullptr) *counter += bytes;
+    throttle_.Charge(bytes);
+  }
+
+  const GcJobOptions& options_;
+  io::FileSystem* const fs_;
+  const std::function<std::string(uint64_t)>& segment_path_;
+  const uint64_t victim_id_;
+  IndexView* const index_;
+  GcJobResult* const result_;
+  Throttle throttle_;
+
+  std::vector<Record> live_;
+  uint64_t output_id_ = 0;
+  std::string output_path_;
+  bool output_logged_ = false;
+  uint64_t lost_records_ = 0;
+};
+
+}  // namespace
+
+std::string GcJobResult::DebugString() const {
+  return absl::StrFormat(
+      "gc victim %d -> output %d: read %d bytes, %d records scanned, %d live (%d bytes "
+      "relocated, %d written), %d dropped, %d rewrites lost (%d bytes), %d us (%d us throttled)",
+      victim_id, output_segment_id, bytes_read, records_scanned, live_records, bytes_relocated,
+      bytes_written, records_dropped, rewrites_lost, garbage_bytes_lost, micros,
+      throttled_micros);
+}
+
+absl::Status ValidateGcJobOptions(const GcJobOptions& options) {
+  if (options.read_size == 0 || options.liveness_batch_size == 0 ||
+      options.rewrite_batch_size == 0) {
+    return absl::InvalidArgumentError(
+        "GcJobOptions: read_size and the batch sizes must be positive");
+  }
+  if (options.compress && (options.compression_level < 1 || options.compression_level > 19)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GcJobOptions: zstd compression level ", options.compression_level, " is outside 1..19"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunGcJob(const GcJobOptions& options, io::FileSystem* fs,
+                      const std::function<std::string(uint64_t)>& segment_path,
+                      uint64_t victim_id, IndexView* index, GcJobResult* result) {
+  *result = GcJobResult();
+  result->victim_id = victim_id;
+  CAIRN_RETURN_IF_ERROR(ValidateGcJobOptions(options));
+  const absl::Time start = absl::Now();
+  GcJob job(options, fs, segment_path, victim_id, index, result);
+  absl::Cleanup timing = [&] {
+    result->micros = static_cast<uint64_t>(absl::ToInt64Microseconds(absl::Now() - start));
+    result->throttled_micros = static_cast<uint64_t>(absl::ToInt64Microseconds(job.slept()));
+  };
+  return job.Run();
+}
+
+}  // namespace cairn::gc

@@ -1,0 +1,100 @@
+// RunGcJob relocates the live records of one value-log segment (the victim)
+// into a new GC output segment and points their keys at the new copies, so
+// that the victim can be deleted. Protocol and crash analysis: docs/gc.md.
+//
+//   1. Scan the victim front to back with large sequential reads (a sealed
+//      segment: any bad record is DataLoss, and nothing is written).
+//   2. Check liveness in batches through IndexView::CheckLive.
+//   3. Sort the live records by key. They are buffered in memory as stored
+//      (compressed values stay compressed), so the job holds at most about
+//      one victim's worth of bytes; re-reading values in key order instead
+//      would trade that memory for a random read per record.
+//   4. Create the output segment (kGcOutput, a new file number), sync its
+//      directory, log AddSegment, append the records in key order, Sync, log
+//      SealSegment. No pointer into it exists before all of this is durable.
+//   5. IndexView::RewritePointers, in batches (compare-and-swap; durable).
+//   6. Log one edit: AddGarbage on the output for the copies whose rewrite
+//      lost to a newer write or a delete, then MarkObsolete(victim). The job
+//      never deletes the victim; the DB does when nothing can read it.
+// A victim with no live record gets no output segment: only step 6.
+//
+// A crash (or error) after any step leaves either extra garbage or a
+// complete move, never a pointer to bytes that are not durable or not known
+// to the manifest. When the job fails before any pointer was rewritten, it
+// marks its output segment obsolete (best effort).
+//
+// Values are decompressed before being appended and the writer compresses
+// them again when GcJobOptions::compress is set: SegmentWriter has no way to
+// append an already-compressed stored value, so a record's zstd flag follows
+// the job's option, not the victim's record (the value bytes are the same).
+//
+// Thread safety: one job per victim at a time; jobs on different victims
+// may run concurrently if IndexView allows.
+#ifndef CAIRN_GC_GC_JOB_H_
+#define CAIRN_GC_GC_JOB_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gc/index_view.h"
+#include "io/file_system.h"
+
+namespace cairn::gc {
+
+struct GcJobOptions {
+  // Bytes per sequential read of the victim.
+  size_t read_size = 2u << 20;
+  // Records per CheckLive call.
+  size_t liveness_batch_size = 256;
+  // Keys per RewritePointers call (each call is one durable write).
+  size_t rewrite_batch_size = 1024;
+  // Upper bound on the job's I/O (bytes read plus bytes written) per
+  // second; the job sleeps as needed. 0 means unlimited.
+  uint64_t bytes_per_second = 0;
+  // zstd for the output's values (the DB passes its value-log setting).
+  bool compress = false;
+  int compression_level = 3;
+  // O_DIRECT for the victim's reads and the output's writes.
+  bool direct_io = false;
+};
+
+// What one job did. Byte counts are of the segments' files.
+struct GcJobResult {
+  uint64_t victim_id = 0;
+  uint64_t output_segment_id = 0;  // 0 when the victim had no live record
+  uint64_t bytes_read = 0;         // of the victim, header included
+  uint64_t bytes_written = 0;      // the output's size, header included
+  uint64_t records_scanned = 0;
+  uint64_t live_records = 0;       // copied to the output
+  uint64_t bytes_relocated = 0;    // record bytes appended to the output
+  uint64_t records_dropped = 0;    // dead in the victim, not copied
+  uint64_t rewrites_lost = 0;      // copies a newer write made garbage
+  uint64_t garbage_bytes_lost = 0; // their record bytes, logged as garbage
+  uint64_t micros = 0;             // wall time of the job
+  uint64_t throttled_micros = 0;   // of which asleep for the byte budget
+
+  // One line for logs.
+  std::string DebugString() const;
+};
+
+// InvalidArgument for zero batch or read sizes or a bad compression level.
+absl::Status ValidateGcJobOptions(const GcJobOptions& options);
+
+// Runs the job above on segment victim_id, whose file is segment_path(id)
+// (the output goes to segment_path(output id), in the same directory, which
+// is synced). *result is filled as far as the job got, also on error.
+// REQUIRES: victim_id names a sealed, non-obsolete segment that no other job
+// is collecting; result != nullptr.
+// Errors: InvalidArgument (options); DataLoss naming file and offset for a
+// bad victim record (then nothing was written or rewritten); the file
+// system's and the index's errors.
+absl::Status RunGcJob(const GcJobOptions& options, io::FileSystem* fs,
+                      const std::function<std::string(uint64_t)>& segment_path,
+                      uint64_t victim_id, IndexView* index, GcJobResult* result);
+
+}  // namespace cairn::gc
+
+#endif  // CAIRN_GC_GC_JOB_H_

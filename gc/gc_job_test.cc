@@ -1,0 +1,484 @@
+#include "gc/gc_job.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gc/index_view.h"
+#include "gtest/gtest.h"
+#include "io/fault_file_system.h"
+#include "io/memory_file_system.h"
+#include "io/status_macros.h"
+#include "vlog/segment_reader.h"
+#include "vlog/segment_scanner.h"
+#include "vlog/segment_set.h"
+#include "vlog/segment_writer.h"
+#include "vlog/vlog_test_util.h"
+
+namespace cairn::gc {
+namespace {
+
+using vlog::SegmentEdit;
+using vlog::SegmentEditTag;
+using vlog::ValuePointer;
+
+constexpr uint64_t kVictim = 7;
+constexpr uint64_t kFresh = 9;  // segment holding the user's newer writes
+constexpr int kKeys = 40;
+
+std::string SegmentPath(uint64_t id) { return absl::StrFormat("/db/%06d.vlog", id); }
+
+// The DB as the collector sees it: the latest key -> pointer map, the
+// manifest's segment set and a log of calls. State changes only through
+// calls that succeed, so it is also what a crash leaves durable. It can die
+// at its n-th call, before or after the call takes effect.
+class FakeIndex : public IndexView {
+ public:
+  absl::Status CheckLive(absl::Span<const std::string_view> keys,
+                         absl::Span<const ValuePointer> pointers,
+                         std::vector<bool>* live) override {
+    CAIRN_RETURN_IF_ERROR(Enter("check"));
+    ++check_calls;
+    live->assign(keys.size(), false);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto it = map.find(std::string(keys[i]));
+      (*live)[i] = it != map.end() && it->second.segment_id == pointers[i].segment_id &&
+                   it->second.offset == pointers[i].offset;
+    }
+    return Leave();
+  }
+
+  absl::StatusOr<size_t> RewritePointers(absl::Span<const std::string_view> keys,
+                                         absl::Span<const ValuePointer> old_pointers,
+                                         absl::Span<const ValuePointer> new_pointers,
+                                         std::vector<bool>* replaced) override {
+    CAIRN_RETURN_IF_ERROR(Enter("rewrite"));
+    if (before_rewrite) before_rewrite();
+    for (size_t i = 0; i < keys.size(); ++i) {
+      // No pointer may name bytes the manifest does not know as sealed.
+      const auto info = set.Get(new_pointers[i].segment_id);
+      EXPECT_TRUE(info.has_value() && info->sealed && !info->obsolete) << keys[i];
+    }
+    replaced->assign(keys.size(), false);
+    size_t n = 0;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto it = map.find(std::string(keys[i]));
+      if (it == map.end() || !(it->second == old_pointers[i])) continue;
+      it->second = new_pointers[i];
+      (*replaced)[i] = true;
+      ++n;
+    }
+    CAIRN_RETURN_IF_ERROR(Leave());
+    return n;
+  }
+
+  absl::Status LogSegmentEdit(const SegmentEdit& edit) override {
+    CAIRN_RETURN_IF_ERROR(Enter("edit"));
+    CAIRN_RETURN_IF_ERROR(set.Apply(edit));
+    edits.push_back(edit);
+    for (const SegmentEdit::Change& c : edit.changes()) {
+      events.push_back(absl::StrCat("edit ", SegmentEdit::ChangeDebugString(c)));
+    }
+    return Leave();
+  }
+
+  uint64_t NewFileNumber() override { return next_file++; }
+
+  std::map<std::string, ValuePointer> map;
+  vlog::SegmentSet set;
+  std::vector<SegmentEdit> edits;
+  std::vector<std::string> events;  // "check", "rewrite", "edit <change>"
+  std::function<void()> before_rewrite;
+  uint64_t next_file = 20;
+  int check_calls = 0;
+  int calls = 0;
+  // Crash injection: the call numbered die_at (from 0) kills the process,
+  // before it takes effect or, with die_after_effect, after.
+  int die_at = -1;
+  bool die_after_effect = false;
+  io::FaultFileSystem* fault_fs = nullptr;
+
+ private:
+  absl::Status Enter(const std::string& what) {
+    if (dead_) return absl::UnavailableError("dead");
+    if (calls++ == die_at && !die_after_effect) return Die();
+    if (what != "edit") events.push_back(what);
+    return absl::OkStatus();
+  }
+  absl::Status Leave() {
+    if (calls - 1 == die_at && die_after_effect) return Die();
+    return absl::OkStatus();
+  }
+  absl::Status Die() {
+    dead_ = true;
+    if (fault_fs != nullptr) fault_fs->SetFilesystemActive(false);
+    return absl::UnavailableError("process died");
+  }
+  bool dead_ = false;
+};
+
+// One database image: the file systems, the fake index and a victim.
+struct Harness {
+  Harness()
+      : base_(std::make_shared<io::MemoryFileSystem>()),
+        fs_(std::make_unique<io::FaultFileSystem>(
+            base_, io::FaultFileSystemOptions{.drop_unsynced_dir_entries = true})) {
+    EXPECT_TRUE(base_->CreateDir("/db").ok());
+    index_.fault_fs = fs_.get();
+  }
+
+  // Writes the victim: kKeys keys in shuffled order, one record each, plus a
+  // second record for "k003" (whose first is then dead). Then "k001" is
+  // overwritten in segment kFresh and "k002" deleted, so 3 of kKeys + 1
+  // records are dead. Everything is durable before the job starts.
+  void WriteVictim(bool compress = false, size_t value_size = 300) {
+    std::mt19937_64 rng(42);
+    std::vector<std::string> keys;
+    for (int i = 0; i < kKeys; ++i) keys.push_back(absl::StrFormat("k%03d", i));
+    std::shuffle(keys.begin(), keys.end(), rng);
+    keys.push_back("k003");
+    vlog::SegmentWriterOptions wo;
+    wo.compress = compress;
+    auto writer = vlog::SegmentWriter::Create(fs_.get(), SegmentPath(kVictim), kVictim, wo);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (const std::string& k : keys) {
+      std::string v = compress ? vlog::testing::CompressibleBytes(rng, value_size)
+                               : vlog::testing::RandomBytes(rng, value_size);
+      auto p = (*writer)->Append(k, v);
+      ASSERT_TRUE(p.ok()) << p.status();
+      if (index_.map.count(k)) AddGarbage(kVictim, index_.map[k]);
+      index_.map[k] = *p;
+      values_[k] = v;
+    }
+    ASSERT_TRUE((*writer)->Sync().ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+    SegmentEdit edit;
+    edit.AddSegment(kVictim, vlog::SegmentKind::kFresh);
+    edit.SealSegment(kVictim, (*writer)->size(), (*writer)->record_count());
+    ASSERT_TRUE(index_.set.Apply(edit).ok());
+    victim_size_ = (*writer)->size();
+
+    auto fresh = vlog::SegmentWriter::Create(fs_.get(), SegmentPath(kFresh), kFresh, {});
+    ASSERT_TRUE(fresh.ok()) << fresh.status();
+    ASSERT_TRUE(index_.set.Apply(AddSegmentEdit(kFresh)).ok());
+    fresh_ = std::move(*fresh);
+    Overwrite("k001", "newer value of k001");
+    Delete("k002");
+    ASSERT_TRUE(fs_->SyncDir("/db").ok());
+  }
+
+  static SegmentEdit AddSegmentEdit(uint64_t id) {
+    SegmentEdit e;
+    e.AddSegment(id, vlog::SegmentKind::kFresh);
+    return e;
+  }
+
+  void AddGarbage(uint64_t id, const ValuePointer& p) {
+    SegmentEdit e;
+    e.AddGarbage(id, p.size, 1);
+    ASSERT_TRUE(index_.set.Apply(e).ok());
+  }
+
+  // A user Put of key into segment kFresh, durable.
+  void Overwrite(const std::string& key, const std::string& value) {
+    auto p = fresh_->Append(key, value);
+    ASSERT_TRUE(p.ok()) << p.status();
+    ASSERT_TRUE(fresh_->Sync().ok());
+    if (index_.map.count(key)) AddGarbage(index_.map[key].segment_id, index_.map[key]);
+    index_.map[key] = *p;
+    values_[key] = value;
+  }
+
+  void Delete(const std::string& key) {
+    AddGarbage(index_.map[key].segment_id, index_.map[key]);
+    index_.map.erase(key);
+    values_.erase(key);
+  }
+
+  absl::Status RunJob(const GcJobOptions& options = {}) {
+    return RunGcJob(options, fs_.get(), SegmentPath, kVictim, &index_, &result_);
+  }
+
+  // Every key's pointer names a known, non-obsolete segment whose record
+  // reads back with the right key and value from fs_ as it is now.
+  void ExpectNoDanglingPointer(const std::string& context) {
+    for (const auto& [key, p] : index_.map) {
+      SCOPED_TRACE(absl::StrCat(context, " key ", key, " at ", p.DebugString()));
+      const auto info = index_.set.Get(p.segment_id);
+      ASSERT_TRUE(info.has_value());
+      EXPECT_FALSE(info->obsolete);
+      auto reader = vlog::SegmentReader::Open(fs_.get(), SegmentPath(p.segment_id), p.segment_id,
+                                              false);
+      ASSERT_TRUE(reader.ok()) << reader.status();
+      std::string value;
+      ASSERT_TRUE((*reader)->Read(p, key, &value).ok());
+      EXPECT_EQ(value, values_.at(key));
+    }
+    EXPECT_EQ(index_.map.size(), values_.size());
+  }
+
+  // Keys and flags of the records of segment id, in file order.
+  std::vector<std::pair<std::string, uint8_t>> ScanSegment(uint64_t id) {
+    vlog::SegmentScannerOptions so;
+    so.allow_torn_tail = false;
+    auto scanner = vlog::SegmentScanner::Open(fs_.get(), SegmentPath(id), id, so);
+    EXPECT_TRUE(scanner.ok()) << scanner.status();
+    std::vector<std::pair<std::string, uint8_t>> out;
+    if (!scanner.ok()) return out;
+    vlog::ScannedRecord r;
+    while ((*scanner)->Next(&r)) out.emplace_back(std::string(r.key), r.flags);
+    EXPECT_TRUE((*scanner)->status().ok()) << (*scanner)->status();
+    return out;
+  }
+
+  std::shared_ptr<io::MemoryFileSystem> base_;
+  std::unique_ptr<io::FaultFileSystem> fs_;
+  std::unique_ptr<vlog::SegmentWriter> fresh_;
+  FakeIndex index_;
+  std::map<std::string, std::string> values_;
+  uint64_t victim_size_ = 0;
+  GcJobResult result_;
+};
+
+class GcJobTest : public ::testing::Test, public Harness {};
+
+TEST_F(GcJobTest, LiveRecordsMoveAndReadBackAtTheirNewPointers) {
+  WriteVictim();
+  const size_t live = kKeys - 2;  // k001 overwritten, k002 deleted
+  ASSERT_TRUE(RunJob().ok());
+  ExpectNoDanglingPointer("after gc");
+  EXPECT_EQ(result_.victim_id, kVictim);
+  EXPECT_EQ(result_.records_scanned, kKeys + 1u);
+  EXPECT_EQ(result_.live_records, live);
+  EXPECT_EQ(result_.records_dropped, 3u);
+  EXPECT_EQ(result_.rewrites_lost, 0u);
+  EXPECT_EQ(result_.bytes_read, victim_size_);
+  const uint64_t out = result_.output_segment_id;
+  ASSERT_NE(out, 0u);
+  size_t moved = 0;
+  for (const auto& [key, p] : index_.map) moved += p.segment_id == out;
+  EXPECT_EQ(moved, live);
+  const auto info = index_.set.Get(out);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->kind, vlog::SegmentKind::kGcOutput);
+  EXPECT_TRUE(info->sealed);
+  EXPECT_EQ(info->records, live);
+  EXPECT_EQ(info->size, fs_->GetFileSize(SegmentPath(out)).value());
+  EXPECT_EQ(info->garbage_bytes, 0u);
+  EXPECT_EQ(result_.bytes_written, info->size);
+  EXPECT_EQ(result_.bytes_relocated, info->size - vlog::kSegmentHeaderSize);
+  EXPECT_TRUE(index_.set.Get(kVictim)->obsolete);
+  // The job never deletes the victim; the DB does when nothing reads it.
+  EXPECT_TRUE(fs_->FileExists(SegmentPath(kVictim)));
+  EXPECT_GT(fs_->stats().Get(io::IoCategory::kGc).bytes_read, 0u);
+  EXPECT_GT(fs_->stats().Get(io::IoCategory::kGc).bytes_written, 0u);
+}
+
+TEST_F(GcJobTest, OutputHoldsOnlyLiveRecordsInKeyOrder) {
+  WriteVictim();
+  ASSERT_TRUE(RunJob().ok());
+  std::vector<std::string> keys;
+  for (const auto& [k, flags] : ScanSegment(result_.output_segment_id)) keys.push_back(k);
+  std::vector<std::string> expected;
+  for (const auto& [k, p] : index_.map) {
+    if (p.segment_id == result_.output_segment_id) expected.push_back(k);
+  }
+  EXPECT_EQ(keys, expected);  // std::map order: sorted, one record per key
+  EXPECT_TRUE(std::is_sorted(keys.begin(), keys.end()));
+  EXPECT_EQ(std::count(keys.begin(), keys.end(), "k001"), 0);
+  EXPECT_EQ(std::count(keys.begin(), keys.end(), "k002"), 0);
+  EXPECT_EQ(std::count(keys.begin(), keys.end(), "k003"), 1);
+}
+
+TEST_F(GcJobTest, CompressedValuesSurviveWithTheOutputsCompressionSetting) {
+  WriteVictim(/*compress=*/true, /*value_size=*/2000);
+  GcJobOptions options;
+  options.compress = true;
+  ASSERT_TRUE(RunJob(options).ok());
+  ExpectNoDanglingPointer("compressed output");
+  for (const auto& [k, flags] : ScanSegment(result_.output_segment_id)) {
+    EXPECT_EQ(flags & vlog::kRecordFlagZstd, vlog::kRecordFlagZstd) << k;
+  }
+  EXPECT_LT(result_.bytes_relocated, result_.live_records * 2000);
+}
+
+TEST_F(GcJobTest, CompressedVictimMovesIntoUncompressedOutput) {
+  WriteVictim(/*compress=*/true, /*value_size=*/2000);
+  ASSERT_TRUE(RunJob().ok());
+  ExpectNoDanglingPointer("uncompressed output");
+  for (const auto& [k, flags] : ScanSegment(result_.output_segment_id)) EXPECT_EQ(flags, 0) << k;
+}
+
+TEST_F(GcJobTest, RewriteThatLosesARaceIsRefusedAndCountedAsGarbage) {
+  WriteVictim();
+  ValuePointer lost_put;
+  index_.before_rewrite = [&] {
+    Overwrite("k010", "user write racing with gc");
+    lost_put = index_.map["k010"];
+    Delete("k011");
+  };
+  ASSERT_TRUE(RunJob().ok());
+  ExpectNoDanglingPointer("after race");
+  EXPECT_EQ(index_.map["k010"], lost_put);  // the user's write won
+  EXPECT_EQ(index_.map.count("k011"), 0u);  // the delete stays a delete
+  EXPECT_EQ(result_.rewrites_lost, 2u);
+  const auto info = index_.set.Get(result_.output_segment_id);
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->garbage_records, 2u);
+  EXPECT_EQ(info->garbage_bytes, result_.garbage_bytes_lost);
+  // Both copies are 300-byte values under 4-byte keys.
+  EXPECT_EQ(result_.garbage_bytes_lost, 2 * vlog::RecordSize(4, 300));
+  EXPECT_TRUE(index_.set.Get(kVictim)->obsolete);
+}
+
+TEST_F(GcJobTest, EditsFollowTheProtocolOrder) {
+  WriteVictim();
+  GcJobOptions options;
+  options.liveness_batch_size = 16;
+  options.rewrite_batch_size = 16;
+  ASSERT_TRUE(RunJob(options).ok());
+  const uint64_t out = result_.output_segment_id;
+  const std::vector<std::string> expected = {
+      "check", "check", "check",  // 41 records in batches of 16
+      absl::StrCat("edit ", SegmentEdit::ChangeDebugString(
+                                {SegmentEditTag::kNewSegment, out, vlog::SegmentKind::kGcOutput})),
+      absl::StrCat("edit ", SegmentEdit::ChangeDebugString(
+                                {SegmentEditTag::kSealSegment, out, vlog::SegmentKind::kFresh,
+                                 index_.set.Get(out)->size, kKeys - 2})),
+      "rewrite", "rewrite", "rewrite",  // 38 live keys in batches of 16
+      absl::StrCat("edit ", SegmentEdit::ChangeDebugString(
+                                {SegmentEditTag::kMarkObsolete, kVictim})),
+  };
+  EXPECT_EQ(index_.events, expected);
+}
+
+TEST_F(GcJobTest, VictimWithoutLiveRecordsIsMarkedObsoleteWithoutOutput) {
+  WriteVictim();
+  for (int i = 0; i < kKeys; ++i) {
+    const std::string k = absl::StrFormat("k%03d", i);
+    if (index_.map.count(k) && index_.map[k].segment_id == kVictim) Delete(k);
+  }
+  const uint64_t next_file = index_.next_file;
+  ASSERT_TRUE(RunJob().ok());
+  EXPECT_EQ(result_.output_segment_id, 0u);
+  EXPECT_EQ(result_.live_records, 0u);
+  EXPECT_EQ(result_.records_dropped, kKeys + 1u);
+  EXPECT_EQ(index_.next_file, next_file);
+  ASSERT_EQ(index_.edits.size(), 1u);
+  EXPECT_TRUE(index_.set.Get(kVictim)->obsolete);
+  ExpectNoDanglingPointer("empty victim");
+}
+
+TEST_F(GcJobTest, CorruptVictimRecordIsDataLossAndNothingIsWritten) {
+  WriteVictim();
+  std::string bytes = base_->ReadFileToString(SegmentPath(kVictim)).value();
+  bytes[bytes.size() / 2] ^= 0x40;  // inside some record in the middle
+  ASSERT_TRUE(base_->WriteFileFromString(SegmentPath(kVictim), bytes).ok());
+  const auto map_before = index_.map;
+  const uint64_t next_file = index_.next_file;
+  const absl::Status s = RunJob();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find(SegmentPath(kVictim)), std::string::npos) << s;
+  EXPECT_EQ(index_.map, map_before);
+  EXPECT_TRUE(index_.edits.empty());
+  EXPECT_EQ(std::count(index_.events.begin(), index_.events.end(), "rewrite"), 0);
+  EXPECT_EQ(index_.next_file, next_file);  // no output segment was started
+  EXPECT_FALSE(index_.set.Get(kVictim)->obsolete);
+}
+
+TEST_F(GcJobTest, CrashAtEveryIndexCallLeavesNoDanglingPointer) {
+  int total_calls = 0;
+  {
+    Harness clean;
+    clean.WriteVictim();
+    ASSERT_TRUE(clean.RunJob().ok());
+    total_calls = clean.index_.calls;
+  }
+  ASSERT_GT(total_calls, 4);
+  for (int at = 0; at < total_calls; ++at) {
+    for (bool after : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("die at call ", at, after ? " after" : " before", " its effect"));
+      Harness t;
+      t.WriteVictim();
+      t.index_.die_at = at;
+      t.index_.die_after_effect = after;
+      EXPECT_FALSE(t.RunJob().ok());
+      ASSERT_TRUE(t.fs_->SimulateCrash(io::CrashMode::kDropUnsynced, at).ok());
+      t.ExpectNoDanglingPointer("after crash");
+    }
+  }
+}
+
+TEST_F(GcJobTest, FileSystemFailureAtEveryOperationLeavesNoDanglingPointer) {
+  uint64_t ops = 0;
+  {
+    Harness clean;
+    clean.WriteVictim();
+    const uint64_t before = clean.fs_->ops_seen();
+    ASSERT_TRUE(clean.RunJob().ok());
+    ops = clean.fs_->ops_seen() - before;
+  }
+  ASSERT_GT(ops, 5u);
+  int failures = 0;
+  for (uint64_t k = 0; k <= ops; ++k) {
+    SCOPED_TRACE(absl::StrCat("fail from operation ", k));
+    Harness t;
+    t.WriteVictim();
+    t.fs_->FailAfter(k, io::InjectedIoError("gc test"), io::FaultKind::kAny, true);
+    const absl::Status s = t.RunJob();
+    if (s.ok()) continue;
+    ++failures;
+    const bool rewrote = std::count(t.index_.events.begin(), t.index_.events.end(), "rewrite") > 0;
+    if (!rewrote && t.result_.output_segment_id != 0) {
+      // Failed before any pointer moved: the output is given up.
+      const auto info = t.index_.set.Get(t.result_.output_segment_id);
+      EXPECT_TRUE(!info.has_value() || info->obsolete);
+    }
+    t.fs_->SetFilesystemActive(false);
+    t.fs_->ClearFaults();
+    ASSERT_TRUE(t.fs_->SimulateCrash(io::CrashMode::kTearLastWrite, k).ok());
+    t.ExpectNoDanglingPointer("after failure and crash");
+  }
+  EXPECT_GT(failures, 5);
+}
+
+TEST_F(GcJobTest, ByteBudgetKeepsTheJobUnderItsRate) {
+  WriteVictim(/*compress=*/false, /*value_size=*/4000);
+  GcJobOptions options;
+  options.bytes_per_second = 1 << 20;
+  ASSERT_TRUE(RunJob(options).ok());
+  const double io_bytes = static_cast<double>(result_.bytes_read + result_.bytes_written);
+  const double min_micros = io_bytes / options.bytes_per_second * 1e6;
+  EXPECT_GT(io_bytes, 250e3);
+  // The schedule lets the last charge run up to a millisecond early.
+  EXPECT_GE(static_cast<double>(result_.micros), min_micros - 1000);
+  EXPECT_GT(result_.throttled_micros, 0u);
+  ExpectNoDanglingPointer("throttled");
+
+  Harness unlimited;
+  unlimited.WriteVictim(false, 4000);
+  ASSERT_TRUE(unlimited.RunJob().ok());
+  EXPECT_EQ(unlimited.result_.throttled_micros, 0u);
+}
+
+TEST_F(GcJobTest, InvalidOptionsAreRejectedBeforeAnyIo) {
+  WriteVictim();
+  GcJobOptions options;
+  options.liveness_batch_size = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunJob(options)));
+  options = {};
+  options.compress = true;
+  options.compression_level = 40;
+  EXPECT_TRUE(absl::IsInvalidArgument(RunJob(options)));
+  EXPECT_TRUE(index_.events.empty());
+  EXPECT_NE(result_.DebugString().find("gc victim 7"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cairn::gc

@@ -1,0 +1,67 @@
+// IndexView is the garbage collector's narrow window onto the database's
+// index (the LSM and its write queue) and manifest. gc/ declares it; core/
+// implements it, so the collector never includes lsm/ or core/.
+//
+// The collector relies on four promises (TESTING.md, invariants 5 and 6):
+//   - CheckLive answers from the latest state (memtables included);
+//   - RewritePointers is a compare-and-swap ordered with user writes through
+//     the write queue, and durable (synced) before it returns;
+//   - LogSegmentEdit is durable in the manifest before it returns;
+//   - file numbers are never reused.
+//
+// Thread safety: implementations must allow calls from a background GC
+// thread concurrently with user reads and writes.
+#ifndef CAIRN_GC_INDEX_VIEW_H_
+#define CAIRN_GC_INDEX_VIEW_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "vlog/segment_edit.h"
+#include "vlog/value_pointer.h"
+
+namespace cairn::gc {
+
+class IndexView {
+ public:
+  virtual ~IndexView() = default;
+
+  // Batched liveness. Resizes *live to keys.size(); (*live)[i] is true
+  // exactly when the current value of keys[i] (latest state, not a
+  // snapshot) is a pointer to pointers[i]: same segment and offset.
+  // REQUIRES: keys.size() == pointers.size().
+  // Errors: the index's read errors; the collector then stops without
+  // having written anything.
+  virtual absl::Status CheckLive(absl::Span<const std::string_view> keys,
+                                 absl::Span<const vlog::ValuePointer> pointers,
+                                 std::vector<bool>* live) = 0;
+
+  // Conditional write-back through the write queue, made durable (synced)
+  // before returning: for each i, if keys[i] still points at old_pointers[i]
+  // at the moment of the write, it is made to point at new_pointers[i];
+  // otherwise (a newer Put or a Delete won) it is left alone and a deleted
+  // key never comes back. Resizes *replaced to keys.size() and sets
+  // (*replaced)[i] to whether keys[i] was replaced; returns how many were.
+  // REQUIRES: the three spans have equal sizes.
+  // Errors: the write path's; then any subset of the batch may be durable.
+  virtual absl::StatusOr<size_t> RewritePointers(
+      absl::Span<const std::string_view> keys,
+      absl::Span<const vlog::ValuePointer> old_pointers,
+      absl::Span<const vlog::ValuePointer> new_pointers, std::vector<bool>* replaced) = 0;
+
+  // Persists a segment edit in the manifest, then applies it to the DB's
+  // in-memory segment set. The edit is atomic: all its changes or none.
+  virtual absl::Status LogSegmentEdit(const vlog::SegmentEdit& edit) = 0;
+
+  // A new file number (the DB's shared number space) for an output segment.
+  virtual uint64_t NewFileNumber() = 0;
+};
+
+}  // namespace cairn::gc
+
+#endif  // CAIRN_GC_INDEX_VIEW_H_

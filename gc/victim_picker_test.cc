@@ -1,0 +1,164 @@
+#include "gc/victim_picker.h"
+
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "vlog/segment_edit.h"
+#include "vlog/segment_set.h"
+
+namespace cairn::gc {
+namespace {
+
+// A sealed segment of size bytes with garbage bytes of garbage.
+vlog::SegmentInfo Sealed(uint64_t id, uint64_t size, uint64_t garbage) {
+  vlog::SegmentInfo s;
+  s.segment_id = id;
+  s.sealed = true;
+  s.size = size;
+  s.records = size / 100;
+  s.garbage_bytes = garbage;
+  s.garbage_records = garbage / 100;
+  return s;
+}
+
+std::vector<uint64_t> Ids(const std::vector<VictimCandidate>& candidates) {
+  std::vector<uint64_t> ids;
+  for (const VictimCandidate& c : candidates) ids.push_back(c.segment_id);
+  return ids;
+}
+
+TEST(VictimPickerTest, ScoreIsCostBenefitOfGarbageAndAge) {
+  // u = 0.5: (1 - u) * (1 + age) / (1 + u).
+  EXPECT_DOUBLE_EQ(VictimPicker::Score(0.5, 0), 0.5 / 1.5);
+  EXPECT_DOUBLE_EQ(VictimPicker::Score(0.5, 9), 0.5 * 10 / 1.5);
+  EXPECT_DOUBLE_EQ(VictimPicker::Score(1.0, 0), 1.0);  // all garbage: nothing to copy
+  EXPECT_DOUBLE_EQ(VictimPicker::Score(0.0, 100), 0.0);
+  EXPECT_LT(VictimPicker::Score(0.6, 5), VictimPicker::Score(0.7, 5));
+  EXPECT_LT(VictimPicker::Score(0.6, 5), VictimPicker::Score(0.6, 6));
+}
+
+TEST(VictimPickerTest, RanksByScoreBestFirst) {
+  const std::vector<vlog::SegmentInfo> segs = {
+      Sealed(1, 1000, 600), Sealed(2, 1000, 900), Sealed(3, 1000, 750)};
+  PickRequest req;
+  req.segments = segs;
+  req.age = [](const vlog::SegmentInfo&) { return 1.0; };  // equal ages: garbage decides
+  const std::vector<VictimCandidate> ranked = VictimPicker().Rank(req);
+  EXPECT_EQ(Ids(ranked), (std::vector<uint64_t>{2, 3, 1}));
+  EXPECT_GT(ranked[0].score, ranked[1].score);
+  EXPECT_DOUBLE_EQ(ranked[0].garbage_ratio, 0.9);
+  EXPECT_EQ(ranked[0].live_bytes, 100u);
+  EXPECT_EQ(ranked[0].size, 1000u);
+}
+
+TEST(VictimPickerTest, SegmentsBelowTheRatioFloorAreNeverPicked) {
+  const std::vector<vlog::SegmentInfo> segs = {
+      Sealed(1, 1000, 499), Sealed(2, 1000, 500), Sealed(3, 1000, 0), Sealed(4, 1000, 300)};
+  PickRequest req;
+  req.segments = segs;
+  EXPECT_EQ(Ids(VictimPicker().Rank(req)), (std::vector<uint64_t>{2}));  // floor is inclusive
+  EXPECT_EQ(Ids(VictimPicker({.min_garbage_ratio = 0.3}).Rank(req)),
+            (std::vector<uint64_t>{2, 1, 4}));
+  // Even a floor of 0 does not pick a segment without garbage.
+  EXPECT_EQ(VictimPicker({.min_garbage_ratio = 0.0}).Rank(req).size(), 3u);
+  EXPECT_FALSE(VictimPicker({.min_garbage_ratio = 0.6}).PickOne(req).has_value());
+}
+
+TEST(VictimPickerTest, UnsealedObsoleteAndExcludedSegmentsAreNeverPicked) {
+  vlog::SegmentInfo active;  // receiving fresh writes: not sealed, size 0
+  active.segment_id = 10;
+  active.garbage_bytes = 5000;  // garbage can arrive before the seal
+  vlog::SegmentInfo obsolete = Sealed(3, 1000, 1000);
+  obsolete.obsolete = true;
+  const std::vector<vlog::SegmentInfo> segs = {active, obsolete, Sealed(4, 1000, 950),
+                                               Sealed(5, 1000, 800)};
+  PickRequest req;
+  req.segments = segs;
+  EXPECT_EQ(Ids(VictimPicker().Rank(req)), (std::vector<uint64_t>{4, 5}));
+  req.exclude = {4};
+  EXPECT_EQ(VictimPicker().PickOne(req)->segment_id, 5u);
+  req.exclude = {4, 5};
+  EXPECT_FALSE(VictimPicker().PickOne(req).has_value());
+  EXPECT_TRUE(VictimPicker().Pick(req).empty());
+}
+
+TEST(VictimPickerTest, OlderSegmentsScoreHigherAtEqualGarbage) {
+  // Default age: newest id (the active segment, 20) minus the id.
+  vlog::SegmentInfo active;
+  active.segment_id = 20;
+  const std::vector<vlog::SegmentInfo> segs = {active, Sealed(19, 1000, 600),
+                                               Sealed(2, 1000, 600), Sealed(12, 1000, 600)};
+  PickRequest req;
+  req.segments = segs;
+  const std::vector<VictimCandidate> ranked = VictimPicker().Rank(req);
+  EXPECT_EQ(Ids(ranked), (std::vector<uint64_t>{2, 12, 19}));
+  EXPECT_DOUBLE_EQ(ranked[0].age, 18);
+  EXPECT_DOUBLE_EQ(ranked[2].age, 1);
+}
+
+TEST(VictimPickerTest, AgeCanOutweighGarbage) {
+  vlog::SegmentInfo active;
+  active.segment_id = 100;
+  // Old segment with 60% garbage against a young one with 90%.
+  const std::vector<vlog::SegmentInfo> segs = {active, Sealed(10, 1000, 600),
+                                               Sealed(99, 1000, 900)};
+  PickRequest req;
+  req.segments = segs;
+  // (0.6 * 91 / 1.4 = 39) beats (0.9 * 2 / 1.1 = 1.6).
+  EXPECT_EQ(VictimPicker().PickOne(req)->segment_id, 10u);
+  // A caller-provided age (time since the last write, say) overrides ids.
+  req.age = [](const vlog::SegmentInfo& s) { return s.segment_id == 99 ? 50.0 : 1.0; };
+  EXPECT_EQ(VictimPicker().PickOne(req)->segment_id, 99u);
+}
+
+TEST(VictimPickerTest, PickStaysWithinTheByteBudgetButReturnsAtLeastOne) {
+  vlog::SegmentInfo active;
+  active.segment_id = 50;
+  const std::vector<vlog::SegmentInfo> segs = {active, Sealed(1, 4000, 3600),
+                                               Sealed(2, 1000, 800), Sealed(3, 3000, 2400),
+                                               Sealed(4, 1000, 700)};
+  PickRequest req;
+  req.segments = segs;
+  EXPECT_EQ(Ids(VictimPicker().Rank(req)), (std::vector<uint64_t>{1, 2, 3, 4}));
+  EXPECT_EQ(Ids(VictimPicker().Pick(req)), (std::vector<uint64_t>{1}));  // budget 0: one
+  req.byte_budget = 100;  // smaller than any segment: still the best one
+  EXPECT_EQ(Ids(VictimPicker().Pick(req)), (std::vector<uint64_t>{1}));
+  req.byte_budget = 6000;  // 1 (4000) + 2 (1000) fit; 3 (3000) does not; 4 (1000) does
+  EXPECT_EQ(Ids(VictimPicker().Pick(req)), (std::vector<uint64_t>{1, 2, 4}));
+  req.byte_budget = 1u << 30;
+  EXPECT_EQ(VictimPicker().Pick(req).size(), 4u);
+}
+
+TEST(VictimPickerTest, WorksOnASegmentSetBuiltFromEdits) {
+  vlog::SegmentSet set;
+  vlog::SegmentEdit edit;
+  edit.AddSegment(5, vlog::SegmentKind::kFresh);
+  edit.SealSegment(5, 10000, 100);
+  edit.AddGarbage(5, 7000, 70);
+  edit.AddSegment(6, vlog::SegmentKind::kGcOutput);
+  edit.SealSegment(6, 10000, 100);
+  edit.AddGarbage(6, 8000, 80);
+  edit.MarkObsolete(6);
+  edit.AddSegment(7, vlog::SegmentKind::kFresh);  // active
+  edit.AddGarbage(7, 100, 1);
+  ASSERT_TRUE(set.Apply(edit).ok());
+  const std::vector<vlog::SegmentInfo> segs = set.Segments();
+  PickRequest req;
+  req.segments = segs;
+  const std::optional<VictimCandidate> pick = VictimPicker().PickOne(req);
+  ASSERT_TRUE(pick.has_value());
+  EXPECT_EQ(pick->segment_id, 5u);
+  EXPECT_DOUBLE_EQ(pick->age, 2);
+  EXPECT_EQ(VictimPicker().Rank(req).size(), 1u);
+}
+
+TEST(VictimPickerTest, ValidateRejectsRatiosOutsideZeroToOne) {
+  EXPECT_TRUE(VictimPicker::Validate({}).ok());
+  EXPECT_TRUE(VictimPicker::Validate({.min_garbage_ratio = 0}).ok());
+  EXPECT_TRUE(VictimPicker::Validate({.min_garbage_ratio = 1}).ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(VictimPicker::Validate({.min_garbage_ratio = -0.1})));
+  EXPECT_TRUE(absl::IsInvalidArgument(VictimPicker::Validate({.min_garbage_ratio = 1.5})));
+}
+
+}  // namespace
+}  // namespace cairn::gc
