@@ -1,0 +1,495 @@
+// `cairn check <db-dir>`: verifies a closed database without taking its LOCK
+// and without writing a byte (VersionSet::Recover only reads; every file is
+// opened for reading). In order:
+//   1. CURRENT and the manifest decode and their edits fit together; the
+//      value log's extension records replay into a SegmentSet;
+//   2. every segment in the set scans cleanly (a torn tail only on a segment
+//      not yet sealed) and a sealed one has the size and record count sealed;
+//   3. every WAL from the log number on reads to a clean end (a torn tail
+//      only on the newest) and its batches decode;
+//   4. every SST of the current version opens, passes Table::VerifyAll, and
+//      its entries are valid internal keys, strictly ordered, within the
+//      file's smallest..largest and no newer than the manifest's last sequence;
+//   5. every value pointer (in SSTs and WALs) decodes and reads back through
+//      SegmentReader with the right key. A pointer into a segment whose file
+//      is gone is dangling if the segment is still live in the set, or if the
+//      entry is the newest for its key (a shadowed entry may keep a pointer
+//      into a segment the garbage collector already removed);
+//   6. orphans: SSTs and segments on disk that nothing references, .tmp files.
+// Prints each problem as it is found, then a summary. Exit 0 only when no
+// problem was found.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/write_batch_internal.h"
+#include "lsm/dbformat.h"
+#include "lsm/filename.h"
+#include "lsm/log_reader.h"
+#include "lsm/table_cache.h"
+#include "lsm/version_set.h"
+#include "tools/commands.h"
+#include "vlog/segment_edit.h"
+#include "vlog/segment_reader.h"
+#include "vlog/segment_scanner.h"
+#include "vlog/segment_set.h"
+#include "vlog/value_pointer.h"
+
+namespace cairn::tools {
+namespace {
+
+constexpr std::string_view kCommand = "check";
+
+class Checker {
+ public:
+  Checker(io::FileSystem* fs, std::string dbname)
+      : fs_(fs), dbname_(std::move(dbname)), versions_(fs, dbname_) {}
+
+  // Runs every check; returns the exit code after printing the summary.
+  int Run() {
+    if (CheckManifest()) {
+      CheckSegments();
+      CheckWals();
+      CheckTables();
+      ResolveSuspects();
+      CheckOrphans();
+    }
+    PrintHiddenProblems();
+    absl::PrintF(
+        "summary: %d manifest records, %d tables (%d entries), %d WALs (%d batches, %d "
+        "entries), %d segments (%d records), %d value pointers checked (%d shadowed ones "
+        "into removed segments skipped), %d orphans; %d problems\n",
+        manifest_records_, tables_, table_entries_, wals_, wal_batches_, wal_entries_,
+        segments_checked_, segment_records_, pointers_checked_, stale_pointers_, orphans_,
+        problems_);
+    absl::PrintF("%s\n", problems_ == 0 ? "OK" : "PROBLEMS FOUND");
+    return problems_ == 0 ? kExitOk : kExitProblems;
+  }
+
+ private:
+  // A pointer whose segment file is gone and is not live in the set: a
+  // problem only when its entry is the newest for the key.
+  struct Suspect {
+    std::string file;
+    std::string where;
+    std::string user_key;
+    lsm::SequenceNumber sequence;
+    vlog::ValuePointer pointer;
+    bool from_wal;
+  };
+
+  // Counts a problem; prints it unless file already printed kMaxPrinted
+  // (a deleted segment would otherwise print one line per pointer).
+  void Problem(std::string_view file, std::string_view message) {
+    ++problems_;
+    if (++problems_per_file_[std::string(file)] > kMaxPrinted) return;
+    absl::PrintF("problem: %s: %s\n", std::string(file), std::string(message));
+  }
+  void PrintHiddenProblems() {
+    for (const auto& [file, n] : problems_per_file_) {
+      if (n > kMaxPrinted) {
+        absl::PrintF("problem: %s: ... %d more problems not shown\n", file, n - kMaxPrinted);
+      }
+    }
+  }
+  void Note(std::string_view message) { absl::PrintF("note: %s\n", std::string(message)); }
+
+  bool CheckManifest();
+  void CheckSegments();
+  void CheckWals();
+  void CheckWal(uint64_t number, bool newest);
+  void CheckTables();
+  void CheckTable(int level, const lsm::FileMetaData& f);
+  void CheckPointer(const std::string& file, const std::string& where, std::string_view user_key,
+                    lsm::SequenceNumber seq, std::string_view bytes, bool from_wal);
+  void ResolveSuspects();
+  void CheckOrphans();
+
+  io::FileSystem* const fs_;
+  const std::string dbname_;
+  lsm::VersionSet versions_;
+  vlog::SegmentSet segments_;
+  std::shared_ptr<const lsm::Version> version_;
+  std::unique_ptr<lsm::TableCache> table_cache_;
+  uint64_t manifest_number_ = 0;
+
+  // Segment id -> its reader, or why it could not be opened.
+  absl::flat_hash_map<uint64_t, absl::StatusOr<std::unique_ptr<vlog::SegmentReader>>> readers_;
+  // User key -> newest sequence seen in the WALs (newer than any SST's).
+  absl::flat_hash_map<std::string, lsm::SequenceNumber> wal_keys_;
+  // Segments that WAL entries point into (not orphans even if not in the set).
+  absl::flat_hash_set<uint64_t> wal_segments_;
+  std::vector<Suspect> suspects_;
+  std::string value_scratch_;  // values read back through pointers
+
+  uint64_t manifest_records_ = 0, tables_ = 0, table_entries_ = 0, wals_ = 0;
+  uint64_t wal_batches_ = 0, wal_entries_ = 0, segments_checked_ = 0, segment_records_ = 0;
+  uint64_t pointers_checked_ = 0, stale_pointers_ = 0, orphans_ = 0, problems_ = 0;
+  static constexpr uint64_t kMaxPrinted = 10;
+  absl::btree_map<std::string, uint64_t> problems_per_file_;
+};
+
+bool Checker::CheckManifest() {
+  const std::string current = lsm::CurrentFileName(dbname_);
+  absl::StatusOr<uint64_t> number = lsm::ReadCurrentFile(fs_, dbname_);
+  if (!number.ok()) {
+    Problem("CURRENT", number.status().ToString());
+    return false;
+  }
+  manifest_number_ = *number;
+  const std::string manifest = lsm::ManifestFileName(dbname_, manifest_number_);
+  absl::Status s = versions_.Recover([this, &manifest](uint32_t tag, std::string_view payload) {
+    if (!vlog::IsSegmentEditTag(tag)) {
+      Problem(BaseName(manifest),
+              absl::StrFormat("unknown extension record tag %d (%d bytes)", tag, payload.size()));
+    } else if (absl::Status a = segments_.DecodeAndApply(tag, payload); !a.ok()) {
+      Problem(BaseName(manifest), absl::StrCat("value-log record: ", a.ToString()));
+    }
+    return absl::OkStatus();  // keep going: report everything
+  });
+  if (!s.ok()) {
+    Problem(BaseName(manifest), s.ToString());
+    return false;
+  }
+  version_ = versions_.current();
+  table_cache_ = std::make_unique<lsm::TableCache>(fs_, dbname_, lsm::TableOptions(),
+                                                   /*block_cache=*/nullptr,
+                                                   /*counters=*/nullptr, /*max_open_files=*/64);
+  // Recover skips a torn last record silently; say so.
+  absl::StatusOr<std::unique_ptr<lsm::LogReader>> reader =
+      lsm::LogReader::Open(fs_, manifest, manifest_number_, io::IoCategory::kManifest);
+  if (reader.ok()) {
+    std::string scratch;
+    std::string_view record;
+    while ((*reader)->ReadRecord(&record, &scratch)) ++manifest_records_;
+    if ((*reader)->hit_torn_tail()) {
+      Note(absl::StrFormat("%s ends in a torn record at offset %d (never acknowledged; ignored)",
+                           BaseName(manifest), (*reader)->valid_end_offset()));
+    }
+  }
+  absl::PrintF("manifest %s: %d records, log number %d, next file %d, last sequence %d\n",
+               BaseName(manifest), manifest_records_, versions_.LogNumber(),
+               versions_.NextFileNumber(), versions_.LastSequence());
+  return true;
+}
+
+void Checker::CheckSegments() {
+  for (const vlog::SegmentInfo& info : segments_.Segments()) {
+    const std::string path = lsm::ValueLogFileName(dbname_, info.segment_id);
+    const std::string name(BaseName(path));
+    if (!fs_->FileExists(path)) {
+      if (info.obsolete) {
+        Note(absl::StrCat("obsolete segment ", name, " is already deleted"));
+      } else {
+        Problem(name, "in the segment set, but the file is missing");
+      }
+      continue;
+    }
+    ++segments_checked_;
+    vlog::SegmentScannerOptions options;
+    options.category = io::IoCategory::kValueLog;
+    options.allow_torn_tail = !info.sealed;  // only the active segment may be torn
+    absl::StatusOr<std::unique_ptr<vlog::SegmentScanner>> scanner =
+        vlog::SegmentScanner::Open(fs_, path, info.segment_id, options);
+    if (!scanner.ok()) {
+      Problem(name, scanner.status().ToString());
+      continue;
+    }
+    vlog::ScannedRecord r;
+    while ((*scanner)->Next(&r)) {
+    }
+    segment_records_ += (*scanner)->records_read();
+    if (!(*scanner)->status().ok()) {
+      Problem(name, (*scanner)->status().ToString());
+      continue;
+    }
+    if ((*scanner)->torn_tail()) {
+      Note(absl::StrFormat("active segment %s ends in a torn tail at offset %d", name,
+                           (*scanner)->valid_end_offset()));
+    }
+    if (info.sealed &&
+        ((*scanner)->file_size() != info.size || (*scanner)->records_read() != info.records)) {
+      Problem(name, absl::StrFormat("sealed with %d bytes and %d records, but holds %d bytes "
+                                    "and %d records",
+                                    info.size, info.records, (*scanner)->file_size(),
+                                    (*scanner)->records_read()));
+    }
+  }
+}
+
+void Checker::CheckWals() {
+  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(dbname_);
+  if (!names.ok()) {
+    Problem(dbname_, names.status().ToString());
+    return;
+  }
+  std::vector<uint64_t> logs;
+  for (const std::string& name : *names) {
+    uint64_t number;
+    lsm::FileType type;
+    if (lsm::ParseFileName(name, &number, &type) && type == lsm::FileType::kLog &&
+        number >= versions_.LogNumber()) {
+      logs.push_back(number);
+    }
+  }
+  std::sort(logs.begin(), logs.end());
+  for (size_t i = 0; i < logs.size(); ++i) CheckWal(logs[i], i + 1 == logs.size());
+}
+
+void Checker::CheckWal(uint64_t number, bool newest) {
+  ++wals_;
+  const std::string path = lsm::LogFileName(dbname_, number);
+  const std::string name(BaseName(path));
+  absl::StatusOr<std::unique_ptr<lsm::LogReader>> reader = lsm::LogReader::Open(fs_, path, number);
+  if (!reader.ok()) {
+    Problem(name, reader.status().ToString());
+    return;
+  }
+  std::string scratch;
+  std::string_view record;
+  while ((*reader)->ReadRecord(&record, &scratch)) {
+    ++wal_batches_;
+    const uint64_t offset = (*reader)->last_record_offset();
+    const std::string where = absl::StrFormat("batch at offset %d", offset);
+    absl::Status s =
+        WriteBatchInternal::ForEach(record, [&](lsm::SequenceNumber seq, lsm::ValueType type,
+                                                std::string_view key, std::string_view value) {
+          ++wal_entries_;
+          lsm::SequenceNumber& newest_seq = wal_keys_[std::string(key)];
+          newest_seq = std::max(newest_seq, seq);
+          if (type == lsm::ValueType::kValuePointer) {
+            CheckPointer(name, where, key, seq, value, /*from_wal=*/true);
+          }
+          return absl::OkStatus();
+        });
+    if (!s.ok()) Problem(name, absl::StrCat("batch at offset ", offset, ": ", s.ToString()));
+  }
+  if (!(*reader)->status().ok()) {
+    Problem(name, (*reader)->status().ToString());
+  } else if ((*reader)->hit_torn_tail()) {
+    const std::string msg =
+        absl::StrFormat("torn tail at offset %d", (*reader)->valid_end_offset());
+    if (newest) {
+      Note(absl::StrCat(name, ": ", msg, " (newest WAL: recovery cuts it off)"));
+    } else {
+      Problem(name, absl::StrCat(msg, " in a WAL that is not the newest"));
+    }
+  }
+}
+
+void Checker::CheckTables() {
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    for (const auto& f : version_->files(level)) CheckTable(level, *f);
+  }
+}
+
+void Checker::CheckTable(int level, const lsm::FileMetaData& f) {
+  ++tables_;
+  const std::string path = lsm::TableFileName(dbname_, f.number);
+  const std::string name(BaseName(path));
+  absl::StatusOr<uint64_t> size = fs_->GetFileSize(path);
+  if (!size.ok()) {
+    Problem(name, absl::StrCat("in the version at L", level, ", but: ", size.status().ToString()));
+    return;
+  }
+  if (*size != f.file_size) {
+    Problem(name, absl::StrFormat("%d bytes, but the manifest says %d", *size, f.file_size));
+  }
+  absl::StatusOr<std::shared_ptr<lsm::Table>> table =
+      table_cache_->FindTable(f.number, f.file_size);
+  if (!table.ok()) {
+    Problem(name, table.status().ToString());
+    return;
+  }
+  const absl::Status verified = (*table)->VerifyAll();
+  if (!verified.ok()) Problem(name, verified.ToString());
+
+  std::unique_ptr<lsm::InternalIterator> it =
+      (*table)->NewIterator({.verify_checksums = true, .fill_cache = false});
+  std::string prev;
+  uint64_t entries = 0;
+  bool reported_key = false;  // one key problem per file is enough
+  auto key_problem = [&](uint64_t index, std::string_view ikey, std::string_view what) {
+    if (reported_key) return;
+    reported_key = true;
+    Problem(name,
+            absl::StrFormat("entry %d (key '%s'): %s", index, Escape(ikey), std::string(what)));
+  };
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const uint64_t index = entries++;
+    const std::string_view ikey = it->key();
+    lsm::ParsedInternalKey p;
+    if (!lsm::ParseInternalKey(ikey, &p)) {
+      key_problem(index, ikey, "not a valid internal key");
+      continue;
+    }
+    if (index > 0 && lsm::CompareInternalKeys(prev, ikey) >= 0) {
+      key_problem(index, ikey, "not after the previous key");
+    }
+    if (lsm::CompareInternalKeys(ikey, f.smallest) < 0 ||
+        lsm::CompareInternalKeys(ikey, f.largest) > 0) {
+      key_problem(index, ikey, "outside the file's smallest..largest in the manifest");
+    }
+    if (p.sequence > versions_.LastSequence()) {
+      key_problem(index, ikey, "sequence is past the manifest's last sequence");
+    }
+    prev.assign(ikey);
+    ++table_entries_;
+    if (p.type == lsm::ValueType::kValuePointer) {
+      CheckPointer(name, absl::StrFormat("entry %d", index), p.user_key, p.sequence, it->value(),
+                   /*from_wal=*/false);
+    }
+  }
+  if (!it->status().ok()) {
+    // Iterating stops at the first bad block, which VerifyAll has usually
+    // reported already.
+    if (it->status() != verified) Problem(name, it->status().ToString());
+  } else if (f.num_entries != 0 && entries != f.num_entries) {
+    Problem(name,
+            absl::StrFormat("holds %d entries, but the manifest says %d", entries, f.num_entries));
+  }
+}
+
+void Checker::CheckPointer(const std::string& file, const std::string& where,
+                           std::string_view user_key, lsm::SequenceNumber seq,
+                           std::string_view bytes, bool from_wal) {
+  absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(bytes);
+  if (!ptr.ok()) {
+    Problem(file, absl::StrCat(where, ": key '", Escape(user_key), "': ", ptr.status().ToString()));
+    return;
+  }
+  if (from_wal) wal_segments_.insert(ptr->segment_id);
+  const std::string path = lsm::ValueLogFileName(dbname_, ptr->segment_id);
+  if (!fs_->FileExists(path)) {
+    std::optional<vlog::SegmentInfo> info = segments_.Get(ptr->segment_id);
+    if (info && !info->obsolete) {
+      ++pointers_checked_;
+      Problem(file, absl::StrFormat("%s: dangling pointer for key '%s': %s: missing segment %s",
+                                    where, Escape(user_key), ptr->DebugString(), BaseName(path)));
+    } else {
+      suspects_.push_back({file, where, std::string(user_key), seq, *ptr, from_wal});
+    }
+    return;
+  }
+  ++pointers_checked_;
+  auto [entry, inserted] = readers_.try_emplace(ptr->segment_id, nullptr);
+  if (inserted) {
+    entry->second = vlog::SegmentReader::Open(fs_, path, ptr->segment_id, /*direct_reads=*/false);
+  }
+  absl::Status s = entry->second.ok() ? (*entry->second)->Read(*ptr, user_key, &value_scratch_)
+                                      : entry->second.status();
+  if (!s.ok()) {
+    Problem(file, absl::StrFormat("%s: dangling pointer for key '%s': %s: %s", where,
+                                  Escape(user_key), ptr->DebugString(), s.ToString()));
+  }
+}
+
+void Checker::ResolveSuspects() {
+  for (const Suspect& s : suspects_) {
+    bool newest;
+    auto wal = wal_keys_.find(s.user_key);
+    if (s.from_wal) {
+      newest = wal != wal_keys_.end() && wal->second == s.sequence;
+    } else if (wal != wal_keys_.end()) {
+      newest = false;  // a WAL entry is newer than every SST entry
+    } else {
+      lsm::TableGetResult result;
+      absl::Status st =
+          version_->Get({.verify_checksums = true, .fill_cache = false}, table_cache_.get(),
+                        lsm::MakeLookupKey(s.user_key, lsm::kMaxSequenceNumber), &result);
+      if (!st.ok()) {
+        Problem(s.file, absl::StrCat(s.where, ": looking up key '", Escape(s.user_key),
+                                     "': ", st.ToString()));
+        continue;
+      }
+      newest = result.found && result.sequence == s.sequence;
+    }
+    if (!newest) {
+      ++stale_pointers_;
+      continue;
+    }
+    ++pointers_checked_;
+    Problem(s.file,
+            absl::StrFormat(
+                "%s: dangling pointer for key '%s' (its newest entry): %s: segment %d is %s",
+                s.where, Escape(s.user_key), s.pointer.DebugString(), s.pointer.segment_id,
+                segments_.Contains(s.pointer.segment_id) ? "obsolete and deleted"
+                                                         : "not in the segment set"));
+  }
+}
+
+void Checker::CheckOrphans() {
+  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(dbname_);
+  if (!names.ok()) return;  // reported by CheckWals
+  absl::flat_hash_set<uint64_t> tables;
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    for (const auto& f : version_->files(level)) tables.insert(f->number);
+  }
+  std::sort(names->begin(), names->end());
+  for (const std::string& name : *names) {
+    uint64_t number = 0;
+    lsm::FileType type = lsm::FileType::kUnknown;
+    if (!lsm::ParseFileName(name, &number, &type)) {
+      Note(absl::StrCat("unrecognized file ", name, " (ignored)"));
+      continue;
+    }
+    switch (type) {
+      case lsm::FileType::kTable:
+        if (!tables.contains(number)) {
+          ++orphans_;
+          Problem(name, "orphan SST: not in the current version");
+        }
+        break;
+      case lsm::FileType::kValueLog:
+        if (!segments_.Contains(number) && !wal_segments_.contains(number)) {
+          ++orphans_;
+          Problem(name, "orphan value-log segment: not in the segment set, and no WAL needs it");
+        }
+        break;
+      case lsm::FileType::kTemp:
+        ++orphans_;
+        Problem(name, "stray temporary file");
+        break;
+      case lsm::FileType::kLog:
+        if (number < versions_.LogNumber()) {
+          Note(absl::StrCat(name, " is an obsolete WAL (below the log number; deleted at open)"));
+        }
+        break;
+      case lsm::FileType::kManifest:
+        if (number != manifest_number_) {
+          Note(absl::StrCat(name, " is a stale manifest (CURRENT names another; deleted at open)"));
+        }
+        break;
+      case lsm::FileType::kCurrent:
+      case lsm::FileType::kLock:
+      case lsm::FileType::kUnknown:
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+int RunCheck(const Args& args) {
+  if (args.size() != 1) return UsageError(kCommand, "expects exactly one database directory");
+  absl::StatusOr<std::shared_ptr<io::FileSystem>> fs = OpenFileSystem();
+  if (!fs.ok()) return Fail(kCommand, fs.status());
+  if (!(*fs)->FileExists(args[0])) {
+    return Fail(kCommand, absl::NotFoundError(absl::StrCat(args[0], ": does not exist")));
+  }
+  absl::PrintF("checking %s (read-only; the LOCK is not taken)\n", args[0]);
+  Checker checker(fs->get(), args[0]);
+  return checker.Run();
+}
+
+}  // namespace cairn::tools
