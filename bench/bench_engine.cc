@@ -1,0 +1,44 @@
+// Parts of BenchEngine shared by every engine, and the RocksDB stand-in when
+// cairn_bench is built without RocksDB.
+#include "bench/bench_engine.h"
+
+#include <filesystem>
+#include <system_error>
+
+namespace cairn::bench {
+
+absl::Status BenchEngine::Scan(std::string_view start, int nexts, int* entries, uint64_t* bytes) {
+  *entries = 0;
+  *bytes = 0;
+  std::unique_ptr<BenchCursor> cursor = NewCursor();
+  cursor->Seek(start);
+  for (int i = 0; i <= nexts && cursor->Valid(); ++i) {
+    ++*entries;
+    *bytes += cursor->key().size() + cursor->value().size();
+    if (i < nexts) cursor->Next();
+  }
+  return cursor->status();
+}
+
+uint64_t DirectoryBytes(const std::string& dir) {
+  std::error_code ec;
+  uint64_t total = 0;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+    std::error_code size_ec;
+    if (it->is_regular_file(size_ec)) {
+      const uint64_t size = it->file_size(size_ec);
+      if (!size_ec) total += size;
+    }
+  }
+  return total;
+}
+
+#ifndef CAIRN_HAVE_ROCKSDB
+absl::StatusOr<std::unique_ptr<BenchEngine>> OpenRocksDbEngine(const EngineOptions&, bool) {
+  return absl::UnimplementedError(
+      "cairn_bench was built without RocksDB (install librocksdb-dev and reconfigure)");
+}
+#endif
+
+}  // namespace cairn::bench

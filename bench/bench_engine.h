@@ -1,0 +1,121 @@
+// BenchEngine is the narrow key-value interface cairn_bench drives, so one
+// benchmark loop measures cairn (inline or separated values), RocksDB and
+// RocksDB's integrated BlobDB alike. Each engine reports what it measures
+// about itself in EngineStats; the runner takes deltas between two calls.
+//
+// Thread safety: Put, Get, MultiGet, Delete, Scan and NewCursor may be called
+// from many threads at once; each cursor by one thread at a time. Flush,
+// WaitForCompactions and Stats may run beside them.
+#ifndef CAIRN_BENCH_BENCH_ENGINE_H_
+#define CAIRN_BENCH_BENCH_ENGINE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace cairn::bench {
+
+// Settings every engine maps to its own knobs (docs/bench.md, "Equivalent
+// settings").
+struct EngineOptions {
+  std::string path;
+  bool use_existing_db = false;  // open without wiping the directory
+  // cairn only: values of at least this many bytes go to the value log;
+  // cairn::kInlineValues keeps them in the LSM tree.
+  size_t value_separation_threshold = 0;
+  bool sync = false;
+  bool zstd = false;
+  bool direct_reads = false;
+  size_t memtable_bytes = 64u << 20;
+  size_t cache_bytes = 64u << 20;
+  int bloom_bits = 10;
+};
+
+// Cumulative counters since open, as the engine measures them. Byte counts
+// that an engine cannot measure stay 0.
+struct EngineStats {
+  uint64_t user_bytes_written = 0;  // key + value bytes the engine accepted
+  uint64_t wal_bytes = 0, vlog_bytes = 0, flush_bytes = 0;
+  uint64_t compaction_bytes = 0, gc_bytes = 0, manifest_bytes = 0;
+  // Bytes of all of the above that count toward write amplification (for
+  // BlobDB the blob bytes are already inside flush and compaction).
+  uint64_t total_bytes_written = 0;
+  // True when vlog_bytes are part of flush_bytes and compaction_bytes (BlobDB
+  // writes blob files inside its flush and compaction jobs).
+  bool vlog_inside_flush = false;
+  uint64_t table_reads = 0, table_bytes_read = 0;
+  uint64_t vlog_reads = 0, vlog_bytes_read = 0;
+  uint64_t stall_micros = 0;
+  uint64_t gc_bytes_relocated = 0;  // GC activity (0 until GC runs)
+  uint64_t disk_bytes = 0;          // SSTs + value log (or whole directory)
+  uint64_t live_bytes = 0;          // from the last MeasureLiveBytes
+  double space_amplification = 0;   // disk_bytes / live_bytes; 0 = unknown
+};
+
+// A forward cursor over the engine's keys.
+class BenchCursor {
+ public:
+  virtual ~BenchCursor() = default;
+  virtual void Seek(std::string_view target) = 0;
+  virtual void SeekToFirst() = 0;
+  virtual bool Valid() const = 0;
+  virtual void Next() = 0;
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+  virtual absl::Status status() const = 0;
+};
+
+class BenchEngine {
+ public:
+  virtual ~BenchEngine() = default;
+
+  // "cairn-inline", "cairn-separated", "rocksdb" or "blobdb".
+  virtual std::string Name() const = 0;
+
+  virtual absl::Status Put(std::string_view key, std::string_view value) = 0;
+  // NotFound when the key has no value.
+  virtual absl::Status Get(std::string_view key, std::string* value) = 0;
+  // One status per key; values[i] is set where statuses[i] is OK.
+  virtual std::vector<absl::Status> MultiGet(const std::vector<std::string_view>& keys,
+                                             std::vector<std::string>* values) = 0;
+  virtual absl::Status Delete(std::string_view key) = 0;
+  virtual std::unique_ptr<BenchCursor> NewCursor() = 0;
+
+  // Seeks to start and reads up to nexts further entries. Sets *entries to
+  // the entries visited and *bytes to their key + value bytes.
+  absl::Status Scan(std::string_view start, int nexts, int* entries, uint64_t* bytes);
+
+  // Writes the memtable out and waits for it.
+  virtual absl::Status Flush() = 0;
+  // Waits until no flush or compaction is pending or running.
+  virtual absl::Status WaitForCompactions() = 0;
+  // Measures the live user bytes (for space amplification). tracked_bytes is
+  // the bench's own count (0 when unknown); engines that cannot measure use
+  // it, falling back to a scan when it is 0.
+  virtual absl::Status MeasureLiveBytes(uint64_t tracked_bytes) = 0;
+  virtual EngineStats Stats() = 0;
+  // The engine's own text report (cairn.stats, rocksdb.stats).
+  virtual std::string StatsText() = 0;
+};
+
+// Opens cairn. Unimplemented while the build stores values inline only and
+// a threshold other than kInlineValues is asked for.
+absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions& options);
+
+// Opens RocksDB (blob = false) or RocksDB with integrated BlobDB. Unimplemented
+// when cairn_bench was built without RocksDB.
+absl::StatusOr<std::unique_ptr<BenchEngine>> OpenRocksDbEngine(const EngineOptions& options,
+                                                               bool blob);
+
+// Sum of the sizes of the regular files under dir (recursively); 0 on error.
+uint64_t DirectoryBytes(const std::string& dir);
+
+}  // namespace cairn::bench
+
+#endif  // CAIRN_BENCH_BENCH_ENGINE_H_

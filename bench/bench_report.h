@@ -1,0 +1,52 @@
+// BenchResult is what cairn_bench measured for one benchmark; PrintText and
+// PrintJson render it. The JSON field names are stable and documented in
+// docs/bench.md ("JSON output").
+#ifndef CAIRN_BENCH_BENCH_REPORT_H_
+#define CAIRN_BENCH_BENCH_REPORT_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "bench/bench_engine.h"
+#include "bench/bench_histogram.h"
+
+namespace cairn::bench {
+
+struct BenchResult {
+  std::string benchmark;
+  std::string engine;  // BenchEngine::Name()
+  int threads = 1;
+  uint64_t ops = 0;    // operations (keys for multireadrandom, entries for readseq)
+  uint64_t found = 0;  // reads that found their key
+  uint64_t bytes = 0;  // user bytes read and written by the timed operations
+  double seconds = 0;
+  Histogram latency;  // per operation (per batch for multireadrandom)
+  uint64_t writer_ops = 0;  // readwhilewriting: the background writer's puts
+
+  // Engine counters over the benchmark (after background work for writes).
+  EngineStats delta;
+  // Space: measured after write phases only.
+  bool space_measured = false;
+  uint64_t disk_bytes = 0, live_bytes = 0;
+  double space_amplification = 0;
+
+  double OpsPerSec() const { return seconds > 0 ? ops / seconds : 0; }
+  double MiBPerSec() const { return seconds > 0 ? bytes / seconds / 1048576.0 : 0; }
+  // Device bytes written per user byte written in this benchmark (0 when it
+  // wrote nothing).
+  double WriteAmp(uint64_t component_bytes) const;
+  // Device reads (table + value log) per operation.
+  double ReadsPerOp() const;
+  double ReadBytesPerOp() const;
+};
+
+// The table header (once) and one row per result, for people.
+void PrintTextHeader(std::FILE* out);
+void PrintText(const BenchResult& r, std::FILE* out);
+// One JSON object on one line.
+void PrintJson(const BenchResult& r, std::FILE* out);
+
+}  // namespace cairn::bench
+
+#endif  // CAIRN_BENCH_BENCH_REPORT_H_

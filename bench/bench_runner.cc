@@ -1,0 +1,423 @@
+// The benchmarks of cairn_bench, one dispatch per name.
+#include "bench/bench_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+
+namespace cairn::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t NanosSince(Clock::time_point start) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+}
+
+EngineStats Subtract(const EngineStats& after, const EngineStats& before) {
+  EngineStats d = after;  // disk, live and space are levels, not counters
+  d.user_bytes_written -= before.user_bytes_written;
+  d.wal_bytes -= before.wal_bytes;
+  d.vlog_bytes -= before.vlog_bytes;
+  d.flush_bytes -= before.flush_bytes;
+  d.compaction_bytes -= before.compaction_bytes;
+  d.gc_bytes -= before.gc_bytes;
+  d.manifest_bytes -= before.manifest_bytes;
+  d.total_bytes_written -= before.total_bytes_written;
+  d.table_reads -= before.table_reads;
+  d.table_bytes_read -= before.table_bytes_read;
+  d.vlog_reads -= before.vlog_reads;
+  d.vlog_bytes_read -= before.vlog_bytes_read;
+  d.stall_micros -= before.stall_micros;
+  d.gc_bytes_relocated -= before.gc_bytes_relocated;
+  return d;
+}
+
+// Benchmarks after which space amplification is measured.
+bool IsLoadPhase(std::string_view name) {
+  return name == "fillseq" || name == "fillrandom" || name == "overwrite" ||
+         name == "deleterandom" || name == "ycsb_load";
+}
+
+bool Writes(std::string_view name) {
+  return IsLoadPhase(name) || name == "readwhilewriting" ||
+         (name.size() == 6 && name.substr(0, 5) == "ycsb_" && name[5] != 'c');
+}
+
+// Prints "name: done/total ops, rate, ETA" on stderr once a second.
+class ProgressLine {
+ public:
+  ProgressLine(std::string name, uint64_t total, double duration_s,
+               const std::atomic<uint64_t>* done)
+      : name_(std::move(name)), total_(total), duration_s_(duration_s), done_(done),
+        thread_([this] { Loop(); }) {}
+  ~ProgressLine() {
+    stop_.Notify();
+    thread_.join();
+    std::fprintf(stderr, "\r\033[K");
+  }
+
+ private:
+  void Loop() {
+    const Clock::time_point start = Clock::now();
+    while (!stop_.WaitForNotificationWithTimeout(absl::Seconds(1))) {
+      const double elapsed = NanosSince(start) / 1e9;
+      const uint64_t done = done_->load(std::memory_order_relaxed);
+      const double rate = elapsed > 0 ? done / elapsed : 0;
+      double eta = 0;
+      if (duration_s_ > 0) {
+        eta = std::max(0.0, duration_s_ - elapsed);
+      } else if (rate > 0 && total_ > done) {
+        eta = (total_ - done) / rate;
+      }
+      std::fprintf(stderr, "\r\033[K%s: %llu ops, %.0f ops/s, ETA %.0f s", name_.c_str(),
+                   static_cast<unsigned long long>(done), rate, eta);
+      std::fflush(stderr);
+    }
+  }
+
+  const std::string name_;
+  const uint64_t total_;
+  const double duration_s_;
+  const std::atomic<uint64_t>* const done_;
+  absl::Notification stop_;
+  std::thread thread_;
+};
+
+}  // namespace
+
+struct BenchRunner::ThreadState {
+  explicit ThreadState(uint64_t seed) : gen(std::seed_seq{seed}), zipf(1) {}
+  int id = 0;
+  absl::InsecureBitGen gen;
+  ZipfianGenerator zipf;
+  std::string key, value;
+  uint64_t found = 0, bytes = 0;
+  Histogram latency;
+};
+
+const std::vector<std::string>& BenchmarkNames() {
+  static const std::vector<std::string> names = {
+      "fillseq", "fillrandom", "overwrite", "readrandom", "readmissing", "readseq",
+      "seekrandom", "multireadrandom", "readwhilewriting", "deleterandom", "ycsb_load",
+      "ycsb_a", "ycsb_b", "ycsb_c", "ycsb_d", "ycsb_e", "ycsb_f"};
+  return names;
+}
+
+BenchRunner::BenchRunner(BenchEngine* engine, const BenchConfig& config)
+    : engine_(engine), config_(config), keys_(config.key_size),
+      values_(config.value_min, config.value_max, config.compression_ratio, config.seed),
+      tracker_(config.num), records_(config.num) {}
+
+absl::StatusOr<BenchResult> BenchRunner::Run(std::string_view name) {
+  const auto& names = BenchmarkNames();
+  if (std::find(names.begin(), names.end(), name) == names.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown benchmark \"", std::string(name), "\""));
+  }
+  BenchResult result;
+  result.benchmark = std::string(name);
+  result.engine = engine_->Name();
+  result.threads = config_.threads;
+  const EngineStats before = engine_->Stats();
+  absl::Status s = Dispatch(name, &result);
+  if (!s.ok()) return s;
+  if (IsLoadPhase(name)) {
+    // Space is measured on the tables, not the memtable: write it out.
+    s = engine_->Flush();
+    if (!s.ok()) return s;
+  }
+  if (Writes(name)) {
+    s = engine_->WaitForCompactions();
+    if (!s.ok()) return s;
+  }
+  result.delta = Subtract(engine_->Stats(), before);
+  if (IsLoadPhase(name)) {
+    // After the counters are taken: the engine may scan to count live bytes.
+    s = engine_->MeasureLiveBytes(config_.use_existing_db ? 0 : tracker_.live_bytes());
+    if (!s.ok()) return s;
+    const EngineStats space = engine_->Stats();
+    result.space_measured = true;
+    result.disk_bytes = space.disk_bytes;
+    result.live_bytes = space.live_bytes;
+    result.space_amplification = space.space_amplification;
+  }
+  return result;
+}
+
+absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result) {
+  const int n = std::max(1, config_.threads);
+  std::atomic<uint64_t> done{0};
+  std::atomic<bool> stop{false};
+  absl::Mutex mu;
+  absl::Status first_error;
+  std::vector<std::unique_ptr<ThreadState>> states;
+  for (int i = 0; i < n; ++i) {
+    states.push_back(std::make_unique<ThreadState>(config_.seed * 1000003 + i));
+    states.back()->id = i;
+  }
+  std::unique_ptr<ProgressLine> progress;
+  if (config_.progress) {
+    progress = std::make_unique<ProgressLine>(result->benchmark, count, config_.duration_s, &done);
+  }
+  const Clock::time_point start = Clock::now();
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(config_.duration_s));
+  auto body = [&](ThreadState& t) {
+    // Thread t's share of count; by duration, until the deadline.
+    const uint64_t share = count / n + (static_cast<uint64_t>(t.id) < count % n ? 1 : 0);
+    uint64_t local = 0;
+    for (uint64_t i = 0; !stop.load(std::memory_order_relaxed); ++i) {
+      if (config_.duration_s > 0 ? Clock::now() >= deadline : local >= share) break;
+      const Clock::time_point op_start = Clock::now();
+      absl::StatusOr<uint64_t> ops = op(t, config_.duration_s > 0 ? i : local);
+      t.latency.Add(NanosSince(op_start));
+      if (!ops.ok()) {
+        absl::MutexLock lock(&mu);
+        if (first_error.ok()) first_error = ops.status();
+        stop.store(true);
+        break;
+      }
+      local += *ops;
+      done.fetch_add(*ops, std::memory_order_relaxed);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 1; i < n; ++i) threads.emplace_back(body, std::ref(*states[i]));
+  body(*states[0]);
+  for (std::thread& th : threads) th.join();
+  result->seconds = NanosSince(start) / 1e9;
+  progress.reset();
+  result->ops = done.load();
+  for (const auto& t : states) {
+    result->found += t->found;
+    result->bytes += t->bytes;
+    result->latency.Merge(t->latency);
+  }
+  return first_error;
+}
+
+absl::Status BenchRunner::PutIndex(ThreadState& t, uint64_t index) {
+  keys_.Format(index, &t.key);
+  const std::string_view value = values_.Next(t.gen);
+  absl::Status s = engine_->Put(t.key, value);
+  if (!s.ok()) return s;
+  tracker_.Put(index, t.key.size(), value.size());
+  t.bytes += t.key.size() + value.size();
+  return absl::OkStatus();
+}
+
+absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
+  const uint64_t num = std::max<uint64_t>(config_.num, 1);
+  // Reads count a found key's value bytes; NotFound is not an error.
+  auto read = [this](ThreadState& t, uint64_t index) -> absl::StatusOr<uint64_t> {
+    keys_.Format(index, &t.key);
+    absl::Status s = engine_->Get(t.key, &t.value);
+    if (s.ok()) {
+      ++t.found;
+      t.bytes += t.key.size() + t.value.size();
+    } else if (!absl::IsNotFound(s)) {
+      return s;
+    }
+    return 1;
+  };
+  if (name == "fillseq") {
+    return RunThreads(num, [&](ThreadState& t, uint64_t i) -> absl::StatusOr<uint64_t> {
+      const uint64_t per = num / config_.threads + 1;
+      absl::Status s = PutIndex(t, (t.id * per + i) % num);
+      if (!s.ok()) return s;
+      return 1;
+    }, result);
+  }
+  if (name == "fillrandom" || name == "overwrite") {
+    return RunThreads(num, [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+      absl::Status s = PutIndex(t, absl::Uniform<uint64_t>(t.gen, 0, num));
+      if (!s.ok()) return s;
+      return 1;
+    }, result);
+  }
+  if (name == "readrandom") {
+    return RunThreads(Reads(), [&](ThreadState& t, uint64_t) {
+      return read(t, absl::Uniform<uint64_t>(t.gen, 0, num));
+    }, result);
+  }
+  if (name == "readmissing") {
+    // Indices past every written one; the key still has key_size digits.
+    return RunThreads(Reads(), [&](ThreadState& t, uint64_t) {
+      return read(t, records_.load() + absl::Uniform<uint64_t>(t.gen, 0, num) + 1);
+    }, result);
+  }
+  if (name == "deleterandom") {
+    return RunThreads(num, [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+      const uint64_t index = absl::Uniform<uint64_t>(t.gen, 0, num);
+      keys_.Format(index, &t.key);
+      absl::Status s = engine_->Delete(t.key);
+      if (!s.ok()) return s;
+      tracker_.Delete(index);
+      t.bytes += t.key.size();
+      return 1;
+    }, result);
+  }
+  if (name == "seekrandom") {
+    return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+      keys_.Format(absl::Uniform<uint64_t>(t.gen, 0, num), &t.key);
+      const int nexts = static_cast<int>(absl::Uniform<size_t>(
+          absl::IntervalClosed, t.gen, config_.seek_nexts_min, config_.seek_nexts_max));
+      int entries = 0;
+      uint64_t bytes = 0;
+      absl::Status s = engine_->Scan(t.key, nexts, &entries, &bytes);
+      if (!s.ok()) return s;
+      if (entries > 0) ++t.found;
+      t.bytes += bytes;
+      return 1;
+    }, result);
+  }
+  if (name == "multireadrandom") {
+    const int batch = std::max(1, config_.batch_size);
+    return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+      std::vector<std::string> key_storage(batch);
+      std::vector<std::string_view> keys(batch);
+      for (int i = 0; i < batch; ++i) {
+        keys_.Format(absl::Uniform<uint64_t>(t.gen, 0, num), &key_storage[i]);
+        keys[i] = key_storage[i];
+      }
+      std::vector<std::string> values;
+      std::vector<absl::Status> statuses = engine_->MultiGet(keys, &values);
+      for (size_t i = 0; i < statuses.size(); ++i) {
+        if (statuses[i].ok()) {
+          ++t.found;
+          t.bytes += keys[i].size() + values[i].size();
+        } else if (!absl::IsNotFound(statuses[i])) {
+          return statuses[i];
+        }
+      }
+      return static_cast<uint64_t>(batch);
+    }, result);
+  }
+  if (name == "readseq") {
+    // One cursor per thread, each walking the whole key space (wrapping).
+    std::vector<std::unique_ptr<BenchCursor>> cursors(std::max(1, config_.threads));
+    return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+      std::unique_ptr<BenchCursor>& cursor = cursors[t.id];
+      if (cursor == nullptr) {
+        cursor = engine_->NewCursor();
+        cursor->SeekToFirst();
+      } else {
+        cursor->Next();
+        if (!cursor->Valid()) {
+          absl::Status s = cursor->status();
+          if (!s.ok()) return s;
+          cursor->SeekToFirst();
+        }
+      }
+      if (!cursor->Valid()) return cursor->status().ok() ? absl::StatusOr<uint64_t>(1)
+                                                         : cursor->status();
+      ++t.found;
+      t.bytes += cursor->key().size() + cursor->value().size();
+      return 1;
+    }, result);
+  }
+  if (name == "readwhilewriting") return RunReadWhileWriting(result);
+  if (name == "ycsb_load") {
+    const Permutation order(num, config_.seed);
+    return RunThreads(num, [&](ThreadState& t, uint64_t i) -> absl::StatusOr<uint64_t> {
+      // Thread t loads positions t, t + threads, ... of the permuted order.
+      absl::Status s = PutIndex(t, order((i * config_.threads + t.id) % num));
+      if (!s.ok()) return s;
+      return 1;
+    }, result);
+  }
+  return RunYcsb(name.back(), result);
+}
+
+absl::Status BenchRunner::RunReadWhileWriting(BenchResult* result) {
+  const uint64_t num = std::max<uint64_t>(config_.num, 1);
+  std::atomic<bool> stop{false};
+  absl::Status writer_status;
+  uint64_t writer_ops = 0;
+  std::thread writer([&] {
+    ThreadState t(config_.seed * 7919 + 17);
+    while (!stop.load(std::memory_order_relaxed)) {
+      writer_status = PutIndex(t, absl::Uniform<uint64_t>(t.gen, 0, num));
+      if (!writer_status.ok()) break;
+      ++writer_ops;
+    }
+  });
+  absl::Status s = RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+    keys_.Format(absl::Uniform<uint64_t>(t.gen, 0, num), &t.key);
+    absl::Status g = engine_->Get(t.key, &t.value);
+    if (g.ok()) {
+      ++t.found;
+      t.bytes += t.key.size() + t.value.size();
+    } else if (!absl::IsNotFound(g)) {
+      return g;
+    }
+    return 1;
+  }, result);
+  stop.store(true);
+  writer.join();
+  result->writer_ops = writer_ops;
+  return s.ok() ? writer_status : s;
+}
+
+// YCSB core workloads (Cooper et al., SoCC 2010), over the num loaded records:
+// A 50% read / 50% update, B 95/5, C read only (all zipfian); D 95% read of
+// the latest records / 5% insert; E 95% scan (zipfian start, 1..100 entries)
+// / 5% insert; F 50% read / 50% read-modify-write.
+absl::Status BenchRunner::RunYcsb(char workload, BenchResult* result) {
+  struct Mix {
+    int read, update, insert, scan, rmw;
+  };
+  Mix mix{};
+  switch (workload) {
+    case 'a': mix = {50, 50, 0, 0, 0}; break;
+    case 'b': mix = {95, 5, 0, 0, 0}; break;
+    case 'c': mix = {100, 0, 0, 0, 0}; break;
+    case 'd': mix = {95, 0, 5, 0, 0}; break;
+    case 'e': mix = {0, 0, 5, 95, 0}; break;
+    case 'f': mix = {50, 0, 0, 0, 50}; break;
+    default: return absl::InvalidArgumentError(absl::StrCat("unknown YCSB workload ", std::string(1, workload)));
+  }
+  const bool latest = workload == 'd';
+  return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+    const uint64_t records = std::max<uint64_t>(records_.load(std::memory_order_relaxed), 1);
+    const uint64_t rank = t.zipf.Next(t.gen, records);
+    const uint64_t index = latest ? records - 1 - rank : ScrambleRank(rank, records);
+    int dice = absl::Uniform<int>(t.gen, 0, 100);
+    absl::Status s;
+    if ((dice -= mix.read) < 0 || (mix.rmw > 0 && dice < mix.rmw)) {
+      keys_.Format(index, &t.key);
+      s = engine_->Get(t.key, &t.value);
+      if (s.ok()) {
+        ++t.found;
+        t.bytes += t.key.size() + t.value.size();
+      } else if (absl::IsNotFound(s)) {
+        s = absl::OkStatus();  // an insert still in flight on another thread
+      }
+      if (s.ok() && mix.rmw > 0 && dice >= 0) s = PutIndex(t, index);
+    } else if ((dice -= mix.update) < 0) {
+      s = PutIndex(t, index);
+    } else if ((dice -= mix.insert) < 0) {
+      s = PutIndex(t, records_.fetch_add(1));
+    } else {
+      keys_.Format(index, &t.key);
+      int entries = 0;
+      uint64_t bytes = 0;
+      s = engine_->Scan(t.key, absl::Uniform<int>(absl::IntervalClosed, t.gen, 1, 100) - 1,
+                        &entries, &bytes);
+      if (entries > 0) ++t.found;
+      t.bytes += bytes;
+    }
+    if (!s.ok()) return s;
+    return 1;
+  }, result);
+}
+
+}  // namespace cairn::bench

@@ -1,0 +1,183 @@
+// cairn_bench measures cairn against its own inline-value mode, RocksDB and
+// RocksDB's integrated BlobDB on the same workloads: db_bench's classics and
+// the YCSB core mixes. For each benchmark it prints throughput, latency
+// percentiles and the three amplifications as the engine measures them.
+// Usage and output fields: docs/bench.md.
+//
+//   cairn_bench --benchmarks=fillrandom,readrandom --num=1000000
+//               --value_size=4096 --value_mode=separated --engine=cairn
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/bench_engine.h"
+#include "bench/bench_report.h"
+#include "bench/bench_runner.h"
+#include "bench/bench_workload.h"
+#include "cairn/options.h"
+
+ABSL_FLAG(std::string, benchmarks, "fillrandom,readrandom",
+          "comma-separated benchmarks, run in order (docs/bench.md lists them)");
+ABSL_FLAG(uint64_t, num, 1000000, "keys in the key space; puts per fill");
+ABSL_FLAG(uint64_t, reads, 0, "operations per read or YCSB benchmark (0: --num)");
+ABSL_FLAG(std::string, value_size, "1024", "value bytes: N, or MIN-MAX for uniform sizes");
+ABSL_FLAG(uint64_t, key_size, 16, "key bytes (zero-padded decimal)");
+ABSL_FLAG(double, compression_ratio, 0.5, "fraction of each value that is random bytes");
+ABSL_FLAG(int32_t, threads, 1, "threads running each benchmark");
+ABSL_FLAG(double, duration, 0, "seconds per benchmark (0: run by count)");
+ABSL_FLAG(std::string, db, "/tmp/cairn_bench", "database directory (wiped unless --use_existing_db)");
+ABSL_FLAG(bool, use_existing_db, false, "open the database at --db as it is");
+ABSL_FLAG(std::string, value_mode, "inline", "cairn: separated (value log) or inline");
+ABSL_FLAG(int64_t, value_separation_threshold, -1,
+          "cairn separated mode: values of at least this many bytes go to the value log "
+          "(-1: 1024)");
+ABSL_FLAG(std::string, engine, "cairn", "cairn, rocksdb or blobdb (RocksDB integrated BlobDB)");
+ABSL_FLAG(bool, sync, false, "sync every write");
+ABSL_FLAG(std::string, compression, "zstd", "SST (and blob) compression: none or zstd");
+ABSL_FLAG(bool, direct_reads, false, "read with O_DIRECT");
+ABSL_FLAG(uint64_t, memtable_mb, 64, "memtable (write buffer) MiB");
+ABSL_FLAG(uint64_t, cache_mb, 64, "block cache MiB");
+ABSL_FLAG(int32_t, bloom_bits, 10, "bloom filter bits per key (0: none)");
+ABSL_FLAG(std::string, seek_nexts, "10", "seekrandom: Next calls after each Seek, N or MIN-MAX");
+ABSL_FLAG(int32_t, batch_size, 32, "multireadrandom: keys per MultiGet");
+ABSL_FLAG(uint64_t, seed, 301, "random seed");
+ABSL_FLAG(bool, json, false, "print one JSON object per benchmark instead of a table");
+ABSL_FLAG(bool, stats, false, "print the engine's own statistics after the last benchmark");
+
+namespace cairn::bench {
+namespace {
+
+absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
+  EngineOptions o;
+  o.path = absl::GetFlag(FLAGS_db);
+  o.use_existing_db = absl::GetFlag(FLAGS_use_existing_db);
+  o.sync = absl::GetFlag(FLAGS_sync);
+  o.direct_reads = absl::GetFlag(FLAGS_direct_reads);
+  o.memtable_bytes = absl::GetFlag(FLAGS_memtable_mb) << 20;
+  o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
+  o.bloom_bits = absl::GetFlag(FLAGS_bloom_bits);
+  const std::string compression = absl::GetFlag(FLAGS_compression);
+  if (compression != "none" && compression != "zstd") {
+    return absl::InvalidArgumentError("--compression: want none or zstd");
+  }
+  o.zstd = compression == "zstd";
+  const std::string mode = absl::GetFlag(FLAGS_value_mode);
+  if (mode != "separated" && mode != "inline") {
+    return absl::InvalidArgumentError("--value_mode: want separated or inline");
+  }
+  *separated = mode == "separated";
+  const int64_t threshold = absl::GetFlag(FLAGS_value_separation_threshold);
+  o.value_separation_threshold =
+      !*separated ? kInlineValues : threshold < 0 ? 1024 : static_cast<size_t>(threshold);
+  return o;
+}
+
+absl::StatusOr<BenchConfig> ConfigFromFlags() {
+  BenchConfig c;
+  c.num = absl::GetFlag(FLAGS_num);
+  c.reads = absl::GetFlag(FLAGS_reads);
+  c.threads = absl::GetFlag(FLAGS_threads);
+  c.duration_s = absl::GetFlag(FLAGS_duration);
+  c.key_size = absl::GetFlag(FLAGS_key_size);
+  c.compression_ratio = absl::GetFlag(FLAGS_compression_ratio);
+  c.batch_size = absl::GetFlag(FLAGS_batch_size);
+  c.seed = absl::GetFlag(FLAGS_seed);
+  c.use_existing_db = absl::GetFlag(FLAGS_use_existing_db);
+  c.progress = isatty(STDERR_FILENO) == 1;
+  if (c.num == 0 || c.threads < 1 || c.key_size == 0 || c.key_size > kMaxKeySize ||
+      c.compression_ratio <= 0 || c.compression_ratio > 1 || c.duration_s < 0) {
+    return absl::InvalidArgumentError(
+        "need --num >= 1, --threads >= 1, 1 <= --key_size <= 65536, "
+        "0 < --compression_ratio <= 1, --duration >= 0");
+  }
+  absl::StatusOr<std::pair<size_t, size_t>> values =
+      ParseRange("value_size", absl::GetFlag(FLAGS_value_size), 1);
+  if (!values.ok()) return values.status();
+  std::tie(c.value_min, c.value_max) = *values;
+  absl::StatusOr<std::pair<size_t, size_t>> nexts =
+      ParseRange("seek_nexts", absl::GetFlag(FLAGS_seek_nexts), 0);
+  if (!nexts.ok()) return nexts.status();
+  std::tie(c.seek_nexts_min, c.seek_nexts_max) = *nexts;
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<BenchEngine>> OpenEngine(const EngineOptions& options) {
+  const std::string engine = absl::GetFlag(FLAGS_engine);
+  if (engine == "cairn") return OpenCairnEngine(options);
+  if (engine == "rocksdb") return OpenRocksDbEngine(options, /*blob=*/false);
+  if (engine == "blobdb") return OpenRocksDbEngine(options, /*blob=*/true);
+  return absl::InvalidArgumentError("--engine: want cairn, rocksdb or blobdb");
+}
+
+int Main() {
+  bool separated = false;
+  absl::StatusOr<EngineOptions> options = EngineOptionsFromFlags(&separated);
+  absl::StatusOr<BenchConfig> config = ConfigFromFlags();
+  std::vector<std::string> names =
+      absl::StrSplit(absl::GetFlag(FLAGS_benchmarks), ',', absl::SkipWhitespace());
+  absl::Status check = !options.ok() ? options.status() : config.status();
+  for (const std::string& name : names) {
+    const auto& known = BenchmarkNames();
+    if (check.ok() && std::find(known.begin(), known.end(), name) == known.end()) {
+      check = absl::InvalidArgumentError(absl::StrCat("unknown benchmark \"", name,
+                                                      "\"; known: ", absl::StrJoin(known, ",")));
+    }
+  }
+  if (!check.ok()) {
+    absl::FPrintF(stderr, "cairn_bench: %s\n", check.ToString());
+    return 2;
+  }
+  absl::StatusOr<std::unique_ptr<BenchEngine>> engine = OpenEngine(*options);
+  if (!engine.ok()) {
+    absl::FPrintF(stderr, "cairn_bench: opening %s (%s): %s\n", absl::GetFlag(FLAGS_engine),
+                  separated ? "separated" : "inline", engine.status().ToString());
+    return 1;
+  }
+  const bool json = absl::GetFlag(FLAGS_json);
+  if (!json) {
+    absl::PrintF("cairn_bench: engine %s, %d keys of %d bytes, values %s bytes (%.0f%% random), "
+                 "compression %s, %d threads, db %s\n",
+                 (*engine)->Name(), config->num, config->key_size, absl::GetFlag(FLAGS_value_size),
+                 config->compression_ratio * 100, absl::GetFlag(FLAGS_compression),
+                 config->threads, options->path);
+    PrintTextHeader(stdout);
+  }
+  BenchRunner runner(engine->get(), *config);
+  for (const std::string& name : names) {
+    absl::StatusOr<BenchResult> result = runner.Run(name);
+    if (!result.ok()) {
+      absl::FPrintF(stderr, "cairn_bench: %s: %s\n", name, result.status().ToString());
+      return 1;
+    }
+    if (json) {
+      PrintJson(*result, stdout);
+    } else {
+      PrintText(*result, stdout);
+    }
+    std::fflush(stdout);
+  }
+  if (absl::GetFlag(FLAGS_stats)) absl::FPrintF(json ? stderr : stdout, "%s\n", (*engine)->StatsText());
+  return 0;
+}
+
+}  // namespace
+}  // namespace cairn::bench
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "Benchmarks cairn (separated or inline values), RocksDB and BlobDB. See docs/bench.md.");
+  absl::ParseCommandLine(argc, argv);
+  return cairn::bench::Main();
+}
