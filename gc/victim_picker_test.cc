@@ -57,8 +57,9 @@ TEST(VictimPickerTest, SegmentsBelowTheRatioFloorAreNeverPicked) {
   PickRequest req;
   req.segments = segs;
   EXPECT_EQ(Ids(VictimPicker().Rank(req)), (std::vector<uint64_t>{2}));  // floor is inclusive
+  // Segment 1 (49.9%, age 3) outscores segment 2 (50%, age 2).
   EXPECT_EQ(Ids(VictimPicker({.min_garbage_ratio = 0.3}).Rank(req)),
-            (std::vector<uint64_t>{2, 1, 4}));
+            (std::vector<uint64_t>{1, 2, 4}));
   // Even a floor of 0 does not pick a segment without garbage.
   EXPECT_EQ(VictimPicker({.min_garbage_ratio = 0.0}).Rank(req).size(), 3u);
   EXPECT_FALSE(VictimPicker({.min_garbage_ratio = 0.6}).PickOne(req).has_value());
