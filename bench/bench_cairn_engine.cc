@@ -33,9 +33,10 @@ class CairnCursor : public BenchCursor {
 
 class CairnEngine : public BenchEngine {
  public:
-  CairnEngine(std::unique_ptr<DB> db, bool separated, bool sync)
+  CairnEngine(std::unique_ptr<DB> db, bool separated, bool sync, int prefetch_depth)
       : db_(std::move(db)), separated_(separated) {
     write_options_.sync = sync;
+    scan_options_.value_prefetch_depth = prefetch_depth;
   }
 
   std::string Name() const override { return separated_ ? "cairn-separated" : "cairn-inline"; }
@@ -52,7 +53,7 @@ class CairnEngine : public BenchEngine {
   }
   absl::Status Delete(std::string_view key) override { return db_->Delete(write_options_, key); }
   std::unique_ptr<BenchCursor> NewCursor() override {
-    return std::make_unique<CairnCursor>(db_->NewIterator(ReadOptions()));
+    return std::make_unique<CairnCursor>(db_->NewIterator(scan_options_));
   }
   absl::Status Flush() override { return db_->Flush(); }
   absl::Status WaitForCompactions() override { return db_->WaitForBackgroundWork(); }
@@ -99,6 +100,7 @@ class CairnEngine : public BenchEngine {
   const std::unique_ptr<DB> db_;
   const bool separated_;
   WriteOptions write_options_;
+  ReadOptions scan_options_;
 };
 
 }  // namespace
@@ -117,11 +119,12 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   db_options.compression = options.zstd ? Compression::kZstd : Compression::kNone;
   db_options.direct_reads = options.direct_reads;
   db_options.value_separation_threshold = options.value_separation_threshold;
+  if (!options.gc) db_options.gc_space_amp_trigger = 0;
   absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(db_options, options.path);
   if (!db.ok()) return db.status();
   return std::make_unique<CairnEngine>(*std::move(db),
                                        options.value_separation_threshold != kInlineValues,
-                                       options.sync);
+                                       options.sync, options.prefetch_depth);
 }
 
 }  // namespace cairn::bench

@@ -35,6 +35,10 @@ struct EngineOptions {
   size_t memtable_bytes = 64u << 20;
   size_t cache_bytes = 64u << 20;
   int bloom_bits = 10;
+  // cairn only: iterator value prefetch depth (ReadOptions), and whether
+  // background value-log GC runs.
+  int prefetch_depth = 32;
+  bool gc = true;
 };
 
 // Cumulative counters since open, as the engine measures them. Byte counts

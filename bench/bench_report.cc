@@ -58,9 +58,12 @@ void PrintText(const BenchResult& r, std::FILE* out) {
                           r.ReadBytesPerOp() / 1024);
   }
   if (r.space_measured) {
-    absl::StrAppendFormat(&detail, "\n    space amp %.2f: %.1f MiB on disk, %.1f MiB live",
+    absl::StrAppendFormat(&detail,
+                          "\n    space amp %.2f: %.1f MiB on disk, %.1f MiB live; max during "
+                          "the run %.2f (%.1f MiB)",
                           r.space_amplification, r.disk_bytes / 1048576.0,
-                          r.live_bytes / 1048576.0);
+                          r.live_bytes / 1048576.0, r.max_space_amplification,
+                          r.max_disk_bytes / 1048576.0);
   }
   if (d.gc_bytes_relocated != 0) {
     absl::StrAppendFormat(&detail, "\n    gc relocated %.1f MiB", d.gc_bytes_relocated / 1048576.0);
@@ -93,10 +96,11 @@ void PrintJson(const BenchResult& r, std::FILE* out) {
       r.ReadsPerOp(), r.ReadBytesPerOp(), d.table_reads, d.table_bytes_read, d.vlog_reads,
       d.vlog_bytes_read);
   absl::StrAppendFormat(&json,
-                        "\"space_amp\":%s,\"disk_bytes\":%d,\"live_bytes\":%d,"
+                        "\"space_amp\":%s,\"max_space_amp\":%.4f,\"disk_bytes\":%d,"
+                        "\"max_disk_bytes\":%d,\"live_bytes\":%d,"
                         "\"stall_micros\":%d,\"gc_bytes\":%d,\"writer_ops\":%d}",
                         r.space_measured ? absl::StrFormat("%.4f", r.space_amplification) : "null",
-                        r.disk_bytes, r.live_bytes, d.stall_micros, d.gc_bytes_relocated,
+                        r.max_space_amplification, r.disk_bytes, r.max_disk_bytes, r.live_bytes, d.stall_micros, d.gc_bytes_relocated,
                         r.writer_ops);
   absl::FPrintF(out, "%s\n", json);
 }

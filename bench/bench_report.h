@@ -30,6 +30,10 @@ struct BenchResult {
   bool space_measured = false;
   uint64_t disk_bytes = 0, live_bytes = 0;
   double space_amplification = 0;
+  // Largest bytes on disk seen while the benchmark ran (sampled every
+  // 250 ms), and that over the live bytes.
+  uint64_t max_disk_bytes = 0;
+  double max_space_amplification = 0;
 
   double OpsPerSec() const { return seconds > 0 ? ops / seconds : 0; }
   double MiBPerSec() const { return seconds > 0 ? bytes / seconds / 1048576.0 : 0; }

@@ -148,6 +148,11 @@ absl::StatusOr<BenchResult> BenchRunner::Run(std::string_view name) {
     result.disk_bytes = space.disk_bytes;
     result.live_bytes = space.live_bytes;
     result.space_amplification = space.space_amplification;
+    result.max_disk_bytes = std::max(result.max_disk_bytes, space.disk_bytes);
+    if (space.live_bytes > 0) {
+      result.max_space_amplification =
+          static_cast<double>(result.max_disk_bytes) / space.live_bytes;
+    }
   }
   return result;
 }
@@ -167,6 +172,15 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   if (config_.progress) {
     progress = std::make_unique<ProgressLine>(result->benchmark, count, config_.duration_s, &done);
   }
+  // Samples bytes on disk while the benchmark runs (space over time).
+  std::atomic<uint64_t> max_disk{0};
+  absl::Notification sampling_done;
+  std::thread sampler([&] {
+    do {
+      const uint64_t d = engine_->Stats().disk_bytes;
+      if (d > max_disk.load()) max_disk.store(d);
+    } while (!sampling_done.WaitForNotificationWithTimeout(absl::Milliseconds(250)));
+  });
   const Clock::time_point start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(config_.duration_s));
@@ -194,6 +208,9 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   body(*states[0]);
   for (std::thread& th : threads) th.join();
   result->seconds = NanosSince(start) / 1e9;
+  sampling_done.Notify();
+  sampler.join();
+  result->max_disk_bytes = max_disk.load();
   progress.reset();
   result->ops = done.load();
   for (const auto& t : states) {

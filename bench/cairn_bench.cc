@@ -54,6 +54,8 @@ ABSL_FLAG(std::string, seek_nexts, "10", "seekrandom: Next calls after each Seek
 ABSL_FLAG(int32_t, batch_size, 32, "multireadrandom: keys per MultiGet");
 ABSL_FLAG(uint64_t, seed, 301, "random seed");
 ABSL_FLAG(bool, json, false, "print one JSON object per benchmark instead of a table");
+ABSL_FLAG(int32_t, prefetch_depth, 32, "cairn: iterator value prefetch depth (1: none)");
+ABSL_FLAG(bool, gc, true, "cairn: background value-log garbage collection");
 ABSL_FLAG(bool, stats, false, "print the engine's own statistics after the last benchmark");
 
 namespace cairn::bench {
@@ -68,6 +70,8 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.memtable_bytes = absl::GetFlag(FLAGS_memtable_mb) << 20;
   o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
   o.bloom_bits = absl::GetFlag(FLAGS_bloom_bits);
+  o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
+  o.gc = absl::GetFlag(FLAGS_gc);
   const std::string compression = absl::GetFlag(FLAGS_compression);
   if (compression != "none" && compression != "zstd") {
     return absl::InvalidArgumentError("--compression: want none or zstd");
