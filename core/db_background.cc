@@ -5,12 +5,14 @@
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "io/status_macros.h"
+#include "lsm/compaction_iterator.h"
 #include "lsm/filename.h"
 #include "lsm/table_builder.h"
 
 namespace cairn {
 
 using lsm::FileType;
+using lsm::SequenceNumber;
 
 void DBImpl::SetBackgroundError(const absl::Status& s) {
   if (bg_error_.ok() && !s.ok()) {
@@ -42,7 +44,8 @@ absl::Status DBImpl::FlushOldestImmutable() {
     flush_running_ = true;
   }
   lsm::VersionEdit edit;
-  absl::Status s = WriteLevel0Table(mem.get(), &edit);
+  ValueLog::GarbageMeter garbage;
+  absl::Status s = WriteLevel0Table(mem.get(), &edit, &garbage);
   if (s.ok()) {
     uint64_t oldest_needed_log;
     {
@@ -50,7 +53,8 @@ absl::Status DBImpl::FlushOldestImmutable() {
       oldest_needed_log = imm_.size() > 1 ? imm_[1].log_number : log_number_;
     }
     edit.SetLogNumber(oldest_needed_log);
-    s = LogAndApply(&edit, nullptr);
+    ValueLog::FinishGarbageMeter(&garbage);
+    s = LogAndApply(&edit, &garbage.edit());
   }
   {
     absl::MutexLock l(&mu_);
@@ -64,35 +68,41 @@ absl::Status DBImpl::FlushOldestImmutable() {
   return s;
 }
 
-absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit) {
+absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
+                                      ValueLog::GarbageMeter* garbage) {
   lsm::FileMetaData meta;
   meta.number = versions_->NewFileNumber();
+  std::vector<SequenceNumber> snapshots;
+  SequenceNumber latest;
   {
     absl::MutexLock l(&mu_);
     pending_outputs_.insert(meta.number);
+    snapshots.assign(snapshots_.begin(), snapshots_.end());
+    latest = last_sequence_.load();
   }
   const std::string path = lsm::TableFileName(dbname_, meta.number);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
                          fs_->NewWritableFile(path, {.category = io::IoCategory::kFlush}));
   lsm::TableBuilder builder(table_options_, file.get());
-  std::unique_ptr<lsm::InternalIterator> it = mem->NewIterator();
+  std::unique_ptr<lsm::InternalIterator> input = mem->NewIterator();
+  // Versions no snapshot can see are dropped here already (their pointers
+  // become garbage now, not at some later compaction); tombstones stay, as
+  // older versions may sit in the levels below.
+  lsm::CompactionIterator it(input.get(), std::move(snapshots), latest,
+                             /*key_may_exist_below=*/{}, garbage);
   bool first = true;
   absl::Status s;
-  for (it->SeekToFirst(); it->Valid() && s.ok(); it->Next()) {
-    lsm::ParsedInternalKey ikey;
-    if (!lsm::ParseInternalKey(it->key(), &ikey)) {
-      s = absl::InternalError("memtable holds a malformed internal key");
-      break;
-    }
+  for (it.SeekToFirst(); it.Valid() && s.ok(); it.Next()) {
+    const SequenceNumber seq = it.ikey().sequence;
     if (first) {
-      meta.smallest_seq = meta.largest_seq = ikey.sequence;
+      meta.smallest_seq = meta.largest_seq = seq;
       first = false;
     }
-    meta.smallest_seq = std::min(meta.smallest_seq, ikey.sequence);
-    meta.largest_seq = std::max(meta.largest_seq, ikey.sequence);
-    s = builder.Add(it->key(), it->value());
+    meta.smallest_seq = std::min(meta.smallest_seq, seq);
+    meta.largest_seq = std::max(meta.largest_seq, seq);
+    s = builder.Add(it.key(), it.value());
   }
-  if (s.ok()) s = it->status();
+  if (s.ok()) s = it.status();
   if (s.ok()) s = builder.Finish();
   if (s.ok()) s = file->Sync();
   if (s.ok()) s = file->Close();

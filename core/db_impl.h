@@ -160,7 +160,10 @@ class DBImpl final : public DB {
   bool NeedsCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdatePendingCompactionBytes() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status FlushOldestImmutable() ABSL_LOCKS_EXCLUDED(mu_);
-  absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit);
+  // Writes mem to a new L0 table (added to *edit), dropping versions no
+  // snapshot needs; their pointers are reported to garbage.
+  absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
+                                ValueLog::GarbageMeter* garbage);
   void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   lsm::SequenceNumber OldestSnapshot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

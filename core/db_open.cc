@@ -186,19 +186,22 @@ absl::Status DBImpl::Recover() {
   }
   std::sort(logs.begin(), logs.end());
   SequenceNumber max_sequence = versions_->LastSequence();
+  last_sequence_.store(max_sequence);
   lsm::VersionEdit edit;
+  ValueLog::GarbageMeter garbage;
   auto mem = std::make_shared<lsm::MemTable>();
   for (size_t i = 0; i < logs.size(); ++i) {
     CAIRN_RETURN_IF_ERROR(ReplayLog(logs[i], i + 1 == logs.size(), mem.get(), &max_sequence));
     if (mem->ApproximateMemoryUsage() >= options_.memtable_size) {
-      CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit));
+      CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
       mem = std::make_shared<lsm::MemTable>();
     }
   }
-  if (!mem->empty()) CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit));
+  if (!mem->empty()) CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
   // Replay has decided which value-log records are referenced; seal the
   // segment that was being written and drop segments nobody logged.
-  vlog::SegmentEdit segment_edit;
+  ValueLog::FinishGarbageMeter(&garbage);
+  vlog::SegmentEdit& segment_edit = *garbage.mutable_edit();
   CAIRN_RETURN_IF_ERROR(vlog_->FinishRecovery(&segment_edit));
 
   // Start a fresh WAL; once it is synced and named in the manifest as the
@@ -275,6 +278,8 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
     if (batch.Count() > 0) {
       *max_sequence = std::max(*max_sequence,
                                WriteBatchInternal::Sequence(batch) + batch.Count() - 1);
+      // A flush during replay drops versions relative to this.
+      last_sequence_.store(*max_sequence);
     }
   }
   CAIRN_RETURN_IF_ERROR(reader->status());

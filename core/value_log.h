@@ -81,6 +81,7 @@ class ValueLog {
     void OnValueDropped(std::string_view user_key, lsm::ValueType type,
                         std::string_view stored_value) override;
     const vlog::SegmentEdit& edit() const { return edit_; }
+    vlog::SegmentEdit* mutable_edit() { return &edit_; }
     uint64_t dropped_pointers() const { return dropped_pointers_; }
     uint64_t undecodable() const { return undecodable_; }
 
