@@ -1,5 +1,7 @@
 #include "io/file_system.h"
 
+#include "absl/container/flat_hash_map.h"
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +21,28 @@ std::string JoinPath(std::string_view dir, std::string_view name) {
   if (!path.empty() && path.back() != '/') path += '/';
   path.append(name);
   return path;
+}
+
+absl::Status FileSystem::MultiReadFiles(absl::Span<const FileReadRequest> requests) {
+  // Group by file, keeping each file's requests in order.
+  absl::flat_hash_map<const RandomAccessFile*, std::vector<size_t>> by_file;
+  std::vector<const RandomAccessFile*> order;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    auto [it, inserted] = by_file.try_emplace(requests[i].file);
+    if (inserted) order.push_back(requests[i].file);
+    it->second.push_back(i);
+  }
+  absl::Status first;
+  std::vector<ReadRequest> batch;
+  for (const RandomAccessFile* file : order) {
+    const std::vector<size_t>& idx = by_file[file];
+    batch.clear();
+    for (size_t i : idx) batch.push_back(std::move(*requests[i].request));
+    absl::Status s = file->MultiRead(absl::MakeSpan(batch));
+    if (first.ok() && !s.ok()) first = s;
+    for (size_t j = 0; j < idx.size(); ++j) *requests[idx[j]].request = std::move(batch[j]);
+  }
+  return first;
 }
 
 absl::Status FileSystem::SyncFiles(absl::Span<WritableFile* const> files) {

@@ -88,6 +88,12 @@ class FileLock {
   virtual ~FileLock() = default;
 };
 
+// One request of a batched read across files.
+struct FileReadRequest {
+  const RandomAccessFile* file = nullptr;
+  ReadRequest* request = nullptr;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
@@ -100,6 +106,12 @@ class FileSystem {
       const std::string& path, const FileOptions& options) = 0;
   virtual absl::StatusOr<std::unique_ptr<RandomAccessFile>> NewRandomAccessFile(
       const std::string& path, const FileOptions& options) = 0;
+
+  // Reads requests that may name different files of this file system, all
+  // in flight at once where the backend can (io_uring: one batch across
+  // files); others read file by file with MultiRead. Same per-request
+  // contract as RandomAccessFile::MultiRead; returns the first failure.
+  virtual absl::Status MultiReadFiles(absl::Span<const FileReadRequest> requests);
 
   // Syncs several files of this file system together: on the ring all the
   // fdatasyncs are in flight at once. OK only when every one succeeded.

@@ -12,10 +12,12 @@
 #include "io/status_macros.h"
 
 namespace cairn::io {
-namespace {
 
-// One read of a batch: want bytes at offset into dst.
+// One read of a batch: want bytes at offset of file fd into dst.
 struct ReadOp {
+  int fd = -1;
+  const std::string* path = nullptr;
+  bool direct = false;
   uint64_t offset = 0;
   char* dst = nullptr;
   size_t want = 0;
@@ -24,12 +26,15 @@ struct ReadOp {
   absl::Status status;
 };
 
+namespace {
+
+
 // Runs ops on ring, all in flight at once. A read ends at want bytes, at end
 // of file (a zero result, or with O_DIRECT an unaligned short one, since
 // reading on from there would be an unaligned request) or at an error, which
 // becomes the op's status. A failure of the ring itself becomes the status of
 // every op it left unfinished.
-void RunReads(Ring& ring, int fd, const std::string& path, bool direct, absl::Span<ReadOp> ops) {
+void RunReads(Ring& ring, absl::Span<ReadOp> ops) {
   std::vector<ReadOp*> live;
   live.reserve(ops.size());
   for (ReadOp& op : ops) {
@@ -41,18 +46,18 @@ void RunReads(Ring& ring, int fd, const std::string& path, bool direct, absl::Sp
       [&](size_t i, io_uring_sqe* sqe) {
         ReadOp& op = *live[i];
         const size_t len = std::min(op.want - op.got, Ring::kMaxTransfer);
-        io_uring_prep_read(sqe, fd, op.dst + op.got, static_cast<unsigned>(len),
+        io_uring_prep_read(sqe, op.fd, op.dst + op.got, static_cast<unsigned>(len),
                            op.offset + op.got);
       },
       [&](size_t i, int res) {
         ReadOp& op = *live[i];
         if (res == -EAGAIN || res == -EINTR) return false;
         if (res < 0) {
-          op.status = ErrnoError(-res, absl::StrCat("read ", path, " at ", op.offset + op.got));
+          op.status = ErrnoError(-res, absl::StrCat("read ", *op.path, " at ", op.offset + op.got));
         } else if (res > 0) {
           op.got += static_cast<size_t>(res);
           // Short but not at end of file: read the remainder.
-          if (op.got < op.want && !(direct && !IsAligned(op.got, kDirectIoAlignment))) {
+          if (op.got < op.want && !(op.direct && !IsAligned(op.got, kDirectIoAlignment))) {
             return false;
           }
         }
@@ -117,12 +122,49 @@ absl::StatusOr<size_t> UringRandomAccessFile::ReadAt(uint64_t offset, size_t n, 
   if (!ring.ok()) return FdRandomAccessFile::ReadAt(offset, n, buf);
   ReadOp op;
   op.offset = offset;
+  op.fd = fd();
+  op.path = &path();
+  op.direct = direct();
   op.dst = buf;
   op.want = n;
-  RunReads(**ring, fd(), path(), direct(), absl::MakeSpan(&op, 1));
+  RunReads(**ring, absl::MakeSpan(&op, 1));
   CAIRN_RETURN_IF_ERROR(op.status);
   stats().AddRead(category(), op.got);
   return op.got;
+}
+
+void UringRandomAccessFile::PrepareRead(const ReadRequest& req, ReadOp* op,
+                                        AlignedBuffer* bounce) const {
+  op->fd = fd();
+  op->path = &path();
+  op->direct = direct();
+  if (!direct() ||
+      (IsAligned(req.offset, kDirectIoAlignment) && IsAligned(req.len, kDirectIoAlignment) &&
+       IsAligned(req.buf, kDirectIoAlignment))) {
+    op->offset = req.offset;
+    op->dst = req.buf;
+    op->want = req.len;
+  } else if (req.len > 0) {
+    // Widened to whole blocks in a bounce buffer; copied out below.
+    op->offset = AlignDown(req.offset, kDirectIoAlignment);
+    op->want = AlignUp(req.offset + req.len, kDirectIoAlignment) - op->offset;
+    *bounce = AlignedBuffer(op->want);
+    op->dst = bounce->data();
+  }
+}
+
+void UringRandomAccessFile::FinishRead(const ReadOp& op, ReadRequest* req) const {
+  req->status = op.status;
+  req->result = 0;
+  if (!op.status.ok()) return;
+  stats().AddRead(category(), op.got);
+  if (op.dst == req->buf || req->len == 0) {
+    req->result = op.got;
+  } else {
+    const size_t skip = req->offset - op.offset;
+    req->result = op.got > skip ? std::min(req->len, op.got - skip) : 0;
+    if (req->result > 0) std::memcpy(req->buf, op.dst + skip, req->result);
+  }
 }
 
 absl::Status UringRandomAccessFile::MultiRead(absl::Span<ReadRequest> requests) const {
@@ -130,42 +172,34 @@ absl::Status UringRandomAccessFile::MultiRead(absl::Span<ReadRequest> requests) 
   if (!ring.ok()) return FdRandomAccessFile::MultiRead(requests);
   std::vector<ReadOp> ops(requests.size());
   std::vector<AlignedBuffer> bounce(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const ReadRequest& req = requests[i];
-    ReadOp& op = ops[i];
-    if (!direct() ||
-        (IsAligned(req.offset, kDirectIoAlignment) && IsAligned(req.len, kDirectIoAlignment) &&
-         IsAligned(req.buf, kDirectIoAlignment))) {
-      op.offset = req.offset;
-      op.dst = req.buf;
-      op.want = req.len;
-    } else if (req.len > 0) {
-      // Widened to whole blocks in a bounce buffer; copied out below.
-      op.offset = AlignDown(req.offset, kDirectIoAlignment);
-      op.want = AlignUp(req.offset + req.len, kDirectIoAlignment) - op.offset;
-      bounce[i] = AlignedBuffer(op.want);
-      op.dst = bounce[i].data();
-    }
-  }
-  RunReads(**ring, fd(), path(), direct(), absl::MakeSpan(ops));
+  for (size_t i = 0; i < requests.size(); ++i) PrepareRead(requests[i], &ops[i], &bounce[i]);
+  RunReads(**ring, absl::MakeSpan(ops));
   absl::Status first;
   for (size_t i = 0; i < requests.size(); ++i) {
-    ReadRequest& req = requests[i];
-    const ReadOp& op = ops[i];
-    req.status = op.status;
-    req.result = 0;
-    if (!op.status.ok()) {
-      if (first.ok()) first = op.status;
-      continue;
-    }
-    stats().AddRead(category(), op.got);
-    if (op.dst == req.buf || req.len == 0) {
-      req.result = op.got;
-    } else {
-      const size_t skip = req.offset - op.offset;
-      req.result = op.got > skip ? std::min(req.len, op.got - skip) : 0;
-      if (req.result > 0) std::memcpy(req.buf, op.dst + skip, req.result);
-    }
+    FinishRead(ops[i], &requests[i]);
+    if (first.ok() && !requests[i].status.ok()) first = requests[i].status;
+  }
+  return first;
+}
+
+absl::Status UringFileSystem::MultiReadFiles(absl::Span<const FileReadRequest> requests) {
+  std::vector<const UringRandomAccessFile*> files(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    files[i] = dynamic_cast<const UringRandomAccessFile*>(requests[i].file);
+    if (files[i] == nullptr) return FileSystem::MultiReadFiles(requests);
+  }
+  absl::StatusOr<Ring*> ring = Ring::ThisThread();
+  if (!ring.ok()) return FileSystem::MultiReadFiles(requests);
+  std::vector<ReadOp> ops(requests.size());
+  std::vector<AlignedBuffer> bounce(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    files[i]->PrepareRead(*requests[i].request, &ops[i], &bounce[i]);
+  }
+  RunReads(**ring, absl::MakeSpan(ops));
+  absl::Status first;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    files[i]->FinishRead(ops[i], requests[i].request);
+    if (first.ok() && !requests[i].request->status.ok()) first = requests[i].request->status;
   }
   return first;
 }

@@ -19,6 +19,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "io/aligned_buffer.h"
 #include "io/file_system.h"
 #include "io/posix_file_system.h"
 
@@ -35,6 +36,8 @@ class UringWritableFile : public FdWritableFile {
 };
 
 // FdRandomAccessFile whose reads go through the ring.
+struct ReadOp;  // one read of a ring batch (uring_file_system.cc)
+
 class UringRandomAccessFile : public FdRandomAccessFile {
  public:
   using FdRandomAccessFile::FdRandomAccessFile;
@@ -45,6 +48,11 @@ class UringRandomAccessFile : public FdRandomAccessFile {
   absl::Status MultiRead(absl::Span<ReadRequest> requests) const override;
 
  protected:
+  friend class UringFileSystem;
+  // The ring op for req (widened into *bounce when O_DIRECT needs it), and
+  // req's result from the finished op.
+  void PrepareRead(const ReadRequest& req, ReadOp* op, AlignedBuffer* bounce) const;
+  void FinishRead(const ReadOp& op, ReadRequest* req) const;
   absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* buf) const override;
 };
 
@@ -54,6 +62,9 @@ class UringFileSystem : public PosixFileSystem {
   // waits for all. OK only if every one succeeded; a file whose sync failed is
   // poisoned. Files of other types are synced one by one.
   absl::Status SyncFiles(absl::Span<WritableFile* const> files) override;
+  // When every file is this file system's: one batch on the ring across
+  // all of them.
+  absl::Status MultiReadFiles(absl::Span<const FileReadRequest> requests) override;
 
   std::string Name() const override { return "io_uring"; }
 

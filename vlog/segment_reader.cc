@@ -126,6 +126,24 @@ absl::Status SegmentReader::Read(const ValuePointer& pointer, std::string_view e
   return s;
 }
 
+absl::Status SegmentReader::PrepareRead(const ValuePointer& pointer, std::string* buf,
+                                        io::ReadRequest* req) const {
+  CAIRN_RETURN_IF_ERROR(CheckPointer(pointer));
+  buf->resize(pointer.size);
+  req->offset = pointer.offset;
+  req->len = pointer.size;
+  req->buf = buf->data();
+  return absl::OkStatus();
+}
+
+absl::Status SegmentReader::FinishRead(const ValuePointer& pointer, std::string_view expected_key,
+                                       const io::ReadRequest& req, std::string* buf) const {
+  absl::Status s = req.status;
+  if (s.ok()) s = Decode(pointer, expected_key, req.result, buf);
+  if (!s.ok()) buf->clear();
+  return s;
+}
+
 absl::Status SegmentReader::MultiRead(absl::Span<const ValuePointer> pointers,
                                       absl::Span<const std::string_view> keys,
                                       std::vector<std::string>* values,
@@ -142,13 +160,9 @@ absl::Status SegmentReader::MultiRead(absl::Span<const ValuePointer> pointers,
   requests.reserve(n);
   index.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    (*statuses)[i] = CheckPointer(pointers[i]);
-    if (!(*statuses)[i].ok()) continue;
-    (*values)[i].resize(pointers[i].size);
     io::ReadRequest req;
-    req.offset = pointers[i].offset;
-    req.len = pointers[i].size;
-    req.buf = (*values)[i].data();
+    (*statuses)[i] = PrepareRead(pointers[i], &(*values)[i], &req);
+    if (!(*statuses)[i].ok()) continue;
     requests.push_back(std::move(req));
     index.push_back(i);
   }
@@ -158,10 +172,7 @@ absl::Status SegmentReader::MultiRead(absl::Span<const ValuePointer> pointers,
   }
   for (size_t j = 0; j < requests.size(); ++j) {
     const size_t i = index[j];
-    absl::Status s = requests[j].status;
-    if (s.ok()) s = Decode(pointers[i], keys[i], requests[j].result, &(*values)[i]);
-    if (!s.ok()) (*values)[i].clear();
-    (*statuses)[i] = std::move(s);
+    (*statuses)[i] = FinishRead(pointers[i], keys[i], requests[j], &(*values)[i]);
   }
   for (const absl::Status& s : *statuses) {
     if (!s.ok()) return s;

@@ -59,6 +59,16 @@ class SegmentReader {
                          std::vector<std::string>* values,
                          std::vector<absl::Status>* statuses) const;
 
+  // The two halves of one read, for batches that span segments
+  // (SegmentReaderCache::MultiRead). PrepareRead checks pointer and fills
+  // *req to read its record into *buf; FinishRead verifies and decodes what
+  // arrived into *buf, which then holds the value.
+  absl::Status PrepareRead(const ValuePointer& pointer, std::string* buf,
+                           io::ReadRequest* req) const;
+  absl::Status FinishRead(const ValuePointer& pointer, std::string_view expected_key,
+                          const io::ReadRequest& req, std::string* buf) const;
+  const io::RandomAccessFile* file() const { return file_.get(); }
+
   uint64_t segment_id() const { return header_.segment_id; }
   SegmentKind kind() const { return header_.kind; }
   const std::string& path() const { return path_; }

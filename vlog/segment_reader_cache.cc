@@ -2,7 +2,6 @@
 
 #include <utility>
 
-#include "absl/container/btree_map.h"
 #include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
 
@@ -57,34 +56,29 @@ absl::Status SegmentReaderCache::MultiRead(absl::Span<const ValuePointer> pointe
   const size_t n = pointers.size();
   values->assign(n, std::string());
   statuses->assign(n, absl::OkStatus());
-  // Indices of the pointers into each segment, segments in id order.
-  absl::btree_map<uint64_t, std::vector<size_t>> by_segment;
-  for (size_t i = 0; i < n; ++i) by_segment[pointers[i].segment_id].push_back(i);
-
-  std::vector<ValuePointer> group_pointers;
-  std::vector<std::string_view> group_keys;
-  std::vector<std::string> group_values;
-  std::vector<absl::Status> group_statuses;
-  for (const auto& [segment_id, indices] : by_segment) {
-    absl::StatusOr<std::shared_ptr<const SegmentReader>> reader = Get(segment_id);
+  // One batch across every segment: all the reads in flight together.
+  std::vector<std::shared_ptr<const SegmentReader>> readers(n);
+  std::vector<io::ReadRequest> requests(n);
+  std::vector<io::FileReadRequest> batch;
+  std::vector<size_t> index;
+  for (size_t i = 0; i < n; ++i) {
+    absl::StatusOr<std::shared_ptr<const SegmentReader>> reader = Get(pointers[i].segment_id);
     if (!reader.ok()) {
-      for (size_t i : indices) (*statuses)[i] = reader.status();
+      (*statuses)[i] = reader.status();
       continue;
     }
-    group_pointers.clear();
-    group_keys.clear();
-    for (size_t i : indices) {
-      group_pointers.push_back(pointers[i]);
-      group_keys.push_back(keys[i]);
-    }
-    // Per-pointer outcomes land in group_statuses; the aggregate is rebuilt
-    // below in index order.
-    (*reader)->MultiRead(group_pointers, group_keys, &group_values, &group_statuses)
-        .IgnoreError();
-    for (size_t j = 0; j < indices.size(); ++j) {
-      (*values)[indices[j]] = std::move(group_values[j]);
-      (*statuses)[indices[j]] = std::move(group_statuses[j]);
-    }
+    readers[i] = *std::move(reader);
+    (*statuses)[i] = readers[i]->PrepareRead(pointers[i], &(*values)[i], &requests[i]);
+    if (!(*statuses)[i].ok()) continue;
+    batch.push_back({readers[i]->file(), &requests[i]});
+    index.push_back(i);
+  }
+  if (!batch.empty()) {
+    // Each request carries its own status; the aggregate adds nothing.
+    fs_->MultiReadFiles(batch).IgnoreError();
+  }
+  for (size_t i : index) {
+    (*statuses)[i] = readers[i]->FinishRead(pointers[i], keys[i], requests[i], &(*values)[i]);
   }
   for (const absl::Status& s : *statuses) {
     if (!s.ok()) return s;
