@@ -166,11 +166,14 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     }
     {
       absl::MutexLock l(&mu_);
-      // Readers from before the rewrite hold the old epoch; the victim goes
-      // when they are all gone and no older snapshot remains.
-      obsolete_segments_.push_back(
-          {victim->segment_id, last_sequence_.load(), std::weak_ptr<const int>(read_epoch_)});
-      read_epoch_ = std::make_shared<const int>(0);
+      // Readers from before the rewrite hold this epoch or an earlier one;
+      // the victim goes when they are all gone and no older snapshot
+      // remains.
+      obsolete_segments_.push_back({victim->segment_id, last_sequence_.load(),
+                                    std::weak_ptr<const ReadEpoch>(read_epoch_)});
+      auto next = std::make_shared<ReadEpoch>();
+      read_epoch_->next = next;
+      read_epoch_ = std::move(next);
     }
     ++total.victims;
     total.bytes_read += r.bytes_read;

@@ -85,6 +85,12 @@ class DBImpl final : public DB {
     uint64_t log_number;  // the WAL holding its writes
   };
   // What a read needs, captured under mu_ and used without it.
+  // Read views are counted by epoch. Each epoch keeps the next one alive,
+  // so an epoch expires only once no view of it or of any earlier epoch
+  // remains.
+  struct ReadEpoch {
+    std::shared_ptr<const ReadEpoch> next;
+  };
   struct ReadView {
     lsm::SequenceNumber sequence;
     std::shared_ptr<lsm::MemTable> mem;
@@ -93,7 +99,7 @@ class DBImpl final : public DB {
     lsm::TableReadOptions table_read;
     // Held while the view is in use: value-log segments collected after the
     // view was taken are not deleted until it is released.
-    std::shared_ptr<const int> epoch;
+    std::shared_ptr<const ReadEpoch> epoch;
   };
   // A conditional pointer write-back from the garbage collector.
   struct PointerRewrite {
@@ -212,11 +218,11 @@ class DBImpl final : public DB {
 
   // Garbage collection.
   absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one collection at a time
-  std::shared_ptr<const int> read_epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<const int>(0);
+  std::shared_ptr<ReadEpoch> read_epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<ReadEpoch>();
   struct ObsoleteSegment {
     uint64_t id;
     lsm::SequenceNumber sequence;  // pointers moved away as of this sequence
-    std::weak_ptr<const int> epoch;
+    std::weak_ptr<const ReadEpoch> epoch;  // current when the pointers moved
   };
   std::vector<ObsoleteSegment> obsolete_segments_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};

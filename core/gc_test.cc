@@ -188,6 +188,39 @@ TEST_F(GcTest, IteratorOpenedBeforeGcReadsThroughIt) {
   ASSERT_TRUE(it->status().ok()) << it->status();
 }
 
+TEST_F(GcTest, ScansAndGetsDuringCollectionsSeeEveryValue) {
+  constexpr int kKeys = 300;
+  Overwrite(kKeys, 2, 7);
+  std::atomic<bool> stop{false};
+  std::atomic<int> scans{0};
+  std::thread reader([&] {
+    while (!stop.load()) {
+      auto it = db_->NewIterator({});
+      int n = 0;
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        ASSERT_EQ(it->value().size(), 1000u) << it->status();
+        ++n;
+      }
+      ASSERT_TRUE(it->status().ok()) << it->status();
+      ASSERT_EQ(n, kKeys);
+      std::string v;
+      ASSERT_TRUE(db_->Get({}, "key00007", &v).ok());
+      ++scans;
+    }
+  });
+  for (int round = 0; round < 8; ++round) {
+    Overwrite(kKeys, 1, 100 + round);
+    ASSERT_TRUE(db_->Flush().ok());
+    ASSERT_TRUE(db_->CompactRange(nullptr, nullptr).ok());
+    auto r = db_->RunGC();
+    ASSERT_TRUE(r.ok()) << r.status();
+  }
+  stop = true;
+  reader.join();
+  EXPECT_GT(scans.load(), 0);
+  CheckAll();
+}
+
 // A crash at every step of a collection (the k-th file operation fails for
 // good, then the machine loses what was not durable) leaves a database that
 // opens with every synced write, reads every value exactly (no dangling
