@@ -139,7 +139,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   gc::VictimPicker picker(gc::VictimPickerOptions{options_.gc_min_garbage_ratio});
   gc::GcJobOptions jo;
   jo.compress = options_.value_compression == Compression::kZstd;
-  jo.bytes_per_second = manual ? 0 : options_.gc_bytes_per_sec;
+  // The budget keeps background GC from starving foreground writes; when
+  // the value log is far past its bound, reclaiming space comes first.
+  const bool far_behind = ValueLogSpaceAmplification() > 2 * options_.gc_space_amp_trigger;
+  jo.bytes_per_second = manual || far_behind ? 0 : options_.gc_bytes_per_sec;
   GcIndex index(this);
   absl::flat_hash_set<uint64_t> done;
   while (true) {
@@ -215,16 +218,26 @@ double DBImpl::ValueLogSpaceAmplification() const {
 void DBImpl::GcThread() {
   absl::MutexLock l(&mu_);
   while (!shutting_down_) {
-    background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
-    if (shutting_down_ || !bg_error_.ok()) continue;
+    if (!bg_error_.ok()) {
+      background_cv_.Wait(&mu_);
+      continue;
+    }
     mu_.Unlock();
-    if (ValueLogSpaceAmplification() > options_.gc_space_amp_trigger) {
-      // Errors are sticky in bg_error_ (set by CollectGarbage).
-      CollectGarbage(/*manual=*/false).IgnoreError();
+    const bool behind = ValueLogSpaceAmplification() > options_.gc_space_amp_trigger;
+    if (behind) {
+      // One victim, then check again at once: collection keeps pace with
+      // overwrites rather than taking one segment a second.
+      absl::StatusOr<GcResult> r = CollectGarbage(/*manual=*/false);
+      mu_.Lock();
+      // Nothing collectable yet (garbage below the floor everywhere): wait
+      // for flushes and compactions to report more. Errors are sticky in
+      // bg_error_ (set by CollectGarbage).
+      if (!r.ok() || r->victims == 0) background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
     } else {
       DeleteObsoleteSegments();
+      mu_.Lock();
+      background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
     }
-    mu_.Lock();
   }
 }
 

@@ -83,8 +83,10 @@ struct Options {
   // (DB::RunGC still works). Default: 1.5.
   double gc_space_amp_trigger = 1.5;
   // I/O budget of background GC in bytes per second (reads plus writes), so
-  // foreground writes do not stall; 0 means unlimited. Default: 64 MiB/s.
-  uint64_t gc_bytes_per_sec = uint64_t{64} << 20;
+  // foreground writes do not stall; 0 means unlimited. Lifted while the
+  // value log's space amplification is above twice gc_space_amp_trigger.
+  // Default: 256 MiB/s.
+  uint64_t gc_bytes_per_sec = uint64_t{256} << 20;
   // Threads for compaction (flush has its own). Default: 1.
   int max_background_compactions = 1;
 };
