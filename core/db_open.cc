@@ -301,18 +301,27 @@ absl::Status DBImpl::NewLog() {
   CAIRN_RETURN_IF_ERROR(vlog_->Sync());
   CAIRN_RETURN_IF_ERROR(log_->Sync());
   const uint64_t number = versions_->NewFileNumber();
-  CAIRN_ASSIGN_OR_RETURN(
-      std::unique_ptr<io::WritableFile> file,
-      fs_->NewWritableFile(lsm::LogFileName(dbname_, number), {.category = io::IoCategory::kWal}));
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
-                         lsm::LogWriter::Create(std::move(file), number));
-  // The new WAL's header and directory entry must be durable before any
-  // sync write in it is acknowledged; a synced header also means a crash
-  // can only tear records, never the header.
-  CAIRN_RETURN_IF_ERROR(log->Sync());
-  CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
+  const std::string path = lsm::LogFileName(dbname_, number);
+  auto created = [&]() -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
+                           fs_->NewWritableFile(path, {.category = io::IoCategory::kWal}));
+    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
+                           lsm::LogWriter::Create(std::move(file), number));
+    // The new WAL's header and directory entry must be durable before any
+    // sync write in it is acknowledged; a synced header also means a crash
+    // can only tear records, never the header.
+    CAIRN_RETURN_IF_ERROR(log->Sync());
+    CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
+    return log;
+  }();
+  if (!created.ok()) {
+    // Never leave a WAL numbered above the live one: recovery would take it
+    // for the newest.
+    fs_->RemoveFile(path).IgnoreError();
+    return created.status();
+  }
   CAIRN_RETURN_IF_ERROR(log_->Close());
-  log_ = std::move(log);
+  log_ = *std::move(created);
   imm_.push_back({std::move(mem_), log_number_});
   log_number_ = number;
   mem_ = std::make_shared<lsm::MemTable>();

@@ -257,8 +257,14 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
       continue;
     }
     if (force && mem_->empty()) return absl::OkStatus();
-    // Switch to a fresh memtable and WAL.
-    CAIRN_RETURN_IF_ERROR(NewLog());
+    // Switch to a fresh memtable and WAL. A failure here (a sync of the old
+    // WAL or value log, or the new WAL's creation) stops writes: the old
+    // WAL's durability is unknown.
+    absl::Status s = NewLog();
+    if (!s.ok()) {
+      SetBackgroundError(s);
+      return bg_error_;
+    }
     return absl::OkStatus();
   }
 }

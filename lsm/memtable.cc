@@ -72,12 +72,14 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
       io::VarintLength(ikey_size) + ikey_size + io::VarintLength(value.size()) + value.size();
   char* const buf = arena_.Allocate(encoded_size);
   char* p = io::EncodeVarint32(buf, static_cast<uint32_t>(ikey_size));
-  std::memcpy(p, user_key.data(), user_key.size());
+  // memcpy from a null pointer is undefined even for 0 bytes (an empty key
+  // or a deletion's empty value may carry one).
+  if (!user_key.empty()) std::memcpy(p, user_key.data(), user_key.size());
   p += user_key.size();
   io::EncodeFixed64(p, PackSequenceAndType(seq, type));
   p += 8;
   p = io::EncodeVarint32(p, static_cast<uint32_t>(value.size()));
-  std::memcpy(p, value.data(), value.size());
+  if (!value.empty()) std::memcpy(p, value.data(), value.size());
   assert(p + value.size() == buf + encoded_size);
   table_.Insert(buf);
   // Counters are advisory for readers; the entry itself is published by the

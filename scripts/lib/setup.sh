@@ -5,7 +5,8 @@
 CAIRN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CAIRN_PACKAGES=(build-essential cmake ninja-build pkg-config
   liburing-dev libabsl-dev libzstd-dev libxxhash-dev
-  libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev gnuplot-nox)
+  libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev gnuplot-nox
+  clang libclang-rt-14-dev python3)
 
 cairn_install_packages() {
   local missing=()

@@ -1,0 +1,140 @@
+// crash_child: the process that tests/crash_test.cc kills with SIGKILL. It
+// opens (or creates) the database, then runs a random write workload until it
+// is killed or has issued max_ops writes, logging each write in the op log
+// (tests/crash_op_log.h) before it is issued and again once acknowledged.
+//
+//   crash_child <db_dir> <op_log> <seed> <value_separation_threshold> <max_ops>
+//
+// Exit status: 0 after max_ops writes; 2 for bad arguments or a failed open;
+// 3 for a write that failed; 4 for a failed Flush or CompactRange. The reason
+// goes to stderr. The I/O backend comes from CAIRN_IO, set by the parent.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
+#include "cairn/db.h"
+#include "tests/crash_op_log.h"
+
+namespace cairn::crash {
+namespace {
+
+[[noreturn]] void Die(int code, const std::string& what) {
+  std::fprintf(stderr, "crash_child: %s\n", what.c_str());
+  std::fflush(stderr);
+  std::_Exit(code);
+}
+
+// One write(2) per record: a kill lands before or after it, and the kernel
+// keeps whatever a returned write handed it.
+void AppendRecord(int fd, const std::string& rec) {
+  size_t done = 0;
+  while (done < rec.size()) {
+    const ssize_t n = ::write(fd, rec.data() + done, rec.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) Die(2, absl::StrFormat("op log write: %s", std::strerror(errno)));
+    done += static_cast<size_t>(n);
+  }
+}
+
+uint32_t RandomValueLength(std::mt19937_64& rng) {
+  const int r = static_cast<int>(rng() % 100);
+  if (r < 45) return static_cast<uint32_t>(rng() % 100);          // below the threshold
+  if (r < 85) return static_cast<uint32_t>(100 + rng() % 1900);   // at or above it
+  return static_cast<uint32_t>(2000 + rng() % (20480 - 2000 + 1));  // up to 20 KiB
+}
+
+Update RandomUpdate(std::mt19937_64& rng, bool allow_delete) {
+  Update u;
+  u.key = absl::StrFormat("key%05d", static_cast<int>(rng() % 1500));
+  u.is_put = !allow_delete || rng() % 4 != 0;
+  if (u.is_put) {
+    u.value_len = RandomValueLength(rng);
+    u.value_seed = rng();
+  }
+  return u;
+}
+
+LoggedOp RandomOp(std::mt19937_64& rng, uint64_t index) {
+  LoggedOp op;
+  op.index = index;
+  const int r = static_cast<int>(rng() % 100);
+  if (r < 60) {
+    op.sync = rng() % 8 == 0;
+    op.updates.push_back(RandomUpdate(rng, /*allow_delete=*/false));
+  } else if (r < 80) {
+    op.sync = rng() % 8 == 0;
+    Update u = RandomUpdate(rng, /*allow_delete=*/false);
+    u.is_put = false;
+    u.value_len = 0;
+    u.value_seed = 0;
+    op.updates.push_back(std::move(u));
+  } else {
+    op.sync = rng() % 4 == 0;
+    const int n = 2 + static_cast<int>(rng() % 7);
+    for (int i = 0; i < n; ++i) op.updates.push_back(RandomUpdate(rng, /*allow_delete=*/true));
+  }
+  return op;
+}
+
+int Main(int argc, char** argv) {
+  uint64_t seed = 0, threshold = 0, max_ops = 0;
+  if (argc != 6 || !absl::SimpleAtoi(argv[3], &seed) || !absl::SimpleAtoi(argv[4], &threshold) ||
+      !absl::SimpleAtoi(argv[5], &max_ops)) {
+    Die(2, "usage: crash_child <db_dir> <op_log> <seed> <threshold> <max_ops>");
+  }
+  Options options;
+  options.memtable_size = 64 << 10;  // flushes every few dozen writes
+  options.target_file_size = 64 << 10;
+  options.block_size = 1024;
+  options.level0_compaction_trigger = 2;
+  options.value_separation_threshold = static_cast<size_t>(threshold);
+  auto db = DB::Open(options, argv[1]);
+  if (!db.ok()) Die(2, absl::StrFormat("open %s: %s", argv[1], db.status().ToString()));
+
+  const int fd = ::open(argv[2], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) Die(2, absl::StrFormat("open %s: %s", argv[2], std::strerror(errno)));
+
+  std::mt19937_64 rng(seed);
+  for (uint64_t i = 0; i < max_ops; ++i) {
+    const LoggedOp op = RandomOp(rng, i);
+    WriteBatch batch;
+    for (const Update& u : op.updates) {
+      if (u.is_put) {
+        batch.Put(u.key, MakeValue(u.value_seed, u.value_len));
+      } else {
+        batch.Delete(u.key);
+      }
+    }
+    AppendRecord(fd, EncodeIntent(op));
+    WriteOptions wo;
+    wo.sync = op.sync;
+    const absl::Status s = (*db)->Write(wo, batch);
+    if (!s.ok()) Die(3, absl::StrFormat("write %d: %s", i, s.ToString()));
+    AppendRecord(fd, EncodeAck(i));
+
+    const uint64_t r = rng() % 1000;
+    if (r < 4) {
+      const absl::Status f = (*db)->Flush();
+      if (!f.ok()) Die(4, absl::StrFormat("flush: %s", f.ToString()));
+    } else if (r < 5) {
+      const absl::Status c = (*db)->CompactRange(nullptr, nullptr);
+      if (!c.ok()) Die(4, absl::StrFormat("compact: %s", c.ToString()));
+    }
+  }
+  db->reset();
+  ::close(fd);
+  return 0;
+}
+
+}  // namespace
+}  // namespace cairn::crash
+
+int main(int argc, char** argv) { return cairn::crash::Main(argc, argv); }

@@ -1,0 +1,190 @@
+// CrashOpLog is the oracle's record of the kill -9 crash test
+// (tests/crash_test.cc): the child process (tests/crash_child.cc) appends one
+// record per write it is about to make ("intent", with the whole operation)
+// and one when the write was acknowledged ("ack"), each with a single
+// write(2) to an O_APPEND descriptor. A SIGKILL is a process crash, so the
+// kernel keeps every record written; no fsync is needed. The parent reads the
+// log back and replays it against a std::map.
+//
+//   record := checksum:fixed32 (Checksum32 of body) body_len:fixed32 body
+//   body   := kind:u8 op_index:fixed64 [op]        kind: 1 intent, 2 ack
+//   op     := sync:u8 count:varint32 update*
+//   update := type:u8 (0 delete, 1 put) key:length-prefixed
+//             [value_len:varint32 value_seed:fixed64]      (puts only)
+//
+// Values are not stored: a value is a pure function of (value_seed, length),
+// so both processes derive the same bytes and the log stays small.
+//
+// Thread safety: the functions are pure; a writer is used by one thread.
+#ifndef CAIRN_TESTS_CRASH_OP_LOG_H_
+#define CAIRN_TESTS_CRASH_OP_LOG_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "io/checksum.h"
+#include "io/coding.h"
+
+namespace cairn::crash {
+
+// One update of a write: a put (value_len bytes derived from value_seed) or a
+// delete.
+struct Update {
+  std::string key;
+  bool is_put = false;
+  uint32_t value_len = 0;
+  uint64_t value_seed = 0;
+};
+
+// One write (a Put, a Delete or a batch), in the order it was issued.
+struct LoggedOp {
+  uint64_t index = 0;
+  bool sync = false;
+  std::vector<Update> updates;
+};
+
+using Model = std::map<std::string, std::string>;
+
+// The bytes of a value: deterministic in (seed, len); cheap (splitmix64).
+inline std::string MakeValue(uint64_t seed, uint32_t len) {
+  std::string v(len, '\0');
+  uint64_t x = seed;
+  for (uint32_t i = 0; i < len; i += 8) {
+    x += 0x9e3779b97f4a7c15ull;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    for (uint32_t j = 0; j < 8 && i + j < len; ++j) v[i + j] = static_cast<char>(z >> (8 * j));
+  }
+  return v;
+}
+
+inline void ApplyOp(const LoggedOp& op, Model* m) {
+  for (const Update& u : op.updates) {
+    if (u.is_put) {
+      (*m)[u.key] = MakeValue(u.value_seed, u.value_len);
+    } else {
+      m->erase(u.key);
+    }
+  }
+}
+
+inline constexpr uint8_t kIntentRecord = 1;
+inline constexpr uint8_t kAckRecord = 2;
+
+// Frames one record body.
+inline std::string FrameRecord(std::string_view body) {
+  std::string rec;
+  io::PutFixed32(&rec, io::Checksum32(body));
+  io::PutFixed32(&rec, static_cast<uint32_t>(body.size()));
+  rec.append(body);
+  return rec;
+}
+
+inline std::string EncodeIntent(const LoggedOp& op) {
+  std::string body;
+  body.push_back(static_cast<char>(kIntentRecord));
+  io::PutFixed64(&body, op.index);
+  body.push_back(op.sync ? 1 : 0);
+  io::PutVarint32(&body, static_cast<uint32_t>(op.updates.size()));
+  for (const Update& u : op.updates) {
+    body.push_back(u.is_put ? 1 : 0);
+    io::PutLengthPrefixed(&body, u.key);
+    if (u.is_put) {
+      io::PutVarint32(&body, u.value_len);
+      io::PutFixed64(&body, u.value_seed);
+    }
+  }
+  return FrameRecord(body);
+}
+
+inline std::string EncodeAck(uint64_t index) {
+  std::string body;
+  body.push_back(static_cast<char>(kAckRecord));
+  io::PutFixed64(&body, index);
+  return FrameRecord(body);
+}
+
+// What the parent learns from one child's log.
+struct ParsedOpLog {
+  std::vector<LoggedOp> acknowledged;  // in order
+  std::optional<LoggedOp> in_flight;   // issued, never acknowledged
+  bool torn_tail = false;              // the last record was cut short
+};
+
+// Parses a whole op log. A bad record is tolerated only as the log's last
+// bytes (a record the kill interrupted); anything else is DataLoss.
+inline absl::StatusOr<ParsedOpLog> ParseOpLog(std::string_view data) {
+  ParsedOpLog out;
+  std::optional<LoggedOp> pending;
+  uint64_t offset = 0;
+  while (!data.empty()) {
+    std::string_view in = data;
+    uint32_t crc = 0, len = 0;
+    std::string_view body;
+    if (!io::GetFixed32(&in, &crc) || !io::GetFixed32(&in, &len) ||
+        !io::GetBytes(&in, len, &body)) {
+      // Cut short: only the kill can do that, so it is the last record.
+      out.torn_tail = true;
+      break;
+    }
+    if (io::Checksum32(body) != crc) {
+      return absl::DataLossError(absl::StrCat("op log: bad checksum at offset ", offset));
+    }
+    const uint64_t consumed = data.size() - in.size();
+    data = in;
+    offset += consumed;
+    std::string_view b = body;
+    if (b.empty()) return absl::DataLossError(absl::StrCat("op log: empty record at ", offset));
+    const uint8_t kind = static_cast<uint8_t>(b[0]);
+    b.remove_prefix(1);
+    uint64_t index = 0;
+    if (!io::GetFixed64(&b, &index)) return absl::DataLossError("op log: short record");
+    if (kind == kAckRecord) {
+      if (!pending.has_value() || pending->index != index) {
+        return absl::DataLossError(absl::StrCat("op log: ack of ", index, " without its intent"));
+      }
+      out.acknowledged.push_back(std::move(*pending));
+      pending.reset();
+      continue;
+    }
+    if (kind != kIntentRecord || pending.has_value() || b.empty()) {
+      return absl::DataLossError(absl::StrCat("op log: unexpected record at ", offset));
+    }
+    LoggedOp op;
+    op.index = index;
+    op.sync = b[0] != 0;
+    b.remove_prefix(1);
+    uint32_t count = 0;
+    if (!io::GetVarint32(&b, &count)) return absl::DataLossError("op log: bad count");
+    for (uint32_t i = 0; i < count; ++i) {
+      Update u;
+      std::string_view key;
+      if (b.empty()) return absl::DataLossError("op log: short update");
+      u.is_put = b[0] != 0;
+      b.remove_prefix(1);
+      if (!io::GetLengthPrefixed(&b, &key)) return absl::DataLossError("op log: bad key");
+      u.key = std::string(key);
+      if (u.is_put && (!io::GetVarint32(&b, &u.value_len) || !io::GetFixed64(&b, &u.value_seed))) {
+        return absl::DataLossError("op log: bad value");
+      }
+      op.updates.push_back(std::move(u));
+    }
+    pending = std::move(op);
+  }
+  out.in_flight = std::move(pending);
+  return out;
+}
+
+}  // namespace cairn::crash
+
+#endif  // CAIRN_TESTS_CRASH_OP_LOG_H_
