@@ -35,27 +35,22 @@ std::string Value(uint64_t seed, size_t size) {
   return v;
 }
 
-uint64_t SegmentFiles(io::FileSystem* fs) {
-  auto names = fs->ListDir("/db");
-  uint64_t n = 0;
+std::vector<std::string> SegmentNames(io::FileSystem* fs) {
+  std::vector<std::string> out;
+  const absl::StatusOr<std::vector<std::string>> names = fs->ListDir("/db");
   for (const auto& name : *names) {
     uint64_t num;
     lsm::FileType t;
-    n += lsm::ParseFileName(name, &num, &t) && t == lsm::FileType::kValueLog;
+    if (lsm::ParseFileName(name, &num, &t) && t == lsm::FileType::kValueLog) out.push_back(name);
   }
-  return n;
+  return out;
 }
 
+uint64_t SegmentFiles(io::FileSystem* fs) { return SegmentNames(fs).size(); }
+
 uint64_t SegmentBytes(io::FileSystem* fs) {
-  auto names = fs->ListDir("/db");
   uint64_t bytes = 0;
-  for (const auto& name : *names) {
-    uint64_t num;
-    lsm::FileType t;
-    if (lsm::ParseFileName(name, &num, &t) && t == lsm::FileType::kValueLog) {
-      bytes += *fs->GetFileSize("/db/" + name);
-    }
-  }
+  for (const auto& name : SegmentNames(fs)) bytes += *fs->GetFileSize("/db/" + name);
   return bytes;
 }
 
