@@ -18,14 +18,11 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
+#include "io/sharded_lru_cache.h"
 
 namespace cairn::vlog {
 
@@ -60,7 +57,7 @@ class ValueCache {
 
   // Bytes charged by the entries now cached.
   size_t usage() const;
-  size_t capacity() const { return capacity_; }
+  size_t capacity() const { return cache_.capacity(); }
   size_t entries() const;
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
@@ -69,38 +66,7 @@ class ValueCache {
   static size_t Charge(size_t value_size) { return value_size + kEntryOverhead; }
 
  private:
-  struct Key {
-    uint64_t segment_id;
-    uint64_t offset;
-    bool operator==(const Key&) const = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const Key& k) {
-      return H::combine(std::move(h), k.segment_id, k.offset);
-    }
-  };
-  struct Entry {
-    Key key;
-    std::shared_ptr<const std::string> value;
-    size_t charge;
-  };
-  // One LRU list: front = most recently used.
-  struct Shard {
-    mutable absl::Mutex mu;
-    size_t capacity = 0;
-    size_t usage ABSL_GUARDED_BY(mu) = 0;
-    std::list<Entry> lru ABSL_GUARDED_BY(mu);
-    absl::flat_hash_map<Key, std::list<Entry>::iterator> index ABSL_GUARDED_BY(mu);
-  };
-
-  Shard& ShardFor(const Key& key);
-  // Unlinks the entry; returns its value so the caller frees it unlocked.
-  static std::shared_ptr<const std::string> EraseLocked(Shard& shard,
-                                                        std::list<Entry>::iterator it)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shard.mu);
-
-  const size_t capacity_;
-  const int shard_bits_;
-  std::vector<std::unique_ptr<Shard>> shards_;
+  io::ShardedLruCache<std::string> cache_;
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };
