@@ -124,7 +124,9 @@ class Checker {
   uint64_t manifest_number_ = 0;
 
   // Segment id -> its reader, or why it could not be opened.
-  absl::flat_hash_map<uint64_t, absl::StatusOr<std::unique_ptr<vlog::SegmentReader>>> readers_;
+  // Open readers by segment, and the open errors of segments that failed.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<const vlog::SegmentReader>> readers_;
+  absl::flat_hash_map<uint64_t, absl::Status> reader_errors_;
   // User key -> newest sequence seen in the WALs (newer than any SST's).
   absl::flat_hash_map<std::string, lsm::SequenceNumber> wal_keys_;
   // Segments that WAL entries point into (not orphans even if not in the set).
@@ -382,12 +384,23 @@ void Checker::CheckPointer(const std::string& file, const std::string& where,
     return;
   }
   ++pointers_checked_;
-  auto [entry, inserted] = readers_.try_emplace(ptr->segment_id, nullptr);
-  if (inserted) {
-    entry->second = vlog::SegmentReader::Open(fs_, path, ptr->segment_id, /*direct_reads=*/false);
+  absl::Status s;
+  if (auto error = reader_errors_.find(ptr->segment_id); error != reader_errors_.end()) {
+    s = error->second;
+  } else {
+    std::shared_ptr<const vlog::SegmentReader>& reader = readers_[ptr->segment_id];
+    if (reader == nullptr) {
+      auto opened = vlog::SegmentReader::Open(fs_, path, ptr->segment_id, /*direct_reads=*/false);
+      if (opened.ok()) {
+        reader = *std::move(opened);
+      } else {
+        readers_.erase(ptr->segment_id);
+        reader_errors_.emplace(ptr->segment_id, opened.status());
+        s = opened.status();
+      }
+    }
+    if (s.ok()) s = readers_[ptr->segment_id]->Read(*ptr, user_key, &value_scratch_);
   }
-  absl::Status s = entry->second.ok() ? (*entry->second)->Read(*ptr, user_key, &value_scratch_)
-                                      : entry->second.status();
   if (!s.ok()) {
     Problem(file, absl::StrFormat("%s: dangling pointer for key '%s': %s: %s", where,
                                   Escape(user_key), ptr->DebugString(), s.ToString()));
