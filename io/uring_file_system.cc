@@ -75,6 +75,11 @@ void RunReads(Ring& ring, absl::Span<ReadOp> ops) {
 
 absl::Status UringWritableFile::WriteAt(uint64_t offset, std::string_view data) {
   if (data.empty()) return absl::OkStatus();
+  // A buffered write only copies into the page cache; on the ring the kernel
+  // hands it to an io-wq worker, which cost ~100 us per write here against
+  // ~8 us for pwrite (4 KiB values: 9.4k puts/s against 92k). The ring is
+  // kept for O_DIRECT writes and for syncs, where it saves real waiting.
+  if (!direct()) return FdWritableFile::WriteAt(offset, data);
   absl::StatusOr<Ring*> ring = Ring::ThisThread();
   if (!ring.ok()) return FdWritableFile::WriteAt(offset, data);
   size_t done = 0;
@@ -118,6 +123,9 @@ absl::Status UringWritableFile::DataSync() {
 }
 
 absl::StatusOr<size_t> UringRandomAccessFile::ReadAt(uint64_t offset, size_t n, char* buf) const {
+  // One buffered read is served from the page cache or not at all faster on
+  // the ring; pread saves the submission. Batches (MultiRead) use the ring.
+  if (!direct()) return FdRandomAccessFile::ReadAt(offset, n, buf);
   absl::StatusOr<Ring*> ring = Ring::ThisThread();
   if (!ring.ok()) return FdRandomAccessFile::ReadAt(offset, n, buf);
   ReadOp op;
