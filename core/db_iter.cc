@@ -1,9 +1,10 @@
 #include "core/db_iter.h"
 
 #include <algorithm>
+#include <deque>
+#include <vector>
 #include <string>
 
-#include "absl/container/flat_hash_map.h"
 
 namespace cairn {
 namespace {
@@ -25,7 +26,9 @@ class DBIter final : public Iterator {
         resolver_(std::move(resolver)),
         prefetch_(std::move(prefetch)) {}
   ~DBIter() override {
-    // Before keep_alive_ releases what they read from.
+    // Before keep_alive_ releases what they read from; the fetcher waits
+    // for its reads in flight.
+    fetcher_.reset();
     iter_.reset();
     lookahead_.reset();
   }
@@ -169,45 +172,73 @@ class DBIter final : public Iterator {
     value_resolved_ = false;
   }
 
+  // Forgets the prefetch window (a seek or a turn moves the scan elsewhere).
   void ResetPrefetch() const {
-    prefetched_.clear();
-    depth_ = 4;
+    for (const std::string& stored : window_) fetcher_->Drop(stored);
+    window_.clear();
+    taken_ = 0;
   }
 
-  // Reads the values of the next pointer entries (this one first) in one
-  // batch. Only forward: iter_ sits on the entry shown.
-  void Prefetch() const {
-    if (!lookahead_) lookahead_ = prefetch_.new_lookahead();
-    const int depth = std::min(depth_, prefetch_.max_depth);
+  bool PrefetchEnabled() const {
+    return prefetch_.new_lookahead && prefetch_.new_fetcher && prefetch_.max_depth > 1;
+  }
+
+  // Keeps the reads of the next pointer entries in flight, window_ holding
+  // them in key order: the lookahead walks ahead of iter_, showing what
+  // iter_ will show (the newest visible entry of each key, deletions
+  // hiding theirs), and each pointer it passes is started. The window grows
+  // with every value taken, up to max_depth.
+  void FillWindow() const {
+    const size_t depth = static_cast<size_t>(
+        std::min(prefetch_.max_depth, kInitialPrefetchDepth + 2 * taken_));
     std::vector<std::string> keys, stored;
-    std::string last_user_key;
-    bool have_last = false;
-    for (lookahead_->Seek(iter_->key()); lookahead_->Valid() && static_cast<int>(keys.size()) < depth;
-         lookahead_->Next()) {
+    while (window_.size() + keys.size() < depth && lookahead_->Valid()) {
       ParsedInternalKey ikey;
-      if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;
-      if (ikey.sequence > sequence_) continue;
-      // Only the newest visible entry of each key matters.
-      if (have_last && ikey.user_key == std::string_view(last_user_key)) continue;
-      last_user_key.assign(ikey.user_key);
-      have_last = true;
-      if (ikey.type != ValueType::kValuePointer) continue;
-      const std::string ptr(lookahead_->value());
-      if (prefetched_.contains(ptr)) continue;
-      keys.emplace_back(ikey.user_key);
-      stored.push_back(ptr);
+      if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;  // iter_ reports it
+      const bool newest = !lookahead_have_last_ || ikey.user_key != lookahead_last_key_;
+      if (ikey.sequence <= sequence_ && newest) {
+        lookahead_last_key_.assign(ikey.user_key);
+        lookahead_have_last_ = true;
+        if (ikey.type == ValueType::kValuePointer) {
+          keys.emplace_back(ikey.user_key);
+          stored.emplace_back(lookahead_->value());
+        }
+      }
+      lookahead_->Next();
     }
     if (keys.empty()) return;
     std::vector<std::string_view> kv(keys.begin(), keys.end()), sv(stored.begin(), stored.end());
-    std::vector<std::string> values;
-    std::vector<absl::Status> statuses;
-    prefetch_.resolve_batch(kv, sv, &values, &statuses);
-    for (size_t i = 0; i < keys.size(); ++i) {
-      // A failed read is retried alone when its entry is reached, so the
-      // error is reported where it belongs.
-      if (statuses[i].ok()) prefetched_[stored[i]] = std::move(values[i]);
+    fetcher_->Start(kv, sv);
+    for (std::string& s : stored) window_.push_back(std::move(s));
+  }
+
+  // The value of the pointer entry shown, from the prefetch window; false
+  // when the window cannot supply it.
+  bool TakePrefetched() const {
+    if (!fetcher_) fetcher_ = prefetch_.new_fetcher();
+    if (!lookahead_) lookahead_ = prefetch_.new_lookahead();
+    // Entries the scan passed without asking for their values.
+    while (!window_.empty() && window_.front() != raw_value_) {
+      fetcher_->Drop(window_.front());
+      window_.pop_front();
     }
-    depth_ = std::min(depth_ * 2, prefetch_.max_depth);
+    if (window_.empty()) {
+      // First value since a seek, or the scan outran the lookahead: start
+      // the lookahead at the entry shown.
+      lookahead_->Seek(iter_->key());
+      lookahead_have_last_ = false;
+      FillWindow();
+    }
+    if (window_.empty() || window_.front() != raw_value_) return false;
+    window_.pop_front();
+    absl::Status s = fetcher_->Take(raw_value_, &resolved_value_);
+    ++taken_;
+    FillWindow();  // reads for what comes next go out before the value is used
+    if (!s.ok()) {
+      status_ = s;
+      resolved_value_.clear();
+    }
+    return true;
   }
 
   void ResolveValue() const {
@@ -216,18 +247,9 @@ class DBIter final : public Iterator {
       resolved_value_ = raw_value_;
       return;
     }
-    if (value_type_ == ValueType::kValuePointer && direction_ == kForward &&
-        prefetch_.new_lookahead && prefetch_.max_depth > 1) {
-      auto it = prefetched_.find(raw_value_);
-      if (it == prefetched_.end()) {
-        Prefetch();
-        it = prefetched_.find(raw_value_);
-      }
-      if (it != prefetched_.end()) {
-        resolved_value_ = std::move(it->second);
-        prefetched_.erase(it);
-        return;
-      }
+    if (value_type_ == ValueType::kValuePointer && direction_ == kForward && PrefetchEnabled() &&
+        TakePrefetched()) {
+      return;
     }
     absl::Status s = resolver_(saved_key_, value_type_, raw_value_, &resolved_value_);
     if (!s.ok()) {
@@ -236,14 +258,19 @@ class DBIter final : public Iterator {
     }
   }
 
+  static constexpr int kInitialPrefetchDepth = 4;
+
   std::unique_ptr<lsm::InternalIterator> iter_;
   const SequenceNumber sequence_;
   std::shared_ptr<void> keep_alive_;
   mutable ValueResolver resolver_;
   mutable ValuePrefetch prefetch_;
   mutable std::unique_ptr<lsm::InternalIterator> lookahead_;
-  mutable absl::flat_hash_map<std::string, std::string> prefetched_;  // pointer -> value
-  mutable int depth_ = 4;
+  mutable std::unique_ptr<ValueFetcher> fetcher_;
+  mutable std::deque<std::string> window_;  // pointers started, in key order
+  mutable std::string lookahead_last_key_;  // the last user key the lookahead passed
+  mutable bool lookahead_have_last_ = false;
+  mutable int taken_ = 0;  // values taken from the window since the last seek
   Direction direction_ = kForward;
   bool valid_ = false;
   std::string saved_key_;

@@ -145,12 +145,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
     prefetch.max_depth = options.value_prefetch_depth;
     // The iterator's keep_alive holds view for as long as the lookahead lives.
     prefetch.new_lookahead = [this, v = view.get()] { return NewInternalIterator(*v); };
-    prefetch.resolve_batch = [this](absl::Span<const std::string_view> keys,
-                                    absl::Span<const std::string_view> stored,
-                                    std::vector<std::string>* values,
-                                    std::vector<absl::Status>* statuses) {
-      vlog_->MultiGet(keys, stored, values, statuses);
-    };
+    prefetch.new_fetcher = [this] { return vlog_->NewFetcher(); };
   }
   return NewDBIterator(NewInternalIterator(*view), view->sequence, view,
                        [this](std::string_view key, ValueType type, std::string_view stored,

@@ -21,6 +21,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/options.h"
+#include "core/db_iter.h"
 #include "io/file_system.h"
 #include "lsm/compaction_iterator.h"
 #include "vlog/segment_edit.h"
@@ -73,6 +74,22 @@ class ValueLog {
                 absl::Span<const std::string_view> stored, std::vector<std::string>* values,
                 std::vector<absl::Status>* statuses);
 
+  // An asynchronous reader of values for one iterator, with an io::ReadQueue
+  // of its own (value_fetcher.cc). Value cache hits are served at Start.
+  // The ValueLog must outlive it.
+  std::unique_ptr<ValueFetcher> NewFetcher();
+
+  // Reads a fetcher still had in flight when its iterator went: kept here
+  // so that the iterator need not wait for them (a scan's last prefetch
+  // window is rarely all used), and freed once they complete (checked at
+  // each NewFetcher; the destructor waits for the rest).
+  class InFlightReads {
+   public:
+    virtual ~InFlightReads() = default;  // waits for the reads
+    virtual bool Done() = 0;             // without blocking
+  };
+  void Retire(std::unique_ptr<InFlightReads> reads);
+
   // A compaction listener that records the pointers a compaction drops as
   // garbage of their segments. Collect into an edit; log it with the
   // compaction's version edit.
@@ -113,6 +130,8 @@ class ValueLog {
   const vlog::SegmentSet& segment_set() const { return set_; }
 
  private:
+  friend class ValueLogFetcher;
+
   absl::Status RollSegment();
   std::string SegmentPath(uint64_t id) const;
 
@@ -128,6 +147,8 @@ class ValueLog {
   // Written only by the write leader; active_mu_ lets others read it.
   mutable absl::Mutex active_mu_;
   std::unique_ptr<vlog::SegmentWriter> active_;
+  absl::Mutex retired_mu_;
+  std::vector<std::unique_ptr<InFlightReads>> retired_ ABSL_GUARDED_BY(retired_mu_);
 };
 
 }  // namespace cairn

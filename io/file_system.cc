@@ -45,6 +45,44 @@ absl::Status FileSystem::MultiReadFiles(absl::Span<const FileReadRequest> reques
   return first;
 }
 
+namespace {
+
+// The ReadQueue of backends without a ring: submitted requests wait until
+// their owner asks for one of them, and are then read together as one batch.
+class BatchReadQueue final : public ReadQueue {
+ public:
+  explicit BatchReadQueue(FileSystem* fs) : fs_(fs) {}
+
+  void Submit(absl::Span<const FileReadRequest> requests) override {
+    pending_.insert(pending_.end(), requests.begin(), requests.end());
+  }
+  void Wait(ReadRequest* request) override { Poll(request); }
+  bool Poll(ReadRequest* request) override {
+    for (const FileReadRequest& r : pending_) {
+      if (r.request != request) continue;
+      // Each request carries its own status; the aggregate adds nothing.
+      fs_->MultiReadFiles(pending_).IgnoreError();
+      pending_.clear();
+      break;
+    }
+    return true;
+  }
+  void Forget(ReadRequest* request) override {
+    std::erase_if(pending_, [request](const FileReadRequest& r) { return r.request == request; });
+  }
+  size_t in_flight() const override { return pending_.size(); }
+
+ private:
+  FileSystem* const fs_;
+  std::vector<FileReadRequest> pending_;
+};
+
+}  // namespace
+
+std::unique_ptr<ReadQueue> FileSystem::NewReadQueue() {
+  return std::make_unique<BatchReadQueue>(this);
+}
+
 absl::Status FileSystem::SyncFiles(absl::Span<WritableFile* const> files) {
   absl::Status first;
   for (WritableFile* f : files) {

@@ -94,9 +94,43 @@ struct FileReadRequest {
   ReadRequest* request = nullptr;
 };
 
+// ReadQueue keeps reads in flight while its owner goes on working: Submit
+// starts them and returns, Wait returns once one of them is complete. On
+// the io_uring backend the queue has a ring of its own, so its reads stay in
+// flight between calls; other backends read a queue's submitted requests as
+// one batch (FileSystem::MultiReadFiles) at the first Wait or Poll.
+//
+// A request and its buf must stay valid until the queue reports it complete
+// (Wait or Poll) or the queue is destroyed; each file until its reads are
+// complete. A completed request carries its result and status as after
+// RandomAccessFile::MultiRead. The destructor waits for every read in flight.
+//
+// Thread safety: a ReadQueue belongs to one thread at a time.
+class ReadQueue {
+ public:
+  virtual ~ReadQueue() = default;
+  // Starts reading every request, all in flight together where the backend can.
+  virtual void Submit(absl::Span<const FileReadRequest> requests) = 0;
+  // Returns once request (submitted here) is complete.
+  virtual void Wait(ReadRequest* request) = 0;
+  // Without blocking: whether request (submitted here) is complete.
+  virtual bool Poll(ReadRequest* request) = 0;
+  // The owner no longer wants request: a read not yet started is never
+  // made (Poll then says complete, with no result); one already in flight
+  // still completes, so its buffer must stay until Poll says so.
+  virtual void Forget(ReadRequest* request) = 0;
+  // Submitted requests not yet complete.
+  virtual size_t in_flight() const = 0;
+};
+
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
+
+  // A queue for asynchronous reads of this file system's files (see
+  // ReadQueue). The default reads each queue's requests in batches through
+  // MultiReadFiles, so wrappers keep their behaviour.
+  virtual std::unique_ptr<ReadQueue> NewReadQueue();
 
   // Creates (or truncates) path for appending.
   virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(

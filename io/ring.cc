@@ -107,6 +107,65 @@ absl::StatusOr<Ring*> Ring::ThisThread() {
   return slot.ring.get();
 }
 
+absl::StatusOr<std::unique_ptr<Ring>> Ring::TakeOwned() {
+  const int forced = forced_setup_errno.load(std::memory_order_relaxed);
+  if (forced != 0) return ErrnoError(forced, "io_uring_queue_init");
+  std::unique_ptr<Ring> ring = Pool().Take();
+  if (ring != nullptr) return ring;
+  return Create(kDepth);
+}
+
+void Ring::ReturnOwned(std::unique_ptr<Ring> ring) {
+  if (ring != nullptr && !ring->broken_) Pool().Put(std::move(ring));
+}
+
+absl::Status Ring::Submit() {
+  int retries = 0;
+  while (true) {
+    const int r = io_uring_submit(&ring_);
+    if (r >= 0) return absl::OkStatus();
+    if (r == -EINTR) continue;
+    if ((r == -EAGAIN || r == -EBUSY) && ++retries <= kMaxSubmitRetries) {
+      absl::SleepFor(absl::Microseconds(100));
+      continue;
+    }
+    return ErrnoError(-r, "io_uring_submit");
+  }
+}
+
+absl::Status Ring::WaitCompletion(uint64_t* data, int* res) {
+  io_uring_cqe* cqe = nullptr;
+  while (true) {
+    const int r = io_uring_wait_cqe(&ring_, &cqe);
+    if (r == 0) break;
+    if (r != -EINTR) return ErrnoError(-r, "io_uring_wait_cqe");
+  }
+  *data = io_uring_cqe_get_data64(cqe);
+  *res = cqe->res;
+  io_uring_cqe_seen(&ring_, cqe);
+  return absl::OkStatus();
+}
+
+bool Ring::PeekCompletion(uint64_t* data, int* res) {
+  io_uring_cqe* cqe = nullptr;
+  if (io_uring_peek_cqe(&ring_, &cqe) != 0) return false;
+  *data = io_uring_cqe_get_data64(cqe);
+  *res = cqe->res;
+  io_uring_cqe_seen(&ring_, cqe);
+  return true;
+}
+
+void Ring::Abandon(size_t in_flight) {
+  broken_ = true;
+  io_uring_cqe* cqe;
+  while (in_flight > 0) {
+    __kernel_timespec ts{.tv_sec = 1, .tv_nsec = 0};
+    if (io_uring_wait_cqe_timeout(&ring_, &cqe, &ts) != 0) break;
+    io_uring_cqe_seen(&ring_, cqe);
+    --in_flight;
+  }
+}
+
 absl::Status Ring::Probe() {
   // Probes this thread's ring rather than a throwaway one (see RingPool);
   // the test hook must still make it fail.
@@ -167,14 +226,7 @@ absl::Status Ring::RunBatch(size_t n, absl::FunctionRef<void(size_t, io_uring_sq
   // The ring failed. Wait for what the kernel already has, so that no buffer
   // is touched after we return; queued but unsubmitted entries die with the
   // ring, which is replaced on this thread's next use.
-  broken_ = true;
-  io_uring_cqe* cqe;
-  while (in_flight > 0) {
-    __kernel_timespec ts{.tv_sec = 1, .tv_nsec = 0};
-    if (io_uring_wait_cqe_timeout(&ring_, &cqe, &ts) != 0) break;
-    io_uring_cqe_seen(&ring_, cqe);
-    --in_flight;
-  }
+  Abandon(in_flight);
   return failure;
 }
 

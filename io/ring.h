@@ -61,6 +61,26 @@ class Ring {
   absl::Status RunBatch(size_t n, absl::FunctionRef<void(size_t, io_uring_sqe*)> prep,
                         absl::FunctionRef<bool(size_t, int)> complete);
 
+  // Asynchronous use, by an owner that keeps operations in flight between
+  // calls (io::ReadQueue) instead of a thread. TakeOwned hands out a pooled
+  // or a new ring; ReturnOwned gives it back and may be called only when
+  // every operation submitted on it has completed (a broken ring is dropped).
+  static absl::StatusOr<std::unique_ptr<Ring>> TakeOwned();
+  static void ReturnOwned(std::unique_ptr<Ring> ring);
+  // A submission entry to prepare, or null when the submission queue is full.
+  io_uring_sqe* GetSqe() { return io_uring_get_sqe(&ring_); }
+  // Submits every prepared entry, retrying transient failures. An error
+  // leaves the entries' fate unknown: call Abandon.
+  absl::Status Submit();
+  // The next completion (its user data and res), waiting for one, or only
+  // if one is ready (false when none is).
+  absl::Status WaitCompletion(uint64_t* data, int* res);
+  bool PeekCompletion(uint64_t* data, int* res);
+  // After a failure: waits (a second at most per operation) for the in_flight
+  // operations the kernel may still hold, so their buffers can be freed, and
+  // marks the ring broken.
+  void Abandon(size_t in_flight);
+
  private:
   struct ThreadSlot;
 

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "io/aligned_buffer.h"
 #include "io/ring.h"
@@ -29,11 +31,31 @@ struct ReadOp {
 namespace {
 
 
-// Runs ops on ring, all in flight at once. A read ends at want bytes, at end
-// of file (a zero result, or with O_DIRECT an unaligned short one, since
-// reading on from there would be an unaligned request) or at an error, which
-// becomes the op's status. A failure of the ring itself becomes the status of
-// every op it left unfinished.
+// Prepares sqe to read the rest of op.
+void PrepareReadSqe(const ReadOp& op, io_uring_sqe* sqe) {
+  const size_t len = std::min(op.want - op.got, Ring::kMaxTransfer);
+  io_uring_prep_read(sqe, op.fd, op.dst + op.got, static_cast<unsigned>(len), op.offset + op.got);
+}
+
+// Takes a completion of op; true when op is finished, false to resubmit it.
+// A read ends at want bytes, at end of file (a zero result, or with O_DIRECT
+// an unaligned short one, since reading on from there would be an unaligned
+// request) or at an error, which becomes the op's status.
+bool CompleteReadOp(ReadOp& op, int res) {
+  if (res == -EAGAIN || res == -EINTR) return false;
+  if (res < 0) {
+    op.status = ErrnoError(-res, absl::StrCat("read ", *op.path, " at ", op.offset + op.got));
+  } else if (res > 0) {
+    op.got += static_cast<size_t>(res);
+    // Short but not at end of file: read the remainder.
+    if (op.got < op.want && !(op.direct && !IsAligned(op.got, kDirectIoAlignment))) return false;
+  }
+  op.done = true;
+  return true;
+}
+
+// Runs ops on ring, all in flight at once. A failure of the ring itself
+// becomes the status of every op it left unfinished.
 void RunReads(Ring& ring, absl::Span<ReadOp> ops) {
   std::vector<ReadOp*> live;
   live.reserve(ops.size());
@@ -42,28 +64,8 @@ void RunReads(Ring& ring, absl::Span<ReadOp> ops) {
     if (!op.done) live.push_back(&op);
   }
   absl::Status ring_status = ring.RunBatch(
-      live.size(),
-      [&](size_t i, io_uring_sqe* sqe) {
-        ReadOp& op = *live[i];
-        const size_t len = std::min(op.want - op.got, Ring::kMaxTransfer);
-        io_uring_prep_read(sqe, op.fd, op.dst + op.got, static_cast<unsigned>(len),
-                           op.offset + op.got);
-      },
-      [&](size_t i, int res) {
-        ReadOp& op = *live[i];
-        if (res == -EAGAIN || res == -EINTR) return false;
-        if (res < 0) {
-          op.status = ErrnoError(-res, absl::StrCat("read ", *op.path, " at ", op.offset + op.got));
-        } else if (res > 0) {
-          op.got += static_cast<size_t>(res);
-          // Short but not at end of file: read the remainder.
-          if (op.got < op.want && !(op.direct && !IsAligned(op.got, kDirectIoAlignment))) {
-            return false;
-          }
-        }
-        op.done = true;
-        return true;
-      });
+      live.size(), [&](size_t i, io_uring_sqe* sqe) { PrepareReadSqe(*live[i], sqe); },
+      [&](size_t i, int res) { return CompleteReadOp(*live[i], res); });
   if (!ring_status.ok()) {
     for (ReadOp* op : live) {
       if (!op->done) op->status = ring_status;
@@ -210,6 +212,157 @@ absl::Status UringFileSystem::MultiReadFiles(absl::Span<const FileReadRequest> r
     if (first.ok() && !requests[i].request->status.ok()) first = requests[i].request->status;
   }
   return first;
+}
+
+namespace {
+
+// The io_uring backend's ReadQueue: a ring of its own (Ring::TakeOwned) on
+// which every submitted read stays in flight until it completes; completions
+// are reaped whenever the owner waits or polls. Requests on files of another
+// type (a wrapper's) are read at once with the file's MultiRead; after the
+// ring fails, the reads it held fail with its status and later ones are read
+// the same way.
+class UringReadQueue final : public ReadQueue {
+ public:
+  explicit UringReadQueue(std::unique_ptr<Ring> ring) : ring_(std::move(ring)) {}
+  ~UringReadQueue() override {
+    while (ring_ != nullptr && in_flight_ > 0) ReapOne(/*wait=*/true);
+    Ring::ReturnOwned(std::move(ring_));
+  }
+
+  void Submit(absl::Span<const FileReadRequest> requests) override {
+    for (const FileReadRequest& r : requests) {
+      auto owned = std::make_unique<Op>();
+      Op* op = owned.get();
+      op->request = r.request;
+      ops_[r.request] = std::move(owned);
+      ++not_done_;
+      op->file = dynamic_cast<const UringRandomAccessFile*>(r.file);
+      if (op->file == nullptr || ring_ == nullptr) {
+        // Sets the request's own status.
+        r.file->MultiRead(absl::MakeSpan(r.request, 1)).IgnoreError();
+        MarkDone(op);
+        continue;
+      }
+      op->file->PrepareRead(*r.request, &op->read, &op->bounce);
+      if (op->read.want == 0) {
+        op->file->FinishRead(op->read, op->request);
+        MarkDone(op);
+        continue;
+      }
+      backlog_.push_back(op);
+    }
+    SubmitBacklog();
+  }
+
+  void Wait(ReadRequest* request) override {
+    auto it = ops_.find(request);
+    if (it == ops_.end()) return;
+    while (!it->second->done && ring_ != nullptr) ReapOne(/*wait=*/true);
+    ops_.erase(it);
+  }
+
+  bool Poll(ReadRequest* request) override {
+    while (ring_ != nullptr && ReapOne(/*wait=*/false)) {
+    }
+    auto it = ops_.find(request);
+    if (it == ops_.end()) return true;
+    if (!it->second->done) return false;
+    ops_.erase(it);
+    return true;
+  }
+
+  // Reads go on the ring at Submit (or as soon as it has room), so there is
+  // nothing to take back.
+  void Forget(ReadRequest*) override {}
+  size_t in_flight() const override { return not_done_; }
+
+ private:
+  struct Op {
+    ReadRequest* request = nullptr;
+    const UringRandomAccessFile* file = nullptr;
+    ReadOp read;
+    AlignedBuffer bounce;
+    bool done = false;
+  };
+
+  void MarkDone(Op* op) {
+    op->done = true;
+    --not_done_;
+  }
+
+  // Puts backlogged reads on the ring while it has room, and submits them.
+  void SubmitBacklog() {
+    bool queued = false;
+    while (!backlog_.empty() && in_flight_ < Ring::kDepth) {
+      io_uring_sqe* sqe = ring_->GetSqe();
+      if (sqe == nullptr) break;
+      Op* op = backlog_.front();
+      backlog_.pop_front();
+      PrepareReadSqe(op->read, sqe);
+      io_uring_sqe_set_data64(sqe, reinterpret_cast<uint64_t>(op));
+      ++in_flight_;
+      queued = true;
+    }
+    if (!queued) return;
+    absl::Status s = ring_->Submit();
+    if (!s.ok()) Fail(s);
+  }
+
+  // Takes one completion (waiting for it when wait): false when none was
+  // ready or the ring failed.
+  bool ReapOne(bool wait) {
+    uint64_t data = 0;
+    int res = 0;
+    if (wait) {
+      absl::Status s = ring_->WaitCompletion(&data, &res);
+      if (!s.ok()) {
+        Fail(s);
+        return false;
+      }
+    } else if (!ring_->PeekCompletion(&data, &res)) {
+      return false;
+    }
+    Op* op = reinterpret_cast<Op*>(data);
+    --in_flight_;
+    if (CompleteReadOp(op->read, res)) {
+      op->file->FinishRead(op->read, op->request);
+      MarkDone(op);
+    } else {
+      backlog_.push_front(op);  // the rest of a short read, or a retry
+    }
+    SubmitBacklog();
+    return true;
+  }
+
+  // The ring failed: every read not done fails with status once the kernel
+  // is done with their buffers; the ring is dropped.
+  void Fail(const absl::Status& status) {
+    ring_->Abandon(in_flight_);
+    in_flight_ = 0;
+    backlog_.clear();
+    for (auto& [request, op] : ops_) {
+      if (op->done) continue;
+      op->read.status = status;
+      op->file->FinishRead(op->read, op->request);
+      MarkDone(op.get());
+    }
+    Ring::ReturnOwned(std::move(ring_));  // broken: dropped
+  }
+
+  std::unique_ptr<Ring> ring_;  // null after a failure
+  absl::flat_hash_map<ReadRequest*, std::unique_ptr<Op>> ops_;
+  std::deque<Op*> backlog_;  // submitted by the owner, not yet on the ring
+  size_t in_flight_ = 0;     // on the ring
+  size_t not_done_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ReadQueue> UringFileSystem::NewReadQueue() {
+  absl::StatusOr<std::unique_ptr<Ring>> ring = Ring::TakeOwned();
+  if (!ring.ok()) return FileSystem::NewReadQueue();
+  return std::make_unique<UringReadQueue>(*std::move(ring));
 }
 
 absl::Status UringFileSystem::SyncFiles(absl::Span<WritableFile* const> files) {

@@ -47,12 +47,13 @@ class UringRandomAccessFile : public FdRandomAccessFile {
   // are retried; a negative result is that request's status.
   absl::Status MultiRead(absl::Span<ReadRequest> requests) const override;
 
- protected:
-  friend class UringFileSystem;
-  // The ring op for req (widened into *bounce when O_DIRECT needs it), and
-  // req's result from the finished op.
+  // For reads run outside MultiRead (batches across files, read queues): the
+  // ring op for req (widened into *bounce when O_DIRECT needs it), and req's
+  // result from the finished op.
   void PrepareRead(const ReadRequest& req, ReadOp* op, AlignedBuffer* bounce) const;
   void FinishRead(const ReadOp& op, ReadRequest* req) const;
+
+ protected:
   absl::StatusOr<size_t> ReadAt(uint64_t offset, size_t n, char* buf) const override;
 };
 
@@ -65,6 +66,9 @@ class UringFileSystem : public PosixFileSystem {
   // When every file is this file system's: one batch on the ring across
   // all of them.
   absl::Status MultiReadFiles(absl::Span<const FileReadRequest> requests) override;
+  // A queue with a ring of its own, so reads stay in flight between calls;
+  // the batching default when no ring can be had.
+  std::unique_ptr<ReadQueue> NewReadQueue() override;
 
   std::string Name() const override { return "io_uring"; }
 

@@ -99,9 +99,9 @@ struct ReadOptions {
   bool verify_checksums = true;
   // Put blocks read for this operation into the block cache. Default: true.
   bool fill_cache = true;
-  // Iterators keep up to this many separated values' reads in flight ahead
-  // of the current entry, starting small and doubling on sequential Next.
-  // 1 disables prefetching. Default: 32.
+  // Forward scans keep up to this many separated values' reads in flight
+  // ahead of the current entry (a window that starts at 4 and grows by 2
+  // with each value read). 1 disables prefetching. Default: 32.
   int value_prefetch_depth = 32;
 };
 
