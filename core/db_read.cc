@@ -1,6 +1,7 @@
 // The read path: Get and MultiGet look in the memtable, the immutable
 // memtables (newest first), then the version's tables; iterators merge all
 // of them. Snapshots pin a sequence number.
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "core/db_iter.h"
@@ -86,14 +87,27 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::
 std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
                                            const std::vector<std::string_view>& keys,
                                            std::vector<std::string>* values) {
-  // One read view for the whole batch, so all keys see the same state. The
-  // LSM lookups come first; then every value-log read goes to the device
-  // together.
+  // One read view for the whole batch, so all keys see the same state. Each
+  // value-log read goes out as soon as its key's LSM lookup finds a pointer
+  // (a few at a time, one submission each), so the device works while the
+  // rest of the lookups run; then the values are collected.
   const ReadView view = GetReadView(options);
   values->assign(keys.size(), std::string());
   std::vector<absl::Status> statuses(keys.size());
   std::vector<std::string> stored(keys.size());
   std::vector<size_t> pointer_index;
+  // The first index of each pointer: a key asked for twice is read once.
+  absl::flat_hash_map<std::string, size_t> first_of_pointer;
+  std::unique_ptr<ValueFetcher> fetcher;
+  std::vector<std::string_view> group_keys, group_stored;
+  auto start_group = [&] {
+    if (group_keys.empty()) return;
+    if (fetcher == nullptr) fetcher = vlog_->NewFetcher();
+    fetcher->Start(group_keys, group_stored);
+    group_keys.clear();
+    group_stored.clear();
+  };
+  constexpr size_t kReadsPerSubmission = 8;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i].size() > kMaxKeySize) {
       statuses[i] = absl::InvalidArgumentError(
@@ -104,24 +118,24 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
     ValueType type;
     statuses[i] = LookupInView(view, keys[i], &type, &stored[i]);
     if (!statuses[i].ok()) continue;
-    if (type == ValueType::kValuePointer) {
-      pointer_index.push_back(i);
-    } else {
+    if (type != ValueType::kValuePointer) {
       statuses[i] = ResolveStoredValue(keys[i], type, stored[i], &(*values)[i]);
+      continue;
     }
+    pointer_index.push_back(i);
+    if (!first_of_pointer.try_emplace(stored[i], i).second) continue;
+    group_keys.push_back(keys[i]);
+    group_stored.push_back(stored[i]);
+    if (group_keys.size() == kReadsPerSubmission) start_group();
   }
-  if (!pointer_index.empty()) {
-    std::vector<std::string_view> pkeys, pstored;
-    for (size_t i : pointer_index) {
-      pkeys.push_back(keys[i]);
-      pstored.push_back(stored[i]);
-    }
-    std::vector<std::string> pvalues;
-    std::vector<absl::Status> pstatuses;
-    vlog_->MultiGet(pkeys, pstored, &pvalues, &pstatuses);
-    for (size_t j = 0; j < pointer_index.size(); ++j) {
-      statuses[pointer_index[j]] = pstatuses[j];
-      if (pstatuses[j].ok()) (*values)[pointer_index[j]] = std::move(pvalues[j]);
+  start_group();
+  for (size_t i : pointer_index) {
+    const size_t first = first_of_pointer.find(stored[i])->second;
+    if (first == i) {
+      statuses[i] = fetcher->Take(stored[i], &(*values)[i]);
+    } else {
+      statuses[i] = statuses[first];
+      (*values)[i] = (*values)[first];
     }
   }
   for (const absl::Status& s : statuses) {

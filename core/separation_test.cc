@@ -139,6 +139,8 @@ TEST_P(SeparationBackendTest, MultiGetAndPrefetchingIteratorsReturnWhatGetReturn
   }
   std::vector<std::string> key_storage;
   for (int i = 0; i < 400; i += 3) key_storage.push_back(absl::StrFormat("k%04d", i));
+  // A key asked for twice in one batch.
+  for (int i = 0; i < 10; ++i) key_storage.push_back(key_storage[i * 7]);
   std::vector<std::string_view> keys(key_storage.begin(), key_storage.end());
   std::vector<std::string> values;
   std::vector<absl::Status> statuses = (*db)->MultiGet({}, keys, &values);
