@@ -68,7 +68,7 @@ bool GetFixed64(std::string_view* input, uint64_t* value) {
   return true;
 }
 
-bool GetVarint64(std::string_view* input, uint64_t* value) {
+bool GetVarint64Slow(std::string_view* input, uint64_t* value) {
   uint64_t result = 0;
   for (int shift = 0, i = 0; i < kMaxVarint64Bytes && i < static_cast<int>(input->size());
        ++i, shift += 7) {
@@ -85,10 +85,10 @@ bool GetVarint64(std::string_view* input, uint64_t* value) {
   return false;
 }
 
-bool GetVarint32(std::string_view* input, uint32_t* value) {
+bool GetVarint32Slow(std::string_view* input, uint32_t* value) {
   std::string_view copy = *input;
   uint64_t v;
-  if (!GetVarint64(&copy, &v) || v > UINT32_MAX) return false;
+  if (!GetVarint64Slow(&copy, &v) || v > UINT32_MAX) return false;
   *value = static_cast<uint32_t>(v);
   *input = copy;
   return true;

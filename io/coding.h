@@ -58,8 +58,27 @@ int VarintLength(uint64_t v);
 bool GetFixed16(std::string_view* input, uint16_t* value);
 bool GetFixed32(std::string_view* input, uint32_t* value);
 bool GetFixed64(std::string_view* input, uint64_t* value);
-bool GetVarint32(std::string_view* input, uint32_t* value);
-bool GetVarint64(std::string_view* input, uint64_t* value);
+// Multi-byte varints (and malformed input) take the out-of-line path.
+bool GetVarint32Slow(std::string_view* input, uint32_t* value);
+bool GetVarint64Slow(std::string_view* input, uint64_t* value);
+// One-byte varints are most of what block and record headers hold, so
+// they are decoded inline.
+inline bool GetVarint32(std::string_view* input, uint32_t* value) {
+  if (!input->empty() && static_cast<unsigned char>(input->front()) < 0x80) {
+    *value = static_cast<unsigned char>(input->front());
+    input->remove_prefix(1);
+    return true;
+  }
+  return GetVarint32Slow(input, value);
+}
+inline bool GetVarint64(std::string_view* input, uint64_t* value) {
+  if (!input->empty() && static_cast<unsigned char>(input->front()) < 0x80) {
+    *value = static_cast<unsigned char>(input->front());
+    input->remove_prefix(1);
+    return true;
+  }
+  return GetVarint64Slow(input, value);
+}
 bool GetLengthPrefixed(std::string_view* input, std::string_view* result);
 // Takes exactly n bytes.
 bool GetBytes(std::string_view* input, size_t n, std::string_view* result);
