@@ -191,6 +191,11 @@ class DBIter final : public Iterator {
   void FillWindow() const {
     const size_t depth = static_cast<size_t>(
         std::min(prefetch_.max_depth, kInitialPrefetchDepth + 2 * taken_));
+    // Topped up once a quarter is used, so that each submission carries
+    // several reads, which the fetcher merges when their records are
+    // neighbours (a quarter rather than a half: on randomly placed values
+    // the deeper queue gave 3-8% more scans/s).
+    if (!window_.empty() && window_.size() > depth * 3 / 4) return;
     std::vector<std::string> keys, stored;
     while (window_.size() + keys.size() < depth && lookahead_->Valid()) {
       ParsedInternalKey ikey;

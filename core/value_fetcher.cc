@@ -2,6 +2,7 @@
 // iterator, kept in flight on an io::ReadQueue of its own while the scan
 // consumes values read earlier. Each fetch holds the segment's reader, so a
 // segment that GC deletes meanwhile stays readable through the open file.
+#include <algorithm>
 #include <deque>
 #include <vector>
 #include <memory>
@@ -21,9 +22,10 @@ class ValueLogFetcher final : public ValueFetcher {
   ValueLogFetcher(ValueLog* vlog, std::unique_ptr<io::ReadQueue> queue)
       : vlog_(vlog), queue_(std::move(queue)) {}
   ~ValueLogFetcher() override {
+    // Every fetch goes now, so no read is still wanted.
     for (auto& [stored, fetch] : fetches_) {
-      if (fetch->reader == nullptr) continue;
-      queue_->Forget(&fetch->request);
+      if (fetch->read == nullptr || fetch->read->complete) continue;
+      queue_->Forget(&fetch->read->request);
       dropped_.push_back(std::move(fetch));
     }
     ReapDropped();
@@ -36,7 +38,7 @@ class ValueLogFetcher final : public ValueFetcher {
   void Start(absl::Span<const std::string_view> keys,
              absl::Span<const std::string_view> stored) override {
     ReapDropped();
-    std::vector<io::FileReadRequest> batch;
+    std::vector<Fetch*> to_read;
     for (size_t i = 0; i < keys.size(); ++i) {
       if (fetches_.contains(AsKey(stored[i]))) continue;
       auto fetch = std::make_unique<Fetch>();
@@ -46,11 +48,11 @@ class ValueLogFetcher final : public ValueFetcher {
         fetch->status = ptr.status();
       } else {
         fetch->ptr = *ptr;
-        Prepare(fetch.get(), &batch);
+        if (Prepare(fetch.get())) to_read.push_back(fetch.get());
       }
       fetches_.emplace(std::string(stored[i]), std::move(fetch));
     }
-    if (!batch.empty()) queue_->Submit(batch);
+    SubmitCoalesced(&to_read);
   }
 
   bool Started(std::string_view stored) const override { return fetches_.contains(AsKey(stored)); }
@@ -62,14 +64,7 @@ class ValueLogFetcher final : public ValueFetcher {
     }
     std::unique_ptr<Fetch> fetch = std::move(it->second);
     fetches_.erase(it);
-    if (fetch->reader != nullptr) {
-      queue_->Wait(&fetch->request);
-      fetch->status = fetch->reader->FinishRead(fetch->ptr, fetch->key, fetch->request, &fetch->value);
-      if (fetch->status.ok() && vlog_->cache_.capacity() > 0) {
-        vlog_->cache_.Insert(fetch->ptr.segment_id, fetch->ptr.offset,
-                             std::make_shared<const std::string>(fetch->value));
-      }
-    }
+    if (fetch->read != nullptr) Finish(fetch.get());
     if (!fetch->status.ok()) {
       value->clear();
       return fetch->status;
@@ -83,12 +78,11 @@ class ValueLogFetcher final : public ValueFetcher {
     if (it == fetches_.end()) return;
     std::unique_ptr<Fetch> fetch = std::move(it->second);
     fetches_.erase(it);
-    // Its buffer must outlive its read.
-    if (fetch->reader == nullptr) return;
-    queue_->Forget(&fetch->request);
-    if (!queue_->Poll(&fetch->request)) {
-      dropped_.push_back(std::move(fetch));
-    }
+    if (fetch->read == nullptr || fetch->read->complete) return;
+    // A read no other fetch shares need not be made; one in flight keeps
+    // its buffer until it completes.
+    if (fetch->read.use_count() == 1) queue_->Forget(&fetch->read->request);
+    if (!Poll(queue_.get(), fetch->read.get())) dropped_.push_back(std::move(fetch));
   }
 
   size_t pending() const override { return fetches_.size(); }
@@ -97,39 +91,122 @@ class ValueLogFetcher final : public ValueFetcher {
   // Debian's abseil has its own string_view, which the map's lookups take.
   static absl::string_view AsKey(std::string_view s) { return {s.data(), s.size()}; }
 
+  // One device read, serving one fetch or several whose records lie next
+  // to each other in a segment (values a GC wrote in key order, or written
+  // in key order in the first place).
+  struct Read {
+    io::ReadRequest request;
+    std::string buf;
+    bool complete = false;
+  };
+
   struct Fetch {
     std::string key;
     vlog::ValuePointer ptr;
-    std::shared_ptr<const vlog::SegmentReader> reader;  // set while a read is due
-    io::ReadRequest request;
-    std::string value;  // the record while in flight, then the value
+    std::shared_ptr<const vlog::SegmentReader> reader;
+    std::shared_ptr<Read> read;  // null once done (a cache hit, an error)
+    std::string value;           // the value, once taken from the read
     absl::Status status;
   };
 
-  // A value cache hit is done at once; otherwise the record's read is added
-  // to batch.
-  void Prepare(Fetch* fetch, std::vector<io::FileReadRequest>* batch) {
+  // Reads whose records are at most this far apart are merged, up to this
+  // many bytes per read: a 4 KiB gap costs at most one more block.
+  static constexpr uint64_t kMaxGap = 4096;
+  static constexpr uint64_t kMaxMergedRead = 256 << 10;
+
+  // A value cache hit (or a bad pointer) is done at once: false. Otherwise
+  // fetch gets its segment's reader and needs a read: true.
+  bool Prepare(Fetch* fetch) {
     if (std::shared_ptr<const std::string> hit =
             vlog_->cache_.Lookup(fetch->ptr.segment_id, fetch->ptr.offset)) {
       fetch->value = *hit;
-      return;
+      return false;
     }
     absl::StatusOr<std::shared_ptr<const vlog::SegmentReader>> reader =
         vlog_->readers_.Get(fetch->ptr.segment_id);
     if (!reader.ok()) {
       fetch->status = reader.status();
-      return;
+      return false;
     }
-    fetch->status = (*reader)->PrepareRead(fetch->ptr, &fetch->value, &fetch->request);
-    if (!fetch->status.ok()) return;
+    io::ReadRequest unused;
+    fetch->status = (*reader)->PrepareRead(fetch->ptr, &fetch->value, &unused);
+    if (!fetch->status.ok()) return false;
     fetch->reader = *std::move(reader);
-    batch->push_back({fetch->reader->file(), &fetch->request});
+    return true;
+  }
+
+  // Submits the reads of fetches, records that neighbour each other in one
+  // segment merged into one read.
+  void SubmitCoalesced(std::vector<Fetch*>* fetches) {
+    if (fetches->empty()) return;
+    std::sort(fetches->begin(), fetches->end(), [](const Fetch* a, const Fetch* b) {
+      return std::pair(a->ptr.segment_id, a->ptr.offset) <
+             std::pair(b->ptr.segment_id, b->ptr.offset);
+    });
+    std::vector<std::shared_ptr<Read>> reads;
+    std::vector<io::FileReadRequest> batch;
+    size_t first = 0;
+    while (first < fetches->size()) {
+      const vlog::ValuePointer& start = (*fetches)[first]->ptr;
+      uint64_t end = start.offset + start.size;
+      size_t last = first + 1;
+      for (; last < fetches->size(); ++last) {
+        const vlog::ValuePointer& p = (*fetches)[last]->ptr;
+        if (p.segment_id != start.segment_id || p.offset > end + kMaxGap ||
+            p.offset + p.size - start.offset > kMaxMergedRead) {
+          break;
+        }
+        end = std::max<uint64_t>(end, p.offset + p.size);
+      }
+      auto read = std::make_shared<Read>();
+      read->buf.resize(end - start.offset);
+      read->request.offset = start.offset;
+      read->request.len = read->buf.size();
+      read->request.buf = read->buf.data();
+      for (size_t i = first; i < last; ++i) (*fetches)[i]->read = read;
+      batch.push_back({(*fetches)[first]->reader->file(), &read->request});
+      reads.push_back(std::move(read));
+      first = last;
+    }
+    queue_->Submit(batch);
+  }
+
+  // Waits for fetch's read, then checks and decodes its record.
+  void Finish(Fetch* fetch) {
+    Read& read = *fetch->read;
+    if (!read.complete) {
+      queue_->Wait(&read.request);
+      read.complete = true;
+    }
+    // The record's part of the read, as a read of the record alone.
+    const uint64_t skip = fetch->ptr.offset - read.request.offset;
+    io::ReadRequest part;
+    part.offset = fetch->ptr.offset;
+    part.len = fetch->ptr.size;
+    part.status = read.request.status;
+    part.result = read.request.result > skip
+                      ? std::min<uint64_t>(fetch->ptr.size, read.request.result - skip)
+                      : 0;
+    fetch->value.assign(read.buf, skip, part.result);
+    fetch->value.resize(fetch->ptr.size);
+    part.buf = fetch->value.data();
+    fetch->read.reset();
+    fetch->status = fetch->reader->FinishRead(fetch->ptr, fetch->key, part, &fetch->value);
+    if (fetch->status.ok() && vlog_->cache_.capacity() > 0) {
+      vlog_->cache_.Insert(fetch->ptr.segment_id, fetch->ptr.offset,
+                           std::make_shared<const std::string>(fetch->value));
+    }
+  }
+
+  static bool Poll(io::ReadQueue* queue, Read* read) {
+    if (!read->complete && queue->Poll(&read->request)) read->complete = true;
+    return read->complete;
   }
 
   // Frees the fetches whose reads have completed.
   static void Reap(io::ReadQueue* queue, std::deque<std::unique_ptr<Fetch>>* fetches) {
     std::erase_if(*fetches,
-                  [queue](const std::unique_ptr<Fetch>& f) { return queue->Poll(&f->request); });
+                  [queue](const std::unique_ptr<Fetch>& f) { return Poll(queue, f->read.get()); });
   }
   void ReapDropped() { Reap(queue_.get(), &dropped_); }
 
