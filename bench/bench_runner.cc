@@ -172,16 +172,29 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   if (config_.progress) {
     progress = std::make_unique<ProgressLine>(result->benchmark, count, config_.duration_s, &done);
   }
-  // Samples bytes on disk while the benchmark runs (space over time).
+  // Samples bytes on disk while the benchmark runs (space over time); with
+  // --space_sample_secs each sample is a line on stderr, its amplification
+  // taken over the bench's own account of live bytes at that moment.
   std::atomic<uint64_t> max_disk{0};
   absl::Notification sampling_done;
+  const Clock::time_point start = Clock::now();
+  const bool print_samples = config_.space_sample_s > 0;
+  const absl::Duration period =
+      print_samples ? absl::Seconds(config_.space_sample_s) : absl::Milliseconds(250);
   std::thread sampler([&] {
     do {
       const uint64_t d = engine_->Stats().disk_bytes;
       if (d > max_disk.load()) max_disk.store(d);
-    } while (!sampling_done.WaitForNotificationWithTimeout(absl::Milliseconds(250)));
+      if (print_samples) {
+        const uint64_t live = tracker_.live_bytes();
+        std::fprintf(stderr, "space %s t=%.1fs ops=%llu disk=%.1fMiB live=%.1fMiB amp=%.3f\n",
+                     result->benchmark.c_str(), NanosSince(start) / 1e9,
+                     static_cast<unsigned long long>(done.load(std::memory_order_relaxed)),
+                     d / 1048576.0, live / 1048576.0,
+                     live > 0 ? static_cast<double>(d) / live : 0.0);
+      }
+    } while (!sampling_done.WaitForNotificationWithTimeout(period));
   });
-  const Clock::time_point start = Clock::now();
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(config_.duration_s));
   auto body = [&](ThreadState& t) {

@@ -38,6 +38,9 @@ struct BenchConfig {
   uint64_t seed = 301;
   bool use_existing_db = false;
   bool progress = false;    // progress line on stderr
+  // > 0: sample bytes on disk every this many seconds instead of every
+  // 250 ms, and print each sample on stderr (space over time).
+  double space_sample_s = 0;
 };
 
 // Every name Run accepts, in the order docs/bench.md lists them.

@@ -56,6 +56,9 @@ ABSL_FLAG(uint64_t, seed, 301, "random seed");
 ABSL_FLAG(bool, json, false, "print one JSON object per benchmark instead of a table");
 ABSL_FLAG(int32_t, prefetch_depth, 32, "cairn: iterator value prefetch depth (1: none)");
 ABSL_FLAG(bool, gc, true, "cairn: background value-log garbage collection");
+ABSL_FLAG(double, space_sample_secs, 0,
+          "sample bytes on disk every S seconds during each benchmark and print each sample "
+          "on stderr (0: every 250 ms, silently; the maximum is reported either way)");
 ABSL_FLAG(bool, stats, false, "print the engine's own statistics after the last benchmark");
 
 namespace cairn::bench {
@@ -100,11 +103,13 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   c.seed = absl::GetFlag(FLAGS_seed);
   c.use_existing_db = absl::GetFlag(FLAGS_use_existing_db);
   c.progress = isatty(STDERR_FILENO) == 1;
+  c.space_sample_s = absl::GetFlag(FLAGS_space_sample_secs);
   if (c.num == 0 || c.threads < 1 || c.key_size == 0 || c.key_size > kMaxKeySize ||
-      c.compression_ratio <= 0 || c.compression_ratio > 1 || c.duration_s < 0) {
+      c.compression_ratio <= 0 || c.compression_ratio > 1 || c.duration_s < 0 ||
+      c.space_sample_s < 0) {
     return absl::InvalidArgumentError(
         "need --num >= 1, --threads >= 1, 1 <= --key_size <= 65536, "
-        "0 < --compression_ratio <= 1, --duration >= 0");
+        "0 < --compression_ratio <= 1, --duration >= 0, --space_sample_secs >= 0");
   }
   absl::StatusOr<std::pair<size_t, size_t>> values =
       ParseRange("value_size", absl::GetFlag(FLAGS_value_size), 1);

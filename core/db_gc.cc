@@ -24,6 +24,16 @@ bool SamePlace(const vlog::ValuePointer& a, const vlog::ValuePointer& b) {
   return a.segment_id == b.segment_id && a.offset == b.offset;
 }
 
+// Background GC, once started at gc_space_amp_trigger (t), goes on until
+// space amplification is below 1 + kGcStopShare * (t - 1): 1.4 at t = 1.5.
+constexpr double kGcStopShare = 0.8;
+// Background GC drops its byte budget above t + kGcUnthrottledExcess *
+// (t - 1): 1.75 at t = 1.5.
+constexpr double kGcUnthrottledExcess = 0.5;
+// Past the trigger with no candidate at gc_min_garbage_ratio, background GC
+// takes candidates down to this share of it.
+constexpr double kGcFallbackFloorShare = 0.5;
+
 }  // namespace
 
 // The collector's narrow view of the LSM.
@@ -137,11 +147,17 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   const auto start = std::chrono::steady_clock::now();
   DeleteObsoleteSegments();
   gc::VictimPicker picker(gc::VictimPickerOptions{options_.gc_min_garbage_ratio});
+  gc::VictimPicker low_picker(
+      gc::VictimPickerOptions{kGcFallbackFloorShare * options_.gc_min_garbage_ratio});
   gc::GcJobOptions jo;
   jo.compress = options_.value_compression == Compression::kZstd;
-  // The budget keeps background GC from starving foreground writes; when
-  // the value log is far past its bound, reclaiming space comes first.
-  const bool far_behind = ValueLogSpaceAmplification() > 2 * options_.gc_space_amp_trigger;
+  // The budget keeps background GC from starving foreground writes; once
+  // the value log is well past its trigger, GC is losing to the writes and
+  // reclaiming space comes first.
+  const double trigger = options_.gc_space_amp_trigger;
+  const bool far_behind =
+      GetValueLogSpace(/*with_estimate=*/true).amplification() >
+      trigger + kGcUnthrottledExcess * (trigger - 1);
   jo.bytes_per_second = manual || far_behind ? 0 : options_.gc_bytes_per_sec;
   GcIndex index(this);
   absl::flat_hash_set<uint64_t> done;
@@ -156,6 +172,13 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     request.segments = segments;
     request.exclude = done;
     std::optional<gc::VictimCandidate> victim = picker.PickOne(request);
+    if (!victim.has_value() && !manual &&
+        GetValueLogSpace(/*with_estimate=*/true).amplification() > trigger) {
+      // Space comes first: past the trigger with no segment at the floor,
+      // take segments down to half the floor (at most 3 bytes copied per
+      // byte freed instead of 1). docs/gc.md, "Keeping up".
+      victim = low_picker.PickOne(request);
+    }
     if (!victim.has_value()) break;
     done.insert(victim->segment_id);
     gc::GcJobResult r;
@@ -215,7 +238,49 @@ double DBImpl::ValueLogSpaceAmplification() const {
   return static_cast<double>(t.bytes) / live;
 }
 
+double DBImpl::ValueLogSpace::amplification() const {
+  if (bytes == 0) return 0;
+  const uint64_t dead = std::min(bytes, garbage + uncounted);
+  return static_cast<double>(bytes) / std::max<uint64_t>(1, bytes - dead);
+}
+
+DBImpl::ValueLogSpace DBImpl::GetValueLogSpace(bool with_estimate) {
+  absl::MutexLock l(&mu_);
+  return GetValueLogSpaceLocked(with_estimate);
+}
+
+DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
+  // Two reads without one lock between them: a segment sealed in between
+  // can be off by its size for one decision, which the next one corrects.
+  const vlog::SegmentSet::Totals set = vlog_->segment_set().GetTotals();
+  const ValueLog::Totals all = vlog_->GetTotals();
+  ValueLogSpace space;
+  const uint64_t active = all.bytes - std::min(all.bytes, set.bytes);
+  space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes) + active;
+  space.garbage = set.garbage_bytes;
+  if (!with_estimate) return space;
+  // Garbage that flushes and compactions have not reported yet: the older
+  // versions hidden by what the memtables and the L0 tables point at,
+  // estimated as their value bytes times the yield L0 compactions have
+  // shown (about 1 under pure overwrites, about 0 while loading).
+  double memtables = static_cast<double>(imm_.size());
+  if (mem_ != nullptr && options_.memtable_size > 0) {
+    memtables += static_cast<double>(mem_->ApproximateMemoryUsage()) / options_.memtable_size;
+  }
+  const uint64_t l0 = Level0ValueBytes(*versions_->current()).value_or(0);
+  space.uncounted = static_cast<uint64_t>(
+      garbage_yield_ * (static_cast<double>(l0) + memtables * last_flush_value_bytes_));
+  return space;
+}
+
 void DBImpl::GcThread() {
+  // Hysteresis: GC starts once space amplification passes the trigger and
+  // keeps going until it is back under a lower mark, so that it does not
+  // hover at the trigger and leave the value log above it whenever writes
+  // pause.
+  const double trigger = options_.gc_space_amp_trigger;
+  const double stop_below = 1 + kGcStopShare * (trigger - 1);
+  bool collecting = false;
   absl::MutexLock l(&mu_);
   while (!shutting_down_) {
     if (!bg_error_.ok()) {
@@ -223,8 +288,9 @@ void DBImpl::GcThread() {
       continue;
     }
     mu_.Unlock();
-    const bool behind = ValueLogSpaceAmplification() > options_.gc_space_amp_trigger;
-    if (behind) {
+    const double amp = GetValueLogSpace(/*with_estimate=*/true).amplification();
+    collecting = amp > (collecting ? stop_below : trigger);
+    if (collecting) {
       // One victim, then check again at once: collection keeps pace with
       // overwrites rather than taking one segment a second.
       absl::StatusOr<GcResult> r = CollectGarbage(/*manual=*/false);
@@ -232,7 +298,9 @@ void DBImpl::GcThread() {
       // Nothing collectable yet (garbage below the floor everywhere): wait
       // for flushes and compactions to report more. Errors are sticky in
       // bg_error_ (set by CollectGarbage).
-      if (!r.ok() || r->victims == 0) background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
+      if (!r.ok() || r->victims == 0) {
+        background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+      }
     } else {
       DeleteObsoleteSegments();
       mu_.Lock();
