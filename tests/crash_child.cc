@@ -5,8 +5,11 @@
 //
 //   crash_child <db_dir> <op_log> <seed> <value_separation_threshold> <max_ops>
 //
+// Besides the writes it forces a flush (0.4% of writes), a full compaction
+// (0.1%) and a garbage collection (RunGC, 0.2%); background GC runs too.
+//
 // Exit status: 0 after max_ops writes; 2 for bad arguments or a failed open;
-// 3 for a write that failed; 4 for a failed Flush or CompactRange. The reason
+// 3 for a write that failed; 4 for a failed Flush, CompactRange or RunGC. The reason
 // goes to stderr. The I/O backend comes from CAIRN_IO, set by the parent.
 #include <fcntl.h>
 #include <unistd.h>
@@ -90,13 +93,7 @@ int Main(int argc, char** argv) {
       !absl::SimpleAtoi(argv[5], &max_ops)) {
     Die(2, "usage: crash_child <db_dir> <op_log> <seed> <threshold> <max_ops>");
   }
-  Options options;
-  options.memtable_size = 64 << 10;  // flushes every few dozen writes
-  options.target_file_size = 64 << 10;
-  options.block_size = 1024;
-  options.level0_compaction_trigger = 2;
-  options.value_separation_threshold = static_cast<size_t>(threshold);
-  auto db = DB::Open(options, argv[1]);
+  auto db = DB::Open(CrashTestOptions(static_cast<size_t>(threshold)), argv[1]);
   if (!db.ok()) Die(2, absl::StrFormat("open %s: %s", argv[1], db.status().ToString()));
 
   const int fd = ::open(argv[2], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -127,6 +124,9 @@ int Main(int argc, char** argv) {
     } else if (r < 5) {
       const absl::Status c = (*db)->CompactRange(nullptr, nullptr);
       if (!c.ok()) Die(4, absl::StrFormat("compact: %s", c.ToString()));
+    } else if (r < 7) {
+      const absl::StatusOr<GcResult> g = (*db)->RunGC();
+      if (!g.ok()) Die(4, absl::StrFormat("gc: %s", g.status().ToString()));
     }
   }
   db->reset();

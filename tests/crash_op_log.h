@@ -15,6 +15,9 @@
 // Values are not stored: a value is a pure function of (value_seed, length),
 // so both processes derive the same bytes and the log stays small.
 //
+// CrashTestOptions, the options both processes open the database with, live
+// here too so that they cannot drift apart.
+//
 // Thread safety: the functions are pure; a writer is used by one thread.
 #ifndef CAIRN_TESTS_CRASH_OP_LOG_H_
 #define CAIRN_TESTS_CRASH_OP_LOG_H_
@@ -30,6 +33,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "cairn/options.h"
 #include "io/checksum.h"
 #include "io/coding.h"
 
@@ -52,6 +56,21 @@ struct LoggedOp {
 };
 
 using Model = std::map<std::string, std::string>;
+
+// The options both processes open the database with (the child to write,
+// the parent to recover and check): tiny memtables, tables and segments, so
+// that flushes, compactions, segment rolls and garbage collection (background
+// GC is on) happen many times a cycle.
+inline Options CrashTestOptions(size_t value_separation_threshold) {
+  Options options;
+  options.memtable_size = 64 << 10;  // flushes every few dozen writes
+  options.target_file_size = 64 << 10;
+  options.block_size = 1024;
+  options.level0_compaction_trigger = 2;
+  options.value_separation_threshold = value_separation_threshold;
+  options.value_log_segment_size = 256 << 10;
+  return options;
+}
 
 // The bytes of a value: deterministic in (seed, len); cheap (splitmix64).
 inline std::string MakeValue(uint64_t seed, uint32_t len) {

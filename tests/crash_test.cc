@@ -7,12 +7,21 @@
 // it was acknowledged, so the recovered state must equal the state before the
 // cycle with every acknowledged write applied, or with the one write that was
 // in flight at the kill applied too. That covers: no lost write, no hole, no
-// half batch, no deleted key coming back, values byte-identical.
+// half batch, no deleted key coming back, values byte-identical. The child
+// also forces flushes, compactions and garbage collection (tiny memtables,
+// tables and segments; see CrashTestOptions), so kills land in all of them.
+//
+// After each reopen the database is closed and `cairn check` (the tool's
+// binary: tools/check_command.cc) must pass: manifest, every SST, WAL and
+// value-log record, every pointer (none dangles), no orphan file; and no
+// obsolete WAL or stale manifest may be left. At the end every file in the
+// directory must be one the checker counted as live.
 //
 // Runs on both io backends (CAIRN_IO=posix and CAIRN_IO=uring, set for the
-// child and for the reopen here) and in both value modes. Cycles: 50 per
-// (mode, backend) pair, 500 with CAIRN_LONG=1. The base seed of each pair is
-// printed; CAIRN_CRASH_SEED=<n> reruns with that seed (same workloads and kill
+// child and for the reopen here) and in both value modes. Cycles, all on one
+// database per (mode, backend) pair: 100 for separated_posix, 40 for the
+// others; 500 each with CAIRN_LONG=1. The base seed of each pair is printed;
+// CAIRN_CRASH_SEED=<n> reruns with that seed (same workloads and kill
 // delays; where the kill lands still depends on timing).
 #include <fcntl.h>
 #include <signal.h>
@@ -35,6 +44,7 @@
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "gtest/gtest.h"
+#include "lsm/filename.h"
 #include "tests/crash_op_log.h"
 
 extern char** environ;
@@ -44,10 +54,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr char kCairnTool[] = CAIRN_BINARY_DIR "/tools/cairn";
+
 struct CrashParams {
   const char* mode;
   size_t value_separation_threshold;
   const char* backend;  // value of CAIRN_IO
+  int cycles;           // per CI run; CAIRN_LONG=1 runs 500
 };
 
 bool LongRun() {
@@ -55,22 +68,114 @@ bool LongRun() {
   return l != nullptr && std::string(l) == "1";
 }
 
-Options MakeOptions(size_t threshold) {
-  // Must match crash_child.cc so the reopen here uses the same layout.
-  Options options;
-  options.memtable_size = 64 << 10;
-  options.target_file_size = 64 << 10;
-  options.block_size = 1024;
-  options.level0_compaction_trigger = 2;
-  options.value_separation_threshold = threshold;
-  return options;
-}
-
 std::string ReadWholeFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// What `cairn check` (tools/check_command.cc) said about a closed database.
+struct CheckReport {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+  // From its summary line.
+  int tables = -1, wals = -1, segments = -1, pointers = -1, orphans = -1, problems = -1;
+};
+
+// Runs the `cairn check` binary on db (closed; CAIRN_IO picks its backend).
+// The checker lives in tools/ only, so the test runs the tool itself, the
+// same code path a user runs.
+CheckReport RunCairnCheck(const std::string& db) {
+  CheckReport r;
+  const std::string cmd = absl::StrCat(kCairnTool, " check '", db, "' 2>&1");
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  const size_t at = r.output.find("summary: ");
+  if (at != std::string::npos) {
+    int records, entries, batches, wal_entries, seg_records, skipped;
+    std::sscanf(r.output.c_str() + at,
+                "summary: %d manifest records, %d tables (%d entries), %d WALs (%d batches, %d "
+                "entries), %d segments (%d records), %d value pointers checked (%d shadowed ones "
+                "into removed segments skipped), %d orphans; %d problems",
+                &records, &r.tables, &entries, &r.wals, &batches, &wal_entries, &r.segments,
+                &seg_records, &r.pointers, &skipped, &r.orphans, &r.problems);
+  }
+  return r;
+}
+
+// Lines of a check report that name a file the database does not need: the
+// checker reports orphan tables, segments and .tmp files as problems, but
+// only notes obsolete WALs, stale manifests and unknown files (an open
+// deletes the first two). After a reopen and a clean close none may remain.
+std::vector<std::string> LeftoverFileNotes(const std::string& output) {
+  std::vector<std::string> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("note: ", 0) == 0 &&
+        (line.find("obsolete WAL") != std::string::npos ||
+         line.find("stale manifest") != std::string::npos ||
+         line.find("unrecognized file") != std::string::npos)) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+// The tables `cairn check` reports as orphan SSTs ("problem: NNNNNN.sst:
+// orphan SST: not in the current version").
+std::vector<std::string> OrphanTables(const std::string& output) {
+  std::vector<std::string> out;
+  std::istringstream in(output);
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(": orphan SST: ");
+    if (line.rfind("problem: ", 0) == 0 && colon != std::string::npos) {
+      out.push_back(line.substr(9, colon - 9));
+    }
+  }
+  return out;
+}
+
+// Known engine issue (docs/durability.md, "Known violations"): a table made
+// obsolete by a flush or compaction while some Version still referenced it
+// (a reader's, or the one the compaction thread keeps while it waits) is
+// deleted only by the next flush or compaction, or the next open; a close
+// leaves it behind, and `cairn check` reports it as an orphan SST. Until
+// that is fixed the test tolerates exactly that leftover after a close, and
+// requires each one to be gone after the next open (no accumulation). Set to
+// false once the engine deletes such tables by the time it closes.
+constexpr bool kToleratesObsoleteTablesAtClose = true;
+
+// Files of the database directory by type.
+struct DirCounts {
+  int tables = 0, segments = 0, wals = 0, manifests = 0, other = 0;
+};
+
+DirCounts CountFiles(const std::string& db) {
+  DirCounts c;
+  for (const auto& entry : fs::directory_iterator(db)) {
+    uint64_t number;
+    lsm::FileType type;
+    if (!lsm::ParseFileName(entry.path().filename().string(), &number, &type)) {
+      ++c.other;
+      continue;
+    }
+    switch (type) {
+      case lsm::FileType::kTable: ++c.tables; break;
+      case lsm::FileType::kValueLog: ++c.segments; break;
+      case lsm::FileType::kLog: ++c.wals; break;
+      case lsm::FileType::kManifest: ++c.manifests; break;
+      case lsm::FileType::kCurrent:
+      case lsm::FileType::kLock: break;
+      default: ++c.other; break;
+    }
+  }
+  return c;
 }
 
 // First difference between two models, for failure messages.
@@ -147,7 +252,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   const CrashParams& p = GetParam();
   {
     // Separated mode starts running once the DB accepts the option.
-    auto probe = DB::Open(MakeOptions(p.value_separation_threshold), (dir_ / "probe").string());
+    auto probe = DB::Open(CrashTestOptions(p.value_separation_threshold), (dir_ / "probe").string());
     if (absl::IsUnimplemented(probe.status())) {
       GTEST_SKIP() << "value separation is not implemented yet: " << probe.status();
     }
@@ -165,10 +270,15 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   SCOPED_TRACE(absl::StrCat("CAIRN_CRASH_SEED=", base_seed));
   std::mt19937_64 rng(base_seed);
 
-  const int cycles = LongRun() ? 500 : 50;
+  ASSERT_TRUE(fs::exists(kCairnTool)) << "build the cairn_tool target first";
+  const int cycles = LongRun() ? 500 : p.cycles;
   Model model;
   uint64_t acked_total = 0, in_flight_applied = 0, in_flight_dropped = 0, idle_cycles = 0;
   uint64_t clean_exits = 0;
+  uint64_t checks = 0, pointers_checked = 0, tables_left_at_close = 0;
+  std::vector<std::string> left_at_last_close;
+  double check_secs = 0;
+  CheckReport last_check;
   std::string backend_used;
   const auto start = std::chrono::steady_clock::now();
   for (int cycle = 0; cycle < cycles; ++cycle) {
@@ -199,7 +309,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
     acked_total += parsed->acknowledged.size();
     if (parsed->acknowledged.empty()) ++idle_cycles;
 
-    auto db = DB::Open(MakeOptions(p.value_separation_threshold), db_path_);
+    auto db = DB::Open(CrashTestOptions(p.value_separation_threshold), db_path_);
     ASSERT_TRUE(db.ok()) << "reopen after kill -9: " << db.status();
     if (backend_used.empty()) (*db)->GetProperty("cairn.io-backend", &backend_used);
     Model recovered;
@@ -243,9 +353,46 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
     }
     model = std::move(recovered);
     db->reset();
+
+    // The closed database passes every check of `cairn check`: the manifest,
+    // every SST, WAL and value-log record, every pointer (none dangles), and
+    // no orphan file; and nothing is left that the next open would delete.
+    const auto check_start = std::chrono::steady_clock::now();
+    CheckReport check = RunCairnCheck(db_path_);
+    check_secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start)
+                      .count();
+    ASSERT_GE(check.problems, 0) << "cairn check gave no summary:\n" << check.output;
+    // Tables the previous close left must be gone: this cycle opened twice.
+    for (const std::string& table : left_at_last_close) {
+      ASSERT_FALSE(fs::exists(fs::path(db_path_) / table))
+          << table << ", left at the previous close, survived two opens";
+    }
+    left_at_last_close =
+        kToleratesObsoleteTablesAtClose ? OrphanTables(check.output) : std::vector<std::string>();
+    tables_left_at_close += left_at_last_close.size();
+    const int tolerated = static_cast<int>(left_at_last_close.size());
+    ASSERT_EQ(check.problems, tolerated) << "cairn check after the reopen:\n" << check.output;
+    ASSERT_EQ(check.orphans, tolerated) << check.output;
+    ASSERT_EQ(check.exit_code, tolerated == 0 ? 0 : 1) << check.output;
+    const std::vector<std::string> leftovers = LeftoverFileNotes(check.output);
+    ASSERT_TRUE(leftovers.empty()) << "left after a reopen and a close: " << leftovers[0];
+    ++checks;
+    pointers_checked += static_cast<uint64_t>(check.pointers);
+    last_check = std::move(check);
     fs::remove(op_log);
     fs::remove(err_path);
   }
+  // After every cycle, in one database: each file in the directory is one the
+  // manifest knows (an SST of the current version, a segment of the set) or
+  // the live WALs, the manifest, CURRENT and LOCK. The checker's counts are of
+  // those; the directory's must equal them.
+  const DirCounts files = CountFiles(db_path_);
+  EXPECT_EQ(files.tables, last_check.tables + static_cast<int>(left_at_last_close.size()))
+      << last_check.output;
+  EXPECT_EQ(files.segments, last_check.segments) << last_check.output;
+  EXPECT_EQ(files.wals, last_check.wals) << last_check.output;
+  EXPECT_EQ(files.manifests, 1) << last_check.output;
+  EXPECT_EQ(files.other, 0) << last_check.output;
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
@@ -258,14 +405,24 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
       static_cast<unsigned long long>(in_flight_dropped),
       static_cast<unsigned long long>(idle_cycles), static_cast<unsigned long long>(clean_exits),
       model.size(), secs);
+  std::printf(
+      "crash_test mode=%s backend=%s: cairn check clean after all %llu reopens (%llu pointers "
+      "checked, %.1f s; %llu obsolete tables left by a close, each gone at the next open); at "
+      "the end %d SSTs (%zu of them such leftovers), %d segments, %d WALs, no orphan segment\n",
+      p.mode, p.backend, static_cast<unsigned long long>(checks),
+      static_cast<unsigned long long>(pointers_checked), check_secs,
+      static_cast<unsigned long long>(tables_left_at_close), files.tables,
+      left_at_last_close.size(), files.segments, files.wals);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     ModesAndBackends, CrashTest,
-    ::testing::Values(CrashParams{"inline", kInlineValues, "posix"},
-                      CrashParams{"inline", kInlineValues, "uring"},
-                      CrashParams{"separated", 100, "posix"},
-                      CrashParams{"separated", 100, "uring"}),
+    // separated_posix is the 100-cycle run of issue 8's space criterion: no
+    // orphan after 100 crash-and-reopen cycles of one database.
+    ::testing::Values(CrashParams{"inline", kInlineValues, "posix", 40},
+                      CrashParams{"inline", kInlineValues, "uring", 40},
+                      CrashParams{"separated", 100, "posix", 100},
+                      CrashParams{"separated", 100, "uring", 40}),
     [](const auto& info) {
       return absl::StrCat(info.param.mode, "_", info.param.backend);
     });

@@ -7,9 +7,20 @@
 // space is back (ClearFaults), after a crash that drops unsynced bytes and a
 // reopen, every synced write is there and the DB accepts writes again.
 //
-// Not yet here: the GC-needs-room scenario (GC must fail cleanly when it has
-// no room for its output segment and leave every value readable). It is
-// added when DB::RunGC exists.
+// GC needs room (DiskFullGcTest, separated mode): ENOSPC from the k-th write
+// of a DB::RunGC on, for every k until a run meets no fault. RunGC returns
+// ResourceExhausted; every acknowledged value reads back with the disk still
+// full; `cairn check` on the files as they are finds no dangling pointer and
+// nothing half-written that a pointer names (only orphans, which the next
+// open deletes); foreground writes fail cleanly. Once the space is back, a
+// crash and a reopen lose nothing, the check is clean (no orphan), and
+// deleting data then running GC succeeds and gives the space back.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,6 +31,7 @@
 #include "gtest/gtest.h"
 #include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
+#include "lsm/filename.h"
 
 namespace cairn {
 namespace {
@@ -45,6 +57,10 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
     o.level0_compaction_trigger = 8;  // compactions only when asked for
     o.level0_slowdown_trigger = 20;
     o.value_separation_threshold = GetParam();
+    if (small_segments_) {
+      o.value_log_segment_size = 64 << 10;  // the least allowed: GC gets victims
+      o.gc_space_amp_trigger = 0;           // no background GC: RunGC only
+    }
     return o;
   }
 
@@ -164,7 +180,176 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
   std::shared_ptr<io::FaultFileSystem> fs_;
   std::unique_ptr<DB> db_;
   Model model_;
+  bool small_segments_ = false;
 };
+
+// What `cairn check` said about a copy of the database's files.
+struct CheckReport {
+  int exit_code = -1;
+  std::string output;
+  int orphans = -1, problems = -1;
+};
+
+// Copies every file of /db, as the memory file system holds it now, to a
+// directory on disk and runs the `cairn check` binary there (the checker
+// lives in tools/ only).
+CheckReport CheckCopy(io::FileSystem* fs, const std::string& name) {
+  CheckReport r;
+  const std::filesystem::path dir =
+      std::filesystem::path(::testing::TempDir()) /
+      absl::StrFormat("cairn_disk_full_%d_%s", ::getpid(), name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  absl::StatusOr<std::vector<std::string>> names = fs->ListDir("/db");
+  if (!names.ok()) {
+    r.output = names.status().ToString();
+    return r;
+  }
+  for (const std::string& file : *names) {
+    auto in = fs->NewRandomAccessFile(absl::StrCat("/db/", file), io::FileOptions());
+    absl::StatusOr<uint64_t> size = in.ok() ? (*in)->Size() : in.status();
+    std::string bytes(size.ok() ? *size : 0, '\0');
+    std::string_view got;
+    absl::Status s = size.ok() ? (*in)->Read(0, bytes.size(), bytes.data(), &got) : size.status();
+    if (!s.ok()) {
+      r.output = absl::StrCat("copying ", file, ": ", s.ToString());
+      return r;
+    }
+    std::ofstream(dir / file, std::ios::binary).write(got.data(), got.size());
+  }
+  const std::string cmd =
+      absl::StrCat(CAIRN_BINARY_DIR "/tools/cairn check '", dir.string(), "' 2>&1");
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (const size_t at = r.output.find(" orphans; "); at != std::string::npos) {
+    const size_t start = r.output.rfind(", ", at);
+    std::sscanf(r.output.c_str() + start, ", %d orphans; %d problems", &r.orphans, &r.problems);
+  }
+  std::filesystem::remove_all(dir);
+  return r;
+}
+
+// Live bytes of the value log on disk: the sizes of every segment file.
+uint64_t SegmentBytes(io::FileSystem* fs) {
+  uint64_t bytes = 0;
+  absl::StatusOr<std::vector<std::string>> names = fs->ListDir("/db");
+  if (!names.ok()) return 0;
+  for (const std::string& name : *names) {
+    uint64_t number;
+    lsm::FileType type;
+    if (lsm::ParseFileName(name, &number, &type) && type == lsm::FileType::kValueLog) {
+      absl::StatusOr<uint64_t> size = fs->GetFileSize(absl::StrCat("/db/", name));
+      if (size.ok()) bytes += *size;
+    }
+  }
+  return bytes;
+}
+
+// GC needs room: only the separated mode has a value log to collect.
+class DiskFullGcTest : public DiskFullTest {
+ protected:
+  DiskFullGcTest() { small_segments_ = true; }
+
+  // 240 keys of 1,000 bytes (about four segments), then two keys in three
+  // overwritten: the first segments are two thirds garbage, and their live
+  // third must move to a GC output segment. Compacted so that the garbage is
+  // counted; the last write synced.
+  void FillWithGarbage() {
+    Open();
+    if (HasFatalFailure()) return;
+    Fill(0, 240, 1000);
+    for (int i = 0; i < 240; ++i) {
+      if (i % 3 == 0) continue;
+      const std::string key = absl::StrFormat("key%06d", i);
+      const std::string value = Value(i + 1000, 1000);
+      ASSERT_TRUE(db_->Put(WriteOptions{.sync = i == 239}, key, value).ok());
+      model_[key] = value;
+    }
+    ASSERT_TRUE(db_->CompactRange(nullptr, nullptr).ok());
+  }
+
+  // With the disk still full: the files as they are pass `cairn check` but
+  // for orphans (a GC output the manifest never learnt of; the next open
+  // deletes it): no dangling pointer, no pointer into a half-written segment.
+  void ExpectNothingHalfWrittenIsPointedTo() {
+    const CheckReport r = CheckCopy(base_.get(), "full");
+    ASSERT_GE(r.problems, 0) << r.output;
+    EXPECT_EQ(r.problems, r.orphans) << r.output;
+  }
+
+  // After space returns and the recovery: the data is deleted, GC runs and
+  // the space comes back; then the closed database checks clean.
+  void ExpectDeletingAndGcGiveSpaceBack() {
+    const uint64_t before = SegmentBytes(base_.get());
+    for (int i = 0; i < 200; ++i) {
+      const std::string key = absl::StrFormat("key%06d", i);
+      ASSERT_TRUE(db_->Delete(WriteOptions{.sync = i == 199}, key).ok());
+      model_.erase(key);
+    }
+    ASSERT_TRUE(db_->CompactRange(nullptr, nullptr).ok());
+    absl::StatusOr<GcResult> gc = db_->RunGC();
+    ASSERT_TRUE(gc.ok()) << "GC once the space is back: " << gc.status();
+    EXPECT_GT(gc->victims, 0u);
+    EXPECT_GT(gc->segments_freed, 0u);
+    const uint64_t after = SegmentBytes(base_.get());
+    EXPECT_LT(after, before) << "GC gave no space back";
+    model_["after"] = "space is back";
+    EXPECT_EQ(Scan(), model_);
+    // A close can leave tables the last compaction made obsolete (a known
+    // engine issue: docs/durability.md, "Known violations"); an open deletes
+    // them, and this one starts no background work.
+    db_.reset();
+    Open();
+    db_.reset();
+    const CheckReport r = CheckCopy(base_.get(), "recovered");
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_EQ(r.orphans, 0) << r.output;
+  }
+};
+
+TEST_P(DiskFullGcTest, FullWhileGcWritesItsOutputFailsCleanly) {
+  ASSERT_TRUE(std::filesystem::exists(CAIRN_BINARY_DIR "/tools/cairn"))
+      << "build the cairn_tool target first";
+  int cases = 0;
+  uint64_t gc_writes = 0;
+  for (uint64_t k = 0;; ++k) {
+    SCOPED_TRACE(absl::StrCat("ENOSPC from GC write #", k));
+    db_.reset();
+    base_ = std::make_shared<io::MemoryFileSystem>();
+    fs_ = std::make_shared<io::FaultFileSystem>(base_);
+    model_.clear();
+    FillWithGarbage();
+    if (HasFatalFailure()) return;
+    fs_->FailAfter(k, io::InjectedNoSpaceError("disk full"), io::FaultKind::kAnyWrite,
+                   /*persistent=*/true);
+    const absl::StatusOr<GcResult> gc = db_->RunGC();
+    if (fs_->faults_injected() == 0) {
+      // Past the last write GC makes: the sweep is complete.
+      ASSERT_TRUE(gc.ok()) << gc.status();
+      ASSERT_GT(gc->victims, 0u) << "the set-up left GC nothing to collect";
+      gc_writes = k;
+      break;
+    }
+    ++cases;
+    ASSERT_FALSE(gc.ok()) << "RunGC reported success though write #" << k << " failed";
+    EXPECT_TRUE(absl::IsResourceExhausted(gc.status())) << gc.status();
+    ExpectReadsWork();
+    ExpectNothingHalfWrittenIsPointedTo();
+    ExpectWritesFailCleanly(300);
+    RecoverAndCheck();
+    if (HasFatalFailure()) return;
+    ExpectDeletingAndGcGiveSpaceBack();
+    if (HasFatalFailure()) return;
+  }
+  EXPECT_GT(cases, 0);
+  std::printf("disk_full: GC sweep %d cases (GC makes %llu writes)\n", cases,
+              static_cast<unsigned long long>(gc_writes));
+}
 
 TEST_P(DiskFullTest, FullWhileWritingTheWalFailsCleanly) {
   Open();
@@ -215,6 +400,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, DiskFullTest, ::testing::Values(kInlineValues, s
                            return std::string(info.param == kInlineValues ? "inline"
                                                                           : "separated");
                          });
+
+INSTANTIATE_TEST_SUITE_P(Separated, DiskFullGcTest, ::testing::Values(size_t{100}),
+                         [](const auto&) { return std::string("separated"); });
 
 }  // namespace
 }  // namespace cairn
