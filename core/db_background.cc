@@ -178,7 +178,8 @@ void DBImpl::RemoveObsoleteFiles() {
 absl::Status DBImpl::Flush() {
   CAIRN_RETURN_IF_ERROR(WriteImpl(WriteOptions(), nullptr));
   absl::MutexLock l(&mu_);
-  while (!imm_.empty() && bg_error_.ok()) background_cv_.Wait(&mu_);
+  while (!imm_.empty() && bg_error_.ok() && !shutting_down_) background_cv_.Wait(&mu_);
+  if (bg_error_.ok() && !imm_.empty()) return absl::AbortedError("the database is closing");
   return bg_error_;
 }
 
@@ -253,6 +254,9 @@ void DBImpl::CompactionThread() {
         base = versions_->current();
         c = PickBackgroundCompaction(*base);
         if (c != nullptr) break;
+        // An idle thread must not pin a version: its tables could not be
+        // deleted until the next compaction.
+        base.reset();
       }
       background_cv_.Wait(&mu_);
     }

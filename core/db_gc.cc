@@ -101,23 +101,29 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
   return absl::OkStatus();
 }
 
-void DBImpl::DeleteObsoleteSegments() {
+size_t DBImpl::DeleteObsoleteSegments() {
   std::vector<uint64_t> ready;
+  size_t waiting_for_wal = 0;
   {
     absl::MutexLock l(&mu_);
     const SequenceNumber oldest = OldestSnapshot();
+    const uint64_t replayed_from = versions_->LogNumber();
     for (auto it = obsolete_segments_.begin(); it != obsolete_segments_.end();) {
       // Unreachable once every read view from before the rewrite is gone and
-      // no snapshot older than it remains.
-      if (it->epoch.expired() && oldest >= it->sequence) {
+      // no snapshot older than it remains; deletable once no WAL that
+      // recovery would replay can point into it.
+      const bool unreachable = it->epoch.expired() && oldest >= it->sequence;
+      const bool wal_done = it->log_number < replayed_from;
+      if (unreachable && wal_done) {
         ready.push_back(it->id);
         it = obsolete_segments_.erase(it);
       } else {
+        if (unreachable) ++waiting_for_wal;
         ++it;
       }
     }
   }
-  if (ready.empty()) return;
+  if (ready.empty()) return waiting_for_wal;
   vlog::SegmentEdit edit;
   for (uint64_t id : ready) {
     vlog_->EvictReader(id);
@@ -129,7 +135,7 @@ void DBImpl::DeleteObsoleteSegments() {
     edit.RemoveSegment(id);
     gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (edit.empty()) return;
+  if (edit.empty()) return waiting_for_wal;
   absl::Status s = fs_->SyncDir(dbname_);
   if (s.ok()) {
     lsm::VersionEdit ve;
@@ -139,6 +145,7 @@ void DBImpl::DeleteObsoleteSegments() {
     absl::MutexLock l(&mu_);
     SetBackgroundError(s);
   }
+  return waiting_for_wal;
 }
 
 absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
@@ -187,7 +194,9 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
         victim->segment_id, &index, &r);
     if (!s.ok()) {
       absl::MutexLock l(&mu_);
-      SetBackgroundError(s);
+      // A close cut the job short (its rewrite was refused before any
+      // write): what it did leaves extra garbage, never a dangling pointer.
+      if (!(shutting_down_ && absl::IsAborted(s))) SetBackgroundError(s);
       return s;
     }
     {
@@ -195,7 +204,11 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       // Readers from before the rewrite hold this epoch or an earlier one;
       // the victim goes when they are all gone and no older snapshot
       // remains.
-      obsolete_segments_.push_back({victim->segment_id, last_sequence_.load(),
+      // WALs up to the current one may hold pointers into the victim,
+      // unless every memtable is empty (then every WAL with data is
+      // flushed).
+      const uint64_t wal = mem_->empty() && imm_.empty() ? 0 : log_number_;
+      obsolete_segments_.push_back({victim->segment_id, last_sequence_.load(), wal,
                                     std::weak_ptr<const ReadEpoch>(read_epoch_)});
       auto next = std::make_shared<ReadEpoch>();
       read_epoch_->next = next;
@@ -227,6 +240,17 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
 absl::StatusOr<GcResult> DBImpl::RunGC() {
   const uint64_t freed_before = gc_segments_freed_.load();
   CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
+  // Victims whose old pointers are still in unflushed WALs go once those
+  // are flushed: do it now, so that RunGC returns the space.
+  if (DeleteObsoleteSegments() > 0) {
+    CAIRN_RETURN_IF_ERROR(Flush());
+    DeleteObsoleteSegments();
+  }
+  {
+    // A failure deleting the victims (the manifest write) stops the DB.
+    absl::MutexLock l(&mu_);
+    if (!bg_error_.ok()) return bg_error_;
+  }
   r.segments_freed = gc_segments_freed_.load() - freed_before;
   return r;
 }
@@ -281,6 +305,7 @@ void DBImpl::GcThread() {
   const double trigger = options_.gc_space_amp_trigger;
   const double stop_below = 1 + kGcStopShare * (trigger - 1);
   bool collecting = false;
+  int idle_rounds_waiting = 0;
   absl::MutexLock l(&mu_);
   while (!shutting_down_) {
     if (!bg_error_.ok()) {
@@ -302,7 +327,16 @@ void DBImpl::GcThread() {
         background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
       }
     } else {
-      DeleteObsoleteSegments();
+      // Collected segments wait for the WALs holding their old pointers
+      // to be flushed; when writes have stopped, flush them so that the
+      // space comes back (an error is sticky in bg_error_ or is the close).
+      if (DeleteObsoleteSegments() == 0) {
+        idle_rounds_waiting = 0;
+      } else if (++idle_rounds_waiting >= 2) {
+        Flush().IgnoreError();
+        DeleteObsoleteSegments();
+        idle_rounds_waiting = 0;
+      }
       mu_.Lock();
       background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
     }

@@ -155,7 +155,9 @@ class DBImpl final : public DB {
   absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                  WriteBatch* batch);
   absl::StatusOr<GcResult> CollectGarbage(bool manual) ABSL_LOCKS_EXCLUDED(mu_);
-  void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
+  // Deletes the obsolete segments nothing can reach any more; returns how
+  // many wait only for their WAL to be flushed.
+  size_t DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
   // Value-log bytes on disk over the bytes not yet counted as garbage; every
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
@@ -266,6 +268,10 @@ class DBImpl final : public DB {
   struct ObsoleteSegment {
     uint64_t id;
     lsm::SequenceNumber sequence;  // pointers moved away as of this sequence
+    // The newest WAL that may hold pointers into it (0: none). Recovery
+    // stops at a WAL record whose value is missing, so the file stays
+    // until the manifest no longer names this WAL for replay.
+    uint64_t log_number;
     std::weak_ptr<const ReadEpoch> epoch;  // current when the pointers moved
   };
   std::vector<ObsoleteSegment> obsolete_segments_ ABSL_GUARDED_BY(mu_);

@@ -129,6 +129,9 @@ DBImpl::~DBImpl() {
     background_cv_.SignalAll();
   }
   for (auto& t : background_threads_) t.join();
+  // Tables a reader or a compaction still held when they became obsolete
+  // go now rather than at the next open.
+  RemoveObsoleteFiles();
   absl::MutexLock l(&mu_);
   if (log_ != nullptr) {
     // Every acknowledged write already reached the kernel; closing adds
@@ -202,7 +205,8 @@ absl::Status DBImpl::Recover() {
   // segment that was being written and drop segments nobody logged.
   ValueLog::FinishGarbageMeter(&garbage);
   vlog::SegmentEdit& segment_edit = *garbage.mutable_edit();
-  CAIRN_RETURN_IF_ERROR(vlog_->FinishRecovery(&segment_edit));
+  std::vector<uint64_t> obsolete_segments;
+  CAIRN_RETURN_IF_ERROR(vlog_->FinishRecovery(&segment_edit, &obsolete_segments));
 
   // Start a fresh WAL; once it is synced and named in the manifest as the
   // oldest WAL recovery needs, the replayed ones (now in L0 tables) go.
@@ -224,8 +228,12 @@ absl::Status DBImpl::Recover() {
     log_number_ = log_number;
     last_sequence_.store(max_sequence);
     pending_outputs_.clear();
+    // The manifest no longer names the replayed WALs, and no reader exists
+    // yet: obsolete segments can go.
+    for (uint64_t id : obsolete_segments) obsolete_segments_.push_back({id, 0, 0, {}});
   }
   RemoveObsoleteFiles();
+  DeleteObsoleteSegments();
   {
     absl::MutexLock l(&mu_);
     UpdatePendingCompactionBytes();

@@ -230,6 +230,9 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
   bool allow_delay = !force;
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
+    // The background threads are gone or going: waiting for a flush would
+    // never end (a GC rewrite can still be writing during close).
+    if (shutting_down_) return absl::AbortedError("the database is closing");
     const int l0_files = static_cast<int>(versions_->current()->NumFiles(0));
     if (allow_delay && (l0_files >= options_.level0_slowdown_trigger ||
                         pending_compaction_bytes_ >= options_.soft_pending_compaction_bytes_limit)) {

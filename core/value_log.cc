@@ -33,12 +33,14 @@ absl::Status ValueLog::ApplyManifestRecord(uint32_t tag, std::string_view payloa
 
 absl::Status ValueLog::Apply(const vlog::SegmentEdit& edit) { return set_.Apply(edit); }
 
-absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit) {
+absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
+                                      std::vector<uint64_t>* obsolete) {
   for (const vlog::SegmentInfo& info : set_.Segments()) {
     if (info.obsolete) {
-      absl::Status s = fs_->RemoveFile(SegmentPath(info.segment_id));
-      if (!s.ok() && !absl::IsNotFound(s)) return s;
-      edit->RemoveSegment(info.segment_id);
+      // Not deleted here: the WALs just replayed may still point into it
+      // (pointers a collection moved away), and until the manifest stops
+      // naming those WALs a crash would replay them again.
+      obsolete->push_back(info.segment_id);
       continue;
     }
     if (info.sealed) continue;
@@ -58,6 +60,12 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit) {
       if (end < scanner->file_size()) CAIRN_RETURN_IF_ERROR(fs_->TruncateFile(path, end));
     }
     edit->SealSegment(info.segment_id, end, records);
+    if (info.kind == vlog::SegmentKind::kGcOutput) {
+      // A collection seals its output before it moves any pointer into
+      // it: one caught unsealed by the crash holds only garbage.
+      edit->MarkObsolete(info.segment_id);
+      obsolete->push_back(info.segment_id);
+    }
   }
   // Segment files the manifest does not know were created by a crashed
   // session before it logged them: no WAL record can point into them.

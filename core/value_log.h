@@ -46,10 +46,12 @@ class ValueLog {
   // Recovery: one manifest extension record (tags of vlog::IsSegmentEditTag).
   absl::Status ApplyManifestRecord(uint32_t tag, std::string_view payload);
   // Recovery, after WAL replay: seals every segment that was being written
-  // at the crash at the end of its last whole record (into *edit), deletes
-  // segments a collection left obsolete (nothing can read them at open),
-  // and removes segment files the set does not know (orphans of a crash).
-  absl::Status FinishRecovery(vlog::SegmentEdit* edit);
+  // at the crash at the end of its last whole record (into *edit), marks
+  // obsolete a GC output the crash caught unsealed (nothing points into
+  // it), lists in *obsolete the segments to delete once the replayed WALs
+  // are no longer needed, and removes segment files the set does not know
+  // (orphans of a crash).
+  absl::Status FinishRecovery(vlog::SegmentEdit* edit, std::vector<uint64_t>* obsolete);
   // True when a WAL entry's pointer names a record that reads back intact
   // with key; false when it does not (missing or torn); errors only for I/O.
   absl::StatusOr<bool> PointerIsIntact(std::string_view key, std::string_view stored);

@@ -45,6 +45,7 @@
 #include "cairn/db.h"
 #include "gtest/gtest.h"
 #include "lsm/filename.h"
+#include "tests/check_tool.h"
 #include "tests/crash_op_log.h"
 
 extern char** environ;
@@ -54,7 +55,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kCairnTool[] = CAIRN_BINARY_DIR "/tools/cairn";
 
 struct CrashParams {
   const char* mode;
@@ -75,40 +75,6 @@ std::string ReadWholeFile(const fs::path& p) {
   return ss.str();
 }
 
-// What `cairn check` (tools/check_command.cc) said about a closed database.
-struct CheckReport {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr together
-  // From its summary line.
-  int tables = -1, wals = -1, segments = -1, pointers = -1, orphans = -1, problems = -1;
-};
-
-// Runs the `cairn check` binary on db (closed; CAIRN_IO picks its backend).
-// The checker lives in tools/ only, so the test runs the tool itself, the
-// same code path a user runs.
-CheckReport RunCairnCheck(const std::string& db) {
-  CheckReport r;
-  const std::string cmd = absl::StrCat(kCairnTool, " check '", db, "' 2>&1");
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  const size_t at = r.output.find("summary: ");
-  if (at != std::string::npos) {
-    int records, entries, batches, wal_entries, seg_records, skipped;
-    std::sscanf(r.output.c_str() + at,
-                "summary: %d manifest records, %d tables (%d entries), %d WALs (%d batches, %d "
-                "entries), %d segments (%d records), %d value pointers checked (%d shadowed ones "
-                "into removed segments skipped), %d orphans; %d problems",
-                &records, &r.tables, &entries, &r.wals, &batches, &wal_entries, &r.segments,
-                &seg_records, &r.pointers, &skipped, &r.orphans, &r.problems);
-  }
-  return r;
-}
-
 // Lines of a check report that name a file the database does not need: the
 // checker reports orphan tables, segments and .tmp files as problems, but
 // only notes obsolete WALs, stale manifests and unknown files (an open
@@ -126,30 +92,6 @@ std::vector<std::string> LeftoverFileNotes(const std::string& output) {
   }
   return out;
 }
-
-// The tables `cairn check` reports as orphan SSTs ("problem: NNNNNN.sst:
-// orphan SST: not in the current version").
-std::vector<std::string> OrphanTables(const std::string& output) {
-  std::vector<std::string> out;
-  std::istringstream in(output);
-  for (std::string line; std::getline(in, line);) {
-    const size_t colon = line.find(": orphan SST: ");
-    if (line.rfind("problem: ", 0) == 0 && colon != std::string::npos) {
-      out.push_back(line.substr(9, colon - 9));
-    }
-  }
-  return out;
-}
-
-// Known engine issue (docs/durability.md, "Known violations"): a table made
-// obsolete by a flush or compaction while some Version still referenced it
-// (a reader's, or the one the compaction thread keeps while it waits) is
-// deleted only by the next flush or compaction, or the next open; a close
-// leaves it behind, and `cairn check` reports it as an orphan SST. Until
-// that is fixed the test tolerates exactly that leftover after a close, and
-// requires each one to be gone after the next open (no accumulation). Set to
-// false once the engine deletes such tables by the time it closes.
-constexpr bool kToleratesObsoleteTablesAtClose = true;
 
 // Files of the database directory by type.
 struct DirCounts {
@@ -275,8 +217,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   Model model;
   uint64_t acked_total = 0, in_flight_applied = 0, in_flight_dropped = 0, idle_cycles = 0;
   uint64_t clean_exits = 0;
-  uint64_t checks = 0, pointers_checked = 0, tables_left_at_close = 0;
-  std::vector<std::string> left_at_last_close;
+  uint64_t checks = 0, pointers_checked = 0;
   double check_secs = 0;
   CheckReport last_check;
   std::string backend_used;
@@ -358,22 +299,13 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
     // every SST, WAL and value-log record, every pointer (none dangles), and
     // no orphan file; and nothing is left that the next open would delete.
     const auto check_start = std::chrono::steady_clock::now();
-    CheckReport check = RunCairnCheck(db_path_);
+    CheckReport check = RunCheckTool(db_path_);
     check_secs += std::chrono::duration<double>(std::chrono::steady_clock::now() - check_start)
                       .count();
     ASSERT_GE(check.problems, 0) << "cairn check gave no summary:\n" << check.output;
-    // Tables the previous close left must be gone: this cycle opened twice.
-    for (const std::string& table : left_at_last_close) {
-      ASSERT_FALSE(fs::exists(fs::path(db_path_) / table))
-          << table << ", left at the previous close, survived two opens";
-    }
-    left_at_last_close =
-        kToleratesObsoleteTablesAtClose ? OrphanTables(check.output) : std::vector<std::string>();
-    tables_left_at_close += left_at_last_close.size();
-    const int tolerated = static_cast<int>(left_at_last_close.size());
-    ASSERT_EQ(check.problems, tolerated) << "cairn check after the reopen:\n" << check.output;
-    ASSERT_EQ(check.orphans, tolerated) << check.output;
-    ASSERT_EQ(check.exit_code, tolerated == 0 ? 0 : 1) << check.output;
+    ASSERT_EQ(check.problems, 0) << "cairn check after the reopen:\n" << check.output;
+    ASSERT_EQ(check.orphans, 0) << check.output;
+    ASSERT_EQ(check.exit_code, 0) << check.output;
     const std::vector<std::string> leftovers = LeftoverFileNotes(check.output);
     ASSERT_TRUE(leftovers.empty()) << "left after a reopen and a close: " << leftovers[0];
     ++checks;
@@ -387,8 +319,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   // the live WALs, the manifest, CURRENT and LOCK. The checker's counts are of
   // those; the directory's must equal them.
   const DirCounts files = CountFiles(db_path_);
-  EXPECT_EQ(files.tables, last_check.tables + static_cast<int>(left_at_last_close.size()))
-      << last_check.output;
+  EXPECT_EQ(files.tables, last_check.tables) << last_check.output;
   EXPECT_EQ(files.segments, last_check.segments) << last_check.output;
   EXPECT_EQ(files.wals, last_check.wals) << last_check.output;
   EXPECT_EQ(files.manifests, 1) << last_check.output;
@@ -407,12 +338,10 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
       model.size(), secs);
   std::printf(
       "crash_test mode=%s backend=%s: cairn check clean after all %llu reopens (%llu pointers "
-      "checked, %.1f s; %llu obsolete tables left by a close, each gone at the next open); at "
-      "the end %d SSTs (%zu of them such leftovers), %d segments, %d WALs, no orphan segment\n",
+      "checked, %.1f s); at the end %d SSTs, %d segments, %d WALs, no orphan file\n",
       p.mode, p.backend, static_cast<unsigned long long>(checks),
-      static_cast<unsigned long long>(pointers_checked), check_secs,
-      static_cast<unsigned long long>(tables_left_at_close), files.tables,
-      left_at_last_close.size(), files.segments, files.wals);
+      static_cast<unsigned long long>(pointers_checked), check_secs, files.tables,
+      files.segments, files.wals);
 }
 
 INSTANTIATE_TEST_SUITE_P(

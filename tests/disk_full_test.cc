@@ -32,6 +32,7 @@
 #include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
+#include "tests/check_tool.h"
 
 namespace cairn {
 namespace {
@@ -183,13 +184,6 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
   bool small_segments_ = false;
 };
 
-// What `cairn check` said about a copy of the database's files.
-struct CheckReport {
-  int exit_code = -1;
-  std::string output;
-  int orphans = -1, problems = -1;
-};
-
 // Copies every file of /db, as the memory file system holds it now, to a
 // directory on disk and runs the `cairn check` binary there (the checker
 // lives in tools/ only).
@@ -217,19 +211,7 @@ CheckReport CheckCopy(io::FileSystem* fs, const std::string& name) {
     }
     std::ofstream(dir / file, std::ios::binary).write(got.data(), got.size());
   }
-  const std::string cmd =
-      absl::StrCat(CAIRN_BINARY_DIR "/tools/cairn check '", dir.string(), "' 2>&1");
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) r.output.append(buf, n);
-  const int status = ::pclose(pipe);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  if (const size_t at = r.output.find(" orphans; "); at != std::string::npos) {
-    const size_t start = r.output.rfind(", ", at);
-    std::sscanf(r.output.c_str() + start, ", %d orphans; %d problems", &r.orphans, &r.problems);
-  }
+  r = RunCheckTool(dir.string());
   std::filesystem::remove_all(dir);
   return r;
 }
@@ -300,11 +282,6 @@ class DiskFullGcTest : public DiskFullTest {
     EXPECT_LT(after, before) << "GC gave no space back";
     model_["after"] = "space is back";
     EXPECT_EQ(Scan(), model_);
-    // A close can leave tables the last compaction made obsolete (a known
-    // engine issue: docs/durability.md, "Known violations"); an open deletes
-    // them, and this one starts no background work.
-    db_.reset();
-    Open();
     db_.reset();
     const CheckReport r = CheckCopy(base_.get(), "recovered");
     EXPECT_EQ(r.exit_code, 0) << r.output;
