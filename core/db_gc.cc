@@ -319,7 +319,17 @@ void DBImpl::GcThread() {
       // One victim, then check again at once: collection keeps pace with
       // overwrites rather than taking one segment a second.
       absl::StatusOr<GcResult> r = CollectGarbage(/*manual=*/false);
+      // Victims wait for the WALs holding their old pointers to be flushed;
+      // when writes are held for space those fill slowly, so flush once two
+      // are waiting rather than keep their bytes on disk.
+      if (r.ok() && DeleteObsoleteSegments() >= 2) {
+        Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
+        DeleteObsoleteSegments();
+      }
       mu_.Lock();
+      // Writers held for space wait for this (ValueLogSpaceStall).
+      gc_can_collect_ = r.ok() && r->victims > 0;
+      background_cv_.SignalAll();
       // Nothing collectable yet (garbage below the floor everywhere): wait
       // for flushes and compactions to report more. Errors are sticky in
       // bg_error_ (set by CollectGarbage).
@@ -327,6 +337,7 @@ void DBImpl::GcThread() {
         background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
       }
     } else {
+      gc_can_collect_ = true;
       // Collected segments wait for the WALs holding their old pointers
       // to be flushed; when writes have stopped, flush them so that the
       // space comes back (an error is sticky in bg_error_ or is the close).

@@ -127,6 +127,17 @@ class DBImpl final : public DB {
   absl::Status WriteImpl(const WriteOptions& options, const WriteBatch* batch,
                          const PointerRewrite* rewrite = nullptr);
   absl::Status MakeRoomForWrite(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Holds a user write, before it joins the writer queue, while the value
+  // log's space stall says so (ValueLogSpaceStall).
+  absl::Status WaitForValueLogSpace() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // How the value log's space holds back user writes: kNone, a 1 ms delay
+  // per write group (kSlow) past the trigger plus 0.4 of its excess over 1
+  // (1.7 at 1.5), or a wait for GC (kStop) past 0.5 of it (1.75), so that
+  // the whole database stays under twice the live bytes while GC can
+  // collect (the SSTs, the WAL and collected segments waiting for readers
+  // come on top of what GC steers by).
+  enum class SpaceStall { kNone, kSlow, kStop };
+  SpaceStall ValueLogSpaceStall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   WriteBatch* BuildBatchGroup(Writer** last_writer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
   // Key and value bytes of batch; counts its puts and deletes.
@@ -258,6 +269,9 @@ class DBImpl final : public DB {
   // worst). Scales what the tables and memtables not yet compacted are
   // expected to hide.
   double garbage_yield_ ABSL_GUARDED_BY(mu_) = 1.0;
+  // False while background GC, past its trigger, finds nothing to collect:
+  // writes are then never held for space (GC could not end the stall).
+  bool gc_can_collect_ ABSL_GUARDED_BY(mu_) = true;
   // Value-log bytes named by the last table flushed (a memtable's worth).
   uint64_t last_flush_value_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> background_threads_;

@@ -69,6 +69,9 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
                                const PointerRewrite* rewrite) {
   Writer w(batch, options.sync, rewrite);
   absl::MutexLock l(&mu_);
+  // Before joining the queue: a user write held for value-log space must not
+  // hold up GC's rewrites, which queue here too and are what ends the stall.
+  if (batch != nullptr) CAIRN_RETURN_IF_ERROR(WaitForValueLogSpace());
   writers_.push_back(&w);
   while (!w.done && &w != writers_.front()) w.cv.Wait(&mu_);
   if (w.done) return w.status;
@@ -224,6 +227,45 @@ absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
         mem->Add(seq, type, key, value);
         return absl::OkStatus();
       });
+}
+
+DBImpl::SpaceStall DBImpl::ValueLogSpaceStall() {
+  const double trigger = options_.gc_space_amp_trigger;
+  if (trigger <= 0 || options_.value_separation_threshold == kInlineValues || !gc_can_collect_) {
+    return SpaceStall::kNone;
+  }
+  const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+  if (amp > trigger + 0.5 * (trigger - 1)) return SpaceStall::kStop;
+  if (amp > trigger + 0.4 * (trigger - 1)) return SpaceStall::kSlow;
+  return SpaceStall::kNone;
+}
+
+absl::Status DBImpl::WaitForValueLogSpace() {
+  bool allow_delay = true;
+  while (true) {
+    if (!bg_error_.ok()) return bg_error_;
+    if (shutting_down_) return absl::AbortedError("the database is closing");
+    const SpaceStall stall = ValueLogSpaceStall();
+    if (stall == SpaceStall::kStop) {
+      // GC is losing to the writes: wait for it (it signals after each
+      // segment it collects, and ends the stall when it finds none).
+      stall_stops_.fetch_add(1, std::memory_order_relaxed);
+      const auto start = std::chrono::steady_clock::now();
+      background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(10));
+      stall_micros_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(
+                                  std::chrono::steady_clock::now() - start)
+                                  .count(),
+                              std::memory_order_relaxed);
+      continue;
+    }
+    if (stall == SpaceStall::kNone || !allow_delay) return absl::OkStatus();
+    stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+    mu_.Unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    stall_micros_.fetch_add(1000, std::memory_order_relaxed);
+    mu_.Lock();
+    allow_delay = false;
+  }
 }
 
 absl::Status DBImpl::MakeRoomForWrite(bool force) {
