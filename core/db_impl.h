@@ -130,6 +130,8 @@ class DBImpl final : public DB {
   // Holds a user write, before it joins the writer queue, while the value
   // log's space stall says so (ValueLogSpaceStall).
   absl::Status WaitForValueLogSpace() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // One write's 1 ms delay (mu_ released meanwhile), counted as a stall.
+  void SlowDownWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // How the value log's space holds back user writes: kNone, a 1 ms delay
   // per write group (kSlow) past the trigger plus 0.4 of its excess over 1
   // (1.7 at 1.5), or a wait for GC (kStop) past 0.5 of it (1.75), so that

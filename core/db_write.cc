@@ -259,13 +259,17 @@ absl::Status DBImpl::WaitForValueLogSpace() {
       continue;
     }
     if (stall == SpaceStall::kNone || !allow_delay) return absl::OkStatus();
-    stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
-    mu_.Unlock();
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    stall_micros_.fetch_add(1000, std::memory_order_relaxed);
-    mu_.Lock();
+    SlowDownWrite();
     allow_delay = false;
   }
+}
+
+void DBImpl::SlowDownWrite() {
+  stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+  mu_.Unlock();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  stall_micros_.fetch_add(1000, std::memory_order_relaxed);
+  mu_.Lock();
 }
 
 absl::Status DBImpl::MakeRoomForWrite(bool force) {
@@ -280,11 +284,7 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
                         pending_compaction_bytes_ >= options_.soft_pending_compaction_bytes_limit)) {
       // Near the stop trigger: give each write a 1 ms delay rather than stop
       // one write for seconds later.
-      stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
-      mu_.Unlock();
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      stall_micros_.fetch_add(1000, std::memory_order_relaxed);
-      mu_.Lock();
+      SlowDownWrite();
       allow_delay = false;
       continue;
     }
