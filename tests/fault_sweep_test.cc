@@ -1,6 +1,7 @@
 // I/O error sweep (TESTING.md): a fixed, deterministic workload of 2,000
 // operations (puts on both sides of the separation threshold, deletes,
-// batches, sync writes, reads, flushes) runs through io::FaultFileSystem over
+// batches, sync writes, reads, flushes, value-log GC through RunGC, over
+// 64 KiB segments) runs through io::FaultFileSystem over
 // io::MemoryFileSystem, once clean to count its I/O operations, then once per
 // case with the k-th operation of one kind failing, once or for good:
 //
@@ -45,7 +46,7 @@ namespace {
 using Model = std::map<std::string, std::string>;
 
 struct WorkOp {
-  enum class Kind { kWrite, kGet, kScan, kFlush } kind = Kind::kWrite;
+  enum class Kind { kWrite, kGet, kScan, kFlush, kGc } kind = Kind::kWrite;
   // For writes: (key, value or nullopt for a delete).
   std::vector<std::pair<std::string, std::optional<std::string>>> updates;
   bool sync = false;
@@ -95,8 +96,10 @@ std::vector<WorkOp> MakeWorkload() {
       op.key = key();
     } else if (r < 96) {
       op.kind = WorkOp::Kind::kScan;
-    } else {
+    } else if (r < 98) {
       op.kind = WorkOp::Kind::kFlush;
+    } else {
+      op.kind = WorkOp::Kind::kGc;
     }
     ops.push_back(std::move(op));
   }
@@ -125,6 +128,7 @@ struct Fault {
 
 struct CaseResult {
   uint64_t ops_seen = 0;
+  uint64_t gc_victims = 0;  // segments RunGC collected
   uint64_t faults_injected = 0;
   std::vector<std::string> violations;
 };
@@ -148,6 +152,10 @@ class FaultSweepTest : public ::testing::TestWithParam<size_t> {
     o.target_file_size = 64 << 10;
     o.level0_compaction_trigger = 2;
     o.value_separation_threshold = GetParam();
+    // GC runs where the workload says (RunGC), on segments small enough to
+    // have victims; background GC would make the I/O order vary.
+    o.value_log_segment_size = 64 << 10;
+    o.gc_space_amp_trigger = 0;
     return o;
   }
 
@@ -172,6 +180,7 @@ class FaultSweepTest : public ::testing::TestWithParam<size_t> {
     Model model;                     // acknowledged writes applied
     bool saw_error = false;
     std::optional<absl::Status> write_error;  // first failed write, flush or open
+    uint64_t gc_victims = 0;
     std::unique_ptr<DB> db;
     {
       auto opened = OpenWithFileSystem(MakeOptions(), "/db", fs);
@@ -221,6 +230,16 @@ class FaultSweepTest : public ::testing::TestWithParam<size_t> {
           if (!s.ok()) write_error = s;
           break;
         }
+        case WorkOp::Kind::kGc: {
+          // A failed collection stops writes like a failed write.
+          const absl::StatusOr<GcResult> gc = db->RunGC();
+          if (!gc.ok()) {
+            write_error = gc.status();
+          } else {
+            gc_victims += gc->victims;
+          }
+          break;
+        }
       }
     }
     if (db != nullptr && !write_error.has_value()) {
@@ -229,6 +248,7 @@ class FaultSweepTest : public ::testing::TestWithParam<size_t> {
     }
     if (write_error.has_value()) saw_error = true;
     result.faults_injected = fs->faults_injected();
+    result.gc_victims = gc_victims;
     result.ops_seen = fs->ops_seen();
     // A failed write or sync must be reported: the engine never retries
     // one. A failed read may be absorbed (a later read of the same bytes
@@ -356,8 +376,14 @@ TEST_P(FaultSweepTest, EveryInjectedFaultFailsCleanlyAndRecovers) {
               std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   ASSERT_TRUE(clean.violations.empty()) << clean.violations.front();
   const uint64_t n = clean.ops_seen;
-  std::printf("fault_sweep: the workload does %llu I/O operations (N)\n",
-              static_cast<unsigned long long>(n));
+  std::printf("fault_sweep: the workload does %llu I/O operations (N); RunGC collected %llu "
+              "segments\n",
+              static_cast<unsigned long long>(n),
+              static_cast<unsigned long long>(clean.gc_victims));
+  // Separated, the sweep must cover GC at work, not just its calls.
+  if (GetParam() != kInlineValues) {
+    ASSERT_GT(clean.gc_victims, 0u);
+  }
 
   uint64_t cases = 0;
   std::vector<std::string> violations;
