@@ -117,6 +117,10 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   db_options.block_cache_size = options.cache_bytes;
   db_options.bloom_bits_per_key = options.bloom_bits;
   db_options.compression = options.zstd ? Compression::kZstd : Compression::kNone;
+  // As BlobDB's blob_compression_type follows --compression, so does the
+  // value log's per-record compression (records that do not shrink stay
+  // uncompressed).
+  db_options.value_compression = db_options.compression;
   db_options.direct_reads = options.direct_reads;
   db_options.value_separation_threshold = options.value_separation_threshold;
   if (!options.gc) db_options.gc_space_amp_trigger = 0;

@@ -158,6 +158,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       gc::VictimPickerOptions{kGcFallbackFloorShare * options_.gc_min_garbage_ratio});
   gc::GcJobOptions jo;
   jo.compress = options_.value_compression == Compression::kZstd;
+  jo.compression_level = 1;  // as the write path's (value_log.cc)
   // The budget keeps background GC from starving foreground writes; once
   // the value log is well past its trigger, GC is losing to the writes and
   // reclaiming space comes first.

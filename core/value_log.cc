@@ -103,6 +103,10 @@ absl::Status ValueLog::RollSegment() {
   vlog::SegmentWriterOptions wo;
   wo.kind = vlog::SegmentKind::kFresh;
   wo.compress = compress_;
+  // Values are compressed in the write path (the group's leader), so the
+  // fast level: zstd 1 compressed 4 KiB values at about twice the rate of
+  // level 3 for a few percent more bytes (docs/vlog_format.md).
+  wo.compression_level = 1;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                          vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, wo));
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
