@@ -338,7 +338,6 @@ void DBImpl::GcThread() {
         background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
       }
     } else {
-      gc_can_collect_ = true;
       // Collected segments wait for the WALs holding their old pointers
       // to be flushed; when writes have stopped, flush them so that the
       // space comes back (an error is sticky in bg_error_ or is the close).
@@ -350,6 +349,7 @@ void DBImpl::GcThread() {
         idle_rounds_waiting = 0;
       }
       mu_.Lock();
+      gc_can_collect_ = true;  // below the trigger: nothing to hold writes for
       background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
     }
   }
