@@ -334,7 +334,9 @@ void DBImpl::GcThread() {
       // Nothing collectable yet (garbage below the floor everywhere): wait
       // for flushes and compactions to report more. Errors are sticky in
       // bg_error_ (set by CollectGarbage).
-      if (!r.ok() || r->victims == 0) {
+      // A close that signalled while mu_ was released must not wait out
+      // the timeout.
+      if ((!r.ok() || r->victims == 0) && !shutting_down_) {
         background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
       }
     } else {
@@ -350,7 +352,7 @@ void DBImpl::GcThread() {
       }
       mu_.Lock();
       gc_can_collect_ = true;  // below the trigger: nothing to hold writes for
-      background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
+      if (!shutting_down_) background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
     }
   }
 }
