@@ -146,43 +146,6 @@ absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::s
   return absl::OkStatus();
 }
 
-void ValueLog::MultiGet(absl::Span<const std::string_view> keys,
-                        absl::Span<const std::string_view> stored,
-                        std::vector<std::string>* values, std::vector<absl::Status>* statuses) {
-  values->assign(keys.size(), std::string());
-  statuses->assign(keys.size(), absl::OkStatus());
-  std::vector<vlog::ValuePointer> ptrs;
-  std::vector<std::string_view> miss_keys;
-  std::vector<size_t> miss_index;
-  for (size_t i = 0; i < keys.size(); ++i) {
-    absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored[i]);
-    if (!ptr.ok()) {
-      (*statuses)[i] = ptr.status();
-      continue;
-    }
-    if (std::shared_ptr<const std::string> hit = cache_.Lookup(ptr->segment_id, ptr->offset)) {
-      (*values)[i] = *hit;
-      continue;
-    }
-    ptrs.push_back(*ptr);
-    miss_keys.push_back(keys[i]);
-    miss_index.push_back(i);
-  }
-  if (ptrs.empty()) return;
-  std::vector<std::string> got;
-  std::vector<absl::Status> got_status;
-  readers_.MultiRead(ptrs, miss_keys, &got, &got_status).IgnoreError();  // per-request statuses below
-  for (size_t j = 0; j < ptrs.size(); ++j) {
-    const size_t i = miss_index[j];
-    (*statuses)[i] = got_status[j];
-    if (!got_status[j].ok()) continue;
-    if (cache_.capacity() > 0) {
-      cache_.Insert(ptrs[j].segment_id, ptrs[j].offset, std::make_shared<const std::string>(got[j]));
-    }
-    (*values)[i] = std::move(got[j]);
-  }
-}
-
 void ValueLog::GarbageMeter::OnValueDropped(std::string_view user_key, lsm::ValueType type,
                                             std::string_view stored_value) {
   if (type != lsm::ValueType::kValuePointer) return;

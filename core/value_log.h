@@ -70,11 +70,6 @@ class ValueLog {
 
   // Read path: resolves one pointer (value cache, then one device read).
   absl::Status Get(std::string_view key, std::string_view stored, std::string* value);
-  // Resolves many pointers with their device reads in flight together.
-  // statuses[i] says whether values[i] is set.
-  void MultiGet(absl::Span<const std::string_view> keys,
-                absl::Span<const std::string_view> stored, std::vector<std::string>* values,
-                std::vector<absl::Status>* statuses);
 
   // An asynchronous reader of values for one iterator, with an io::ReadQueue
   // of its own (value_fetcher.cc). Value cache hits are served at Start.
