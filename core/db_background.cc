@@ -383,13 +383,34 @@ absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* e
   return s;
 }
 
+bool DBImpl::GcBehind() {
+  if (!gc_controller_.enabled() || !gc_can_collect_) return false;
+  const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+  // Collecting until the stop mark, or about to start.
+  return gc_controller_.collecting() ? amp > gc_controller_.stop_mark()
+                                     : amp > gc_controller_.start_mark();
+}
+
 absl::Status DBImpl::WaitForBackgroundWork() {
-  absl::MutexLock l(&mu_);
-  while (bg_error_.ok() && (!imm_.empty() || flush_running_ || compactions_running_ > 0 ||
-                            NeedsCompaction())) {
-    background_cv_.Wait(&mu_);
+  for (bool flushed = false;; flushed = true) {
+    {
+      absl::MutexLock l(&mu_);
+      // GC signals after each victim; the timeout re-reads the figure it
+      // steers by, which flushes and compactions move without a signal.
+      while (bg_error_.ok() && !shutting_down_ &&
+             (!imm_.empty() || flush_running_ || compactions_running_ > 0 ||
+              NeedsCompaction() || GcBehind())) {
+        background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+      }
+      if (!bg_error_.ok()) return bg_error_;
+      if (shutting_down_) return absl::AbortedError("the database is closing");
+    }
+    // Collected segments that wait only for the WALs holding their old
+    // pointers: flush those now, so that the space is back on return.
+    if (flushed || DeleteObsoleteSegments() == 0) return absl::OkStatus();
+    CAIRN_RETURN_IF_ERROR(Flush());
+    DeleteObsoleteSegments();
   }
-  return bg_error_;
 }
 
 }  // namespace cairn

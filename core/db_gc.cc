@@ -11,7 +11,9 @@
 #include "gc/gc_job.h"
 #include "gc/victim_picker.h"
 #include "io/status_macros.h"
+#include "lsm/dbformat.h"
 #include "lsm/filename.h"
+#include "vlog/segment_accounting.h"
 
 namespace cairn {
 
@@ -23,16 +25,6 @@ namespace {
 bool SamePlace(const vlog::ValuePointer& a, const vlog::ValuePointer& b) {
   return a.segment_id == b.segment_id && a.offset == b.offset;
 }
-
-// Background GC, once started at gc_space_amp_trigger (t), goes on until
-// space amplification is below 1 + kGcStopShare * (t - 1): 1.4 at t = 1.5.
-constexpr double kGcStopShare = 0.8;
-// Background GC drops its byte budget above t + kGcUnthrottledExcess *
-// (t - 1): 1.75 at t = 1.5.
-constexpr double kGcUnthrottledExcess = 0.5;
-// Past the trigger with no candidate at gc_min_garbage_ratio, background GC
-// takes candidates down to this share of it.
-constexpr double kGcFallbackFloorShare = 0.5;
 
 }  // namespace
 
@@ -153,20 +145,20 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   GcResult total;
   const auto start = std::chrono::steady_clock::now();
   DeleteObsoleteSegments();
-  gc::VictimPicker picker(gc::VictimPickerOptions{options_.gc_min_garbage_ratio});
-  gc::VictimPicker low_picker(
-      gc::VictimPickerOptions{kGcFallbackFloorShare * options_.gc_min_garbage_ratio});
   gc::GcJobOptions jo;
   jo.compress = options_.value_compression == Compression::kZstd;
   jo.compression_level = 1;  // as the write path's (value_log.cc)
-  // The budget keeps background GC from starving foreground writes; once
-  // the value log is well past its trigger, GC is losing to the writes and
-  // reclaiming space comes first.
-  const double trigger = options_.gc_space_amp_trigger;
-  const bool far_behind =
-      GetValueLogSpace(/*with_estimate=*/true).amplification() >
-      trigger + kGcUnthrottledExcess * (trigger - 1);
-  jo.bytes_per_second = manual || far_behind ? 0 : options_.gc_bytes_per_sec;
+  double floor, fallback_floor, trigger;
+  {
+    absl::MutexLock l(&mu_);
+    const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+    jo.bytes_per_second = gc_controller_.JobBytesPerSecond(amp, manual);
+    floor = gc_controller_.min_garbage_ratio();
+    fallback_floor = gc_controller_.fallback_garbage_ratio();
+    trigger = gc_controller_.start_mark();
+  }
+  gc::VictimPicker picker(gc::VictimPickerOptions{floor});
+  gc::VictimPicker low_picker(gc::VictimPickerOptions{fallback_floor});
   GcIndex index(this);
   absl::flat_hash_set<uint64_t> done;
   while (true) {
@@ -180,7 +172,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     request.segments = segments;
     request.exclude = done;
     std::optional<gc::VictimCandidate> victim = picker.PickOne(request);
-    if (!victim.has_value() && !manual &&
+    if (!victim.has_value() && !manual && trigger > 0 &&
         GetValueLogSpace(/*with_estimate=*/true).amplification() > trigger) {
       // Space comes first: past the trigger with no segment at the floor,
       // take segments down to half the floor (at most 3 bytes copied per
@@ -256,6 +248,41 @@ absl::StatusOr<GcResult> DBImpl::RunGC() {
   return r;
 }
 
+absl::Status DBImpl::CountUnaccountedGarbage() {
+  if (vlog_->segment_set().size() == 0) return absl::OkStatus();
+  // Every pointer of every version in the LSM: at open the memtables are
+  // empty (replay went to L0), so the tables hold every reference.
+  vlog::SegmentAccounting accounting;
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  const lsm::TableReadOptions ro{.verify_checksums = true, .fill_cache = false};
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    for (const auto& f : v->files(level)) {
+      std::unique_ptr<lsm::InternalIterator> it =
+          table_cache_->NewIterator(ro, f->number, f->file_size);
+      for (it->SeekToFirst(); it->Valid(); it->Next()) {
+        lsm::ParsedInternalKey p;
+        if (!lsm::ParseInternalKey(it->key(), &p) || p.type != ValueType::kValuePointer) continue;
+        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(it->value());
+        if (!ptr.ok()) {
+          return absl::DataLossError(absl::StrCat(lsm::TableFileName(dbname_, f->number),
+                                                  ": undecodable value pointer: ",
+                                                  ptr.status().message()));
+        }
+        accounting.AddReference(*ptr);
+      }
+      CAIRN_RETURN_IF_ERROR(it->status());
+    }
+  }
+  const vlog::SegmentEdit edit = vlog::SegmentAccounting::LeakEdit(
+      accounting.Check(vlog_->segment_set(), vlog_->ActiveSizes()));
+  if (edit.empty()) return absl::OkStatus();
+  for (const vlog::SegmentEdit::Change& c : edit.changes()) {
+    gc_leaked_bytes_recounted_.fetch_add(c.bytes, std::memory_order_relaxed);
+  }
+  lsm::VersionEdit ve;
+  return LogAndApply(&ve, &edit);
+}
+
 double DBImpl::ValueLogSpaceAmplification() const {
   const ValueLog::Totals t = vlog_->GetTotals();
   if (t.bytes == 0) return 0;
@@ -299,13 +326,6 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
 }
 
 void DBImpl::GcThread() {
-  // Hysteresis: GC starts once space amplification passes the trigger and
-  // keeps going until it is back under a lower mark, so that it does not
-  // hover at the trigger and leave the value log above it whenever writes
-  // pause.
-  const double trigger = options_.gc_space_amp_trigger;
-  const double stop_below = 1 + kGcStopShare * (trigger - 1);
-  bool collecting = false;
   int idle_rounds_waiting = 0;
   absl::MutexLock l(&mu_);
   while (!shutting_down_) {
@@ -313,9 +333,13 @@ void DBImpl::GcThread() {
       background_cv_.Wait(&mu_);
       continue;
     }
+    // Hysteresis (gc::GcController): GC starts once space amplification
+    // passes the trigger and keeps going until it is back under a lower
+    // mark, so that it does not hover at the trigger and leave the value
+    // log above it whenever writes pause.
+    const bool collecting = gc_controller_.ShouldCollect(
+        GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
     mu_.Unlock();
-    const double amp = GetValueLogSpace(/*with_estimate=*/true).amplification();
-    collecting = amp > (collecting ? stop_below : trigger);
     if (collecting) {
       // One victim, then check again at once: collection keeps pace with
       // overwrites rather than taking one segment a second.
@@ -328,7 +352,7 @@ void DBImpl::GcThread() {
         DeleteObsoleteSegments();
       }
       mu_.Lock();
-      // Writers held for space wait for this (ValueLogSpaceStall).
+      // Writers delayed for space, and WaitForBackgroundWork, read this.
       gc_can_collect_ = r.ok() && r->victims > 0;
       background_cv_.SignalAll();
       // Nothing collectable yet (garbage below the floor everywhere): wait

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -29,6 +30,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cairn/db.h"
 #include "core/value_log.h"
+#include "gc/gc_controller.h"
 #include "io/file_system.h"
 #include "lsm/block_cache.h"
 #include "lsm/compaction.h"
@@ -127,19 +129,14 @@ class DBImpl final : public DB {
   absl::Status WriteImpl(const WriteOptions& options, const WriteBatch* batch,
                          const PointerRewrite* rewrite = nullptr);
   absl::Status MakeRoomForWrite(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Holds a user write, before it joins the writer queue, while the value
-  // log's space stall says so (ValueLogSpaceStall).
-  absl::Status WaitForValueLogSpace() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Delays a user write of bytes, before it joins the writer queue, while
+  // GC is behind (gc::GcController::WriteDelay). Waiting before the queue
+  // keeps it from holding up GC's rewrites, which queue there too.
+  absl::Status WaitForValueLogSpace(uint64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // One write's 1 ms delay (mu_ released meanwhile), counted as a stall.
   void SlowDownWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // How the value log's space holds back user writes: kNone, a 1 ms delay
-  // per write group (kSlow) past the trigger plus 0.4 of its excess over 1
-  // (1.7 at 1.5), or a wait for GC (kStop) past 0.5 of it (1.75), so that
-  // the whole database stays under twice the live bytes while GC can
-  // collect (the SSTs, the WAL and collected segments waiting for readers
-  // come on top of what GC steers by).
-  enum class SpaceStall { kNone, kSlow, kStop };
-  SpaceStall ValueLogSpaceStall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Counts a write's wait since start in the stall time and the longest wait.
+  void RecordStall(std::chrono::steady_clock::time_point start);
   WriteBatch* BuildBatchGroup(Writer** last_writer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
   // Key and value bytes of batch; counts its puts and deletes.
@@ -147,6 +144,13 @@ class DBImpl final : public DB {
   // Appends values at or above the threshold to the value log and replaces
   // them in *group by pointers (write leader only).
   absl::Status SeparateValues(WriteBatch* group);
+  // Before group goes into mem (write leader only): adds the value-log bytes
+  // its pointers name to mem_value_bytes_, and those of the pointers in mem
+  // that its entries supersede to mem_superseded_bytes_.
+  void CountMemTableValueBytes(const lsm::MemTable& mem, const WriteBatch& group);
+  // The memtable is full by the value-log bytes it names or hides
+  // (Options::max_memtable_value_bytes; docs/gc.md).
+  bool MemTableValueBytesFull() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // db_read.cc
   ReadView GetReadView(const ReadOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
@@ -168,6 +172,11 @@ class DBImpl final : public DB {
   absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                  WriteBatch* batch);
   absl::StatusOr<GcResult> CollectGarbage(bool manual) ABSL_LOCKS_EXCLUDED(mu_);
+  // Open, once the WALs are replayed into L0: counts as garbage every
+  // segment byte that no LSM entry points at and the manifest does not
+  // count (what a crash, an I/O error or an interrupted GC job left), from
+  // a scan of every table (docs/gc.md, "The space ledger").
+  absl::Status CountUnaccountedGarbage();
   // Deletes the obsolete segments nothing can reach any more; returns how
   // many wait only for their WAL to be flushed.
   size_t DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
@@ -200,6 +209,8 @@ class DBImpl final : public DB {
   absl::Status DoCompaction(const lsm::Compaction& c, std::shared_ptr<const lsm::Version> base)
       ABSL_LOCKS_EXCLUDED(mu_);
   bool NeedsCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Background GC is (or is about to start) collecting, and can.
+  bool GcBehind() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A compaction of every L0 file into the base level is due so that the
   // value log's garbage gets counted: the pointers in L0 may hide enough
   // older versions that the value log's space amplification could be past
@@ -272,8 +283,16 @@ class DBImpl final : public DB {
   // expected to hide.
   double garbage_yield_ ABSL_GUARDED_BY(mu_) = 1.0;
   // False while background GC, past its trigger, finds nothing to collect:
-  // writes are then never held for space (GC could not end the stall).
+  // writes are then never delayed for space (GC could not end the stall).
   bool gc_can_collect_ ABSL_GUARDED_BY(mu_) = true;
+  // When GC runs, how fast, and how much user writes wait for it.
+  gc::GcController gc_controller_ ABSL_GUARDED_BY(mu_);
+  // Whether the last user write found the value log past the slowdown mark.
+  bool write_delayed_ ABSL_GUARDED_BY(mu_) = false;
+  // Of the current memtable, kept by the write leader and reset with it:
+  // value-log bytes its pointers name, and bytes of pointers in it that
+  // newer entries in it superseded (garbage once it is flushed).
+  std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
   // Value-log bytes named by the last table flushed (a memtable's worth).
   uint64_t last_flush_value_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> background_threads_;
@@ -293,12 +312,15 @@ class DBImpl final : public DB {
   std::vector<ObsoleteSegment> obsolete_segments_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
+  // Garbage found at open that nothing had counted (CountUnaccountedGarbage).
+  std::atomic<uint64_t> gc_leaked_bytes_recounted_{0};
 
   // Counters for GetStats.
   std::atomic<uint64_t> user_bytes_written_{0}, puts_{0}, deletes_{0};
   std::atomic<uint64_t> gets_{0}, gets_found_{0};
   std::atomic<uint64_t> live_user_bytes_{0};  // from the last cairn.live-bytes scan
   std::atomic<uint64_t> stall_slowdowns_{0}, stall_stops_{0}, stall_micros_{0};
+  std::atomic<uint64_t> stall_max_micros_{0};
 };
 
 }  // namespace cairn

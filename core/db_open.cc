@@ -53,6 +53,9 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.max_background_compactions < 1) {
     return absl::InvalidArgumentError("Options::max_background_compactions must be at least 1");
   }
+  if (o.max_memtable_value_bytes < (64 << 10)) {
+    return absl::InvalidArgumentError("Options::max_memtable_value_bytes must be at least 64 KiB");
+  }
   if (o.value_log_segment_size < (64 << 10)) {
     return absl::InvalidArgumentError("Options::value_log_segment_size must be at least 64 KiB");
   }
@@ -87,7 +90,11 @@ absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
 }
 
 DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs)
-    : options_(options), dbname_(std::move(dbname)), fs_(std::move(fs)) {
+    : options_(options), dbname_(std::move(dbname)), fs_(std::move(fs)),
+      gc_controller_(gc::GcControllerOptions{
+          .space_amp_trigger = options.gc_space_amp_trigger,
+          .min_garbage_ratio = options.gc_min_garbage_ratio,
+          .bytes_per_second = options.gc_bytes_per_sec}) {
   table_options_.block_size = options_.block_size;
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
@@ -232,6 +239,7 @@ absl::Status DBImpl::Recover() {
     // yet: obsolete segments can go.
     for (uint64_t id : obsolete_segments) obsolete_segments_.push_back({id, 0, 0, {}});
   }
+  CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
   RemoveObsoleteFiles();
   DeleteObsoleteSegments();
   {
@@ -333,6 +341,8 @@ absl::Status DBImpl::NewLog() {
   imm_.push_back({std::move(mem_), log_number_});
   log_number_ = number;
   mem_ = std::make_shared<lsm::MemTable>();
+  mem_value_bytes_.store(0, std::memory_order_relaxed);
+  mem_superseded_bytes_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();
   return absl::OkStatus();
 }

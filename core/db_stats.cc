@@ -83,6 +83,11 @@ Stats DBImpl::GetStats() {
   st.stall_slowdowns = stall_slowdowns_.load();
   st.stall_stops = stall_stops_.load();
   st.stall_micros = stall_micros_.load();
+  st.stall_max_micros = stall_max_micros_.load();
+  {
+    absl::MutexLock l(&mu_);
+    st.delayed_write_rate = write_delayed_ ? gc_controller_.delayed_write_rate() : 0;
+  }
   const ValueLog::Totals vt = vlog_->GetTotals();
   st.vlog_bytes = vt.bytes;
   st.vlog_segments = vt.segments;
@@ -95,6 +100,11 @@ Stats DBImpl::GetStats() {
   st.gc_bytes_relocated = gc_bytes_relocated_.load();
   st.gc_records_dropped = gc_records_dropped_.load();
   st.gc_micros = gc_micros_.load();
+  st.gc_relocated_per_user_byte =
+      st.user_bytes_written == 0
+          ? 0
+          : static_cast<double>(st.gc_bytes_relocated) / static_cast<double>(st.user_bytes_written);
+  st.gc_recounted_bytes = gc_leaked_bytes_recounted_.load();
   st.vlog_space_amplification = ValueLogSpaceAmplification();
   // Live user bytes are known only from a full scan (cairn.live-bytes);
   // until one has run, space amplification is reported as 0 (unknown).
@@ -140,12 +150,17 @@ std::string FormatStats(const Stats& st) {
                         st.vlog_garbage_bytes / 1048576.0);
   absl::StrAppendFormat(&out,
                         "gc: %d victims, %d segments freed, %.1f MiB read, %.1f MiB relocated, "
-                        "%d records dropped, %.2f s; value-log space amplification %.2f\n",
+                        "%d records dropped, %.2f s, %.3f relocated per user byte, %.1f MiB "
+                        "recounted at open; value-log space amplification %.2f\n",
                         st.gc_runs, st.gc_segments_freed, st.gc_bytes_read / 1048576.0,
                         st.gc_bytes_relocated / 1048576.0, st.gc_records_dropped,
-                        st.gc_micros / 1e6, st.vlog_space_amplification);
-  absl::StrAppendFormat(&out, "stalls: %d slowdowns, %d stops, %.3f s; pending compaction %.1f MiB\n",
+                        st.gc_micros / 1e6, st.gc_relocated_per_user_byte,
+                        st.gc_recounted_bytes / 1048576.0, st.vlog_space_amplification);
+  absl::StrAppendFormat(&out,
+                        "stalls: %d slowdowns, %d stops, %.3f s (longest wait %.3f s); delayed "
+                        "write rate %.1f MiB/s; pending compaction %.1f MiB\n",
                         st.stall_slowdowns, st.stall_stops, st.stall_micros / 1e6,
+                        st.stall_max_micros / 1e6, st.delayed_write_rate / 1048576.0,
                         st.pending_compaction_bytes / 1048576.0);
   absl::StrAppendFormat(&out, "%-5s %6s %10s %10s %10s %8s %6s %6s\n", "level", "files",
                         "size MiB", "read MiB", "write MiB", "comps", "moves", "w-amp");

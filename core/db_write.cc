@@ -71,7 +71,7 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
   absl::MutexLock l(&mu_);
   // Before joining the queue: a user write held for value-log space must not
   // hold up GC's rewrites, which queue here too and are what ends the stall.
-  if (batch != nullptr) CAIRN_RETURN_IF_ERROR(WaitForValueLogSpace());
+  if (batch != nullptr) CAIRN_RETURN_IF_ERROR(WaitForValueLogSpace(batch->ApproximateSize()));
   writers_.push_back(&w);
   while (!w.done && &w != writers_.front()) w.cv.Wait(&mu_);
   if (w.done) return w.status;
@@ -125,6 +125,7 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
           status = log->Sync();
         }
       }
+      if (status.ok()) CountMemTableValueBytes(*mem, *group);
       if (status.ok()) status = InsertInto(mem.get(), *group);
       if (status.ok()) user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
       mu_.Lock();
@@ -220,6 +221,50 @@ absl::Status DBImpl::SeparateValues(WriteBatch* group) {
   return absl::OkStatus();
 }
 
+void DBImpl::CountMemTableValueBytes(const lsm::MemTable& mem, const WriteBatch& group) {
+  // Only a memtable that holds pointers can hide value-log garbage; inline
+  // mode pays nothing here.
+  const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
+  uint64_t named = 0, superseded = 0;
+  std::string old;
+  // The group's pointers were made by this process and its entries
+  // checked on entry; a pointer that does not decode names nothing.
+  WriteBatchInternal::ForEach(group, [&](SequenceNumber, ValueType t, std::string_view k,
+                                         std::string_view v) {
+    if (mem_has_pointers) {
+      ValueType old_type;
+      SequenceNumber old_seq;
+      if (mem.Get(k, lsm::kMaxSequenceNumber, &old_type, &old_seq, &old) &&
+          old_type == ValueType::kValuePointer) {
+        if (auto p = vlog::DecodeValuePointer(old); p.ok()) superseded += p->size;
+      }
+    }
+    if (t == ValueType::kValuePointer) {
+      if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
+    }
+    return absl::OkStatus();
+  }).IgnoreError();
+  if (named > 0) mem_value_bytes_.fetch_add(named, std::memory_order_relaxed);
+  if (superseded > 0) mem_superseded_bytes_.fetch_add(superseded, std::memory_order_relaxed);
+}
+
+bool DBImpl::MemTableValueBytesFull() {
+  const uint64_t named = mem_value_bytes_.load(std::memory_order_relaxed);
+  if (named == 0) return false;
+  if (named >= options_.max_memtable_value_bytes) return true;
+  // Garbage the memtable holds itself (a small set of keys overwritten
+  // again and again) is invisible to GC until a flush counts it: flush
+  // once it passes a quarter of the garbage the trigger allows over the
+  // live value log, or 1 MiB, whichever is more.
+  const uint64_t superseded = mem_superseded_bytes_.load(std::memory_order_relaxed);
+  if (superseded < (1u << 20)) return false;
+  const double t = options_.gc_space_amp_trigger > 1 ? options_.gc_space_amp_trigger : 1.5;
+  const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
+  const uint64_t dead = std::min(space.bytes, space.garbage + superseded);
+  const double live = static_cast<double>(space.bytes - dead);
+  return static_cast<double>(superseded) >= 0.25 * (t - 1) * live;
+}
+
 absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
   return WriteBatchInternal::ForEach(
       batch, [mem](SequenceNumber seq, ValueType type, std::string_view key,
@@ -229,46 +274,46 @@ absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
       });
 }
 
-DBImpl::SpaceStall DBImpl::ValueLogSpaceStall() {
-  const double trigger = options_.gc_space_amp_trigger;
-  if (trigger <= 0 || options_.value_separation_threshold == kInlineValues || !gc_can_collect_) {
-    return SpaceStall::kNone;
+absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
+  if (!bg_error_.ok()) return bg_error_;
+  if (shutting_down_) return absl::AbortedError("the database is closing");
+  if (!gc_controller_.enabled() || options_.value_separation_threshold == kInlineValues) {
+    return absl::OkStatus();
   }
+  // GC is behind: the write waits its turn at the delayed-write rate, at
+  // most max_write_delay (gc/gc_controller.h). The figure is kept per edit,
+  // so this reads counters, never every segment.
   const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
-  if (amp > trigger + 0.5 * (trigger - 1)) return SpaceStall::kStop;
-  if (amp > trigger + 0.4 * (trigger - 1)) return SpaceStall::kSlow;
-  return SpaceStall::kNone;
+  const absl::Duration delay =
+      gc_controller_.WriteDelay(amp, bytes, absl::Now(), gc_can_collect_);
+  write_delayed_ = delay > absl::ZeroDuration() || amp > gc_controller_.slowdown_mark();
+  if (delay <= absl::ZeroDuration()) return absl::OkStatus();
+  stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+  mu_.Unlock();
+  const auto start = std::chrono::steady_clock::now();
+  absl::SleepFor(delay);
+  RecordStall(start);
+  mu_.Lock();
+  return absl::OkStatus();
 }
 
-absl::Status DBImpl::WaitForValueLogSpace() {
-  bool allow_delay = true;
-  while (true) {
-    if (!bg_error_.ok()) return bg_error_;
-    if (shutting_down_) return absl::AbortedError("the database is closing");
-    const SpaceStall stall = ValueLogSpaceStall();
-    if (stall == SpaceStall::kStop) {
-      // GC is losing to the writes: wait for it (it signals after each
-      // segment it collects, and ends the stall when it finds none).
-      stall_stops_.fetch_add(1, std::memory_order_relaxed);
-      const auto start = std::chrono::steady_clock::now();
-      background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(10));
-      stall_micros_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(
-                                  std::chrono::steady_clock::now() - start)
-                                  .count(),
-                              std::memory_order_relaxed);
-      continue;
-    }
-    if (stall == SpaceStall::kNone || !allow_delay) return absl::OkStatus();
-    SlowDownWrite();
-    allow_delay = false;
+void DBImpl::RecordStall(std::chrono::steady_clock::time_point start) {
+  const uint64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                              std::chrono::steady_clock::now() - start)
+                              .count();
+  stall_micros_.fetch_add(micros, std::memory_order_relaxed);
+  uint64_t longest = stall_max_micros_.load(std::memory_order_relaxed);
+  while (micros > longest &&
+         !stall_max_micros_.compare_exchange_weak(longest, micros, std::memory_order_relaxed)) {
   }
 }
 
 void DBImpl::SlowDownWrite() {
   stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
   mu_.Unlock();
+  const auto start = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  stall_micros_.fetch_add(1000, std::memory_order_relaxed);
+  RecordStall(start);
   mu_.Lock();
 }
 
@@ -288,17 +333,17 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
       allow_delay = false;
       continue;
     }
-    if (!force && mem_->ApproximateMemoryUsage() < options_.memtable_size) return absl::OkStatus();
+    if (!force && mem_->ApproximateMemoryUsage() < options_.memtable_size &&
+        !MemTableValueBytesFull()) {
+      return absl::OkStatus();
+    }
     if (imm_.size() >= 2 || l0_files >= options_.level0_stop_trigger ||
         pending_compaction_bytes_ >= options_.hard_pending_compaction_bytes_limit) {
       // Flushes (or L0 compactions) are behind: wait for them.
       stall_stops_.fetch_add(1, std::memory_order_relaxed);
       const auto start = std::chrono::steady_clock::now();
       background_cv_.Wait(&mu_);
-      stall_micros_.fetch_add(std::chrono::duration_cast<std::chrono::microseconds>(
-                                  std::chrono::steady_clock::now() - start)
-                                  .count(),
-                              std::memory_order_relaxed);
+      RecordStall(start);
       continue;
     }
     if (force && mem_->empty()) return absl::OkStatus();

@@ -35,6 +35,15 @@ absl::Status ValueLog::Apply(const vlog::SegmentEdit& edit) { return set_.Apply(
 
 absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
                                       std::vector<uint64_t>* obsolete) {
+  // The newest segment of fresh writes left unsealed (the one active at the
+  // close or crash) is continued rather than sealed, so that short sessions
+  // do not leave a small segment each behind.
+  uint64_t reuse_id = 0;
+  for (const vlog::SegmentInfo& info : set_.Segments()) {
+    if (!info.obsolete && !info.sealed && info.kind == vlog::SegmentKind::kFresh) {
+      reuse_id = info.segment_id;
+    }
+  }
   for (const vlog::SegmentInfo& info : set_.Segments()) {
     if (info.obsolete) {
       // Not deleted here: the WALs just replayed may still point into it
@@ -58,6 +67,14 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
       CAIRN_RETURN_IF_ERROR(scanner->status());
       end = scanner->valid_end_offset();
       if (end < scanner->file_size()) CAIRN_RETURN_IF_ERROR(fs_->TruncateFile(path, end));
+    }
+    if (info.segment_id == reuse_id && end >= vlog::kSegmentHeaderSize && end < segment_size_) {
+      CAIRN_ASSIGN_OR_RETURN(
+          std::unique_ptr<vlog::SegmentWriter> writer,
+          vlog::SegmentWriter::Reopen(fs_, path, info.segment_id, end, records, WriterOptions()));
+      absl::MutexLock l(&active_mu_);
+      active_ = std::move(writer);
+      continue;
     }
     edit->SealSegment(info.segment_id, end, records);
     if (info.kind == vlog::SegmentKind::kGcOutput) {
@@ -100,15 +117,8 @@ absl::Status ValueLog::RollSegment() {
     edit.SealSegment(active_->segment_id(), active_->size(), active_->record_count());
   }
   const uint64_t id = new_file_number_();
-  vlog::SegmentWriterOptions wo;
-  wo.kind = vlog::SegmentKind::kFresh;
-  wo.compress = compress_;
-  // Values are compressed in the write path (the group's leader), so the
-  // fast level: zstd 1 compressed 4 KiB values at about twice the rate of
-  // level 3 for a few percent more bytes (docs/vlog_format.md).
-  wo.compression_level = 1;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
-                         vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, wo));
+                         vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, WriterOptions()));
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
   // The manifest knows the segment before any pointer into it exists.
   edit.AddSegment(id, vlog::SegmentKind::kFresh);
@@ -121,6 +131,23 @@ absl::Status ValueLog::RollSegment() {
   }
   if (old != nullptr) CAIRN_RETURN_IF_ERROR(old->Close());
   return absl::OkStatus();
+}
+
+vlog::SegmentWriterOptions ValueLog::WriterOptions() const {
+  vlog::SegmentWriterOptions wo;
+  wo.kind = vlog::SegmentKind::kFresh;
+  wo.compress = compress_;
+  // Values are compressed in the write path (the group's leader), so the
+  // fast level: zstd 1 compressed 4 KiB values at about twice the rate of
+  // level 3 for a few percent more bytes (docs/vlog_format.md).
+  wo.compression_level = 1;
+  return wo;
+}
+
+absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ValueLog::ActiveSizes() const {
+  absl::MutexLock l(&active_mu_);
+  if (active_ == nullptr) return {};
+  return {{active_->segment_id(), {active_->size(), active_->record_count()}}};
 }
 
 absl::StatusOr<std::string> ValueLog::Append(std::string_view key, std::string_view value) {

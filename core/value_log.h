@@ -45,8 +45,11 @@ class ValueLog {
 
   // Recovery: one manifest extension record (tags of vlog::IsSegmentEditTag).
   absl::Status ApplyManifestRecord(uint32_t tag, std::string_view payload);
-  // Recovery, after WAL replay: seals every segment that was being written
-  // at the crash at the end of its last whole record (into *edit), marks
+  // Recovery, after WAL replay: cuts the torn tail of every segment that
+  // was being written at the close or crash; continues the newest one of
+  // fresh writes as the active segment when it is below the target size,
+  // and seals the others at the end of their last whole record (into
+  // *edit); marks
   // obsolete a GC output the crash caught unsealed (nothing points into
   // it), lists in *obsolete the segments to delete once the replayed WALs
   // are no longer needed, and removes segment files the set does not know
@@ -125,11 +128,14 @@ class ValueLog {
   };
   Totals GetTotals() const;
   const vlog::SegmentSet& segment_set() const { return set_; }
+  // The active segment's id -> (bytes, records); empty when none is active.
+  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ActiveSizes() const;
 
  private:
   friend class ValueLogFetcher;
 
   absl::Status RollSegment();
+  vlog::SegmentWriterOptions WriterOptions() const;
   std::string SegmentPath(uint64_t id) const;
 
   io::FileSystem* const fs_;

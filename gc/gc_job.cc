@@ -91,12 +91,18 @@ class GcJob {
         return s;
       }
       s = RewriteAll();
+      if (!s.ok()) {
+        // Some rewrites may be durable, so the output must stay. Its copies
+        // that no pointer will ever name are garbage: count them now, or
+        // nothing ever would (docs/gc.md, "An interrupted job").
+        CountUnwrittenCopies(s);
+      }
       if (lost_records_ > 0) {
         final_edit.AddGarbage(output_id_, result_->garbage_bytes_lost, lost_records_);
       }
       if (!s.ok()) {
-        // Some rewrites may be durable, so the output must stay; record the
-        // garbage we know of so the picker can still find it.
+        // Unlogged (the manifest failed too), the next open counts it from
+        // the LSM.
         if (!final_edit.empty()) index_->LogSegmentEdit(final_edit).IgnoreError();
         return s;
       }
@@ -181,14 +187,15 @@ class GcJob {
     output_logged_ = true;  // from here on the manifest may know it
     CAIRN_RETURN_IF_ERROR(index_->LogSegmentEdit(add));
 
-    std::string value;
     for (Record& r : live_) {
-      vlog::ParsedRecord parsed;
-      parsed.flags = r.flags;
-      parsed.key = r.key;
-      parsed.stored_value = r.stored_value;
-      CAIRN_RETURN_IF_ERROR(vlog::RecordValue(parsed, &value));
-      CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->Append(r.key, value));
+      // Copied as stored: a compressed value stays compressed, without a
+      // round of zstd. Only an uncompressed value meets the job's
+      // compression option.
+      if (options_.compress && (r.flags & vlog::kRecordFlagZstd) == 0) {
+        CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->Append(r.key, r.stored_value));
+      } else {
+        CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->AppendStored(r.key, r.stored_value, r.flags));
+      }
       std::string().swap(r.stored_value);  // no longer needed; frees memory early
       result_->bytes_relocated += r.new_pointer.size;
       ++result_->live_records;
@@ -216,9 +223,28 @@ class GcJob {
     }
   }
 
+  // After RewriteAll failed with status: every copy in a batch that was
+  // never submitted, and in the failed batch when the index refused it
+  // before writing anything (Aborted: the DB is closing), is garbage of the
+  // output. Copies of a batch that failed otherwise may or may not have
+  // been written: they stay uncounted, and the next open counts them from
+  // the LSM (ValueLog reconciliation).
+  void CountUnwrittenCopies(const absl::Status& status) {
+    size_t from = rewritten_end_;
+    if (!absl::IsAborted(status)) {
+      from = std::min(live_.size(), rewritten_end_ + options_.rewrite_batch_size);
+    }
+    for (size_t i = from; i < live_.size(); ++i) {
+      ++lost_records_;
+      result_->garbage_bytes_lost += live_[i].new_pointer.size;
+    }
+    result_->rewrites_lost = lost_records_;
+  }
+
   absl::Status RewriteAll() {
     const size_t batch = options_.rewrite_batch_size;
     for (size_t begin = 0; begin < live_.size(); begin += batch) {
+      rewritten_end_ = begin;
       const size_t end = std::min(live_.size(), begin + batch);
       std::vector<std::string_view> keys;
       std::vector<vlog::ValuePointer> old_pointers, new_pointers;
@@ -243,6 +269,7 @@ class GcJob {
       }
       result_->rewrites_lost = lost_records_;
     }
+    rewritten_end_ = live_.size();
     return absl::OkStatus();
   }
 
@@ -265,6 +292,8 @@ class GcJob {
   std::string output_path_;
   bool output_logged_ = false;
   uint64_t lost_records_ = 0;
+  // Records before this index were written back (or lost their race).
+  size_t rewritten_end_ = 0;
 };
 
 }  // namespace

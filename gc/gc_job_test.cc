@@ -60,6 +60,9 @@ class FakeIndex : public IndexView {
                                          std::vector<bool>* replaced) override {
     CAIRN_RETURN_IF_ERROR(Enter("rewrite"));
     if (before_rewrite) before_rewrite();
+    if (rewrite_calls++ == refuse_rewrite_at) {
+      return absl::AbortedError("refused before writing: the database is closing");
+    }
     for (size_t i = 0; i < keys.size(); ++i) {
       // No pointer may name bytes the manifest does not know as sealed.
       const auto info = set.Get(new_pointers[i].segment_id);
@@ -95,6 +98,10 @@ class FakeIndex : public IndexView {
   std::vector<SegmentEdit> edits;
   std::vector<std::string> events;  // "check", "rewrite", "edit <change>"
   std::function<void()> before_rewrite;
+  // The rewrite call numbered refuse_rewrite_at (from 0) is refused before
+  // it writes anything, as a closing DB does.
+  int refuse_rewrite_at = -1;
+  int rewrite_calls = 0;
   uint64_t next_file = 20;
   int check_calls = 0;
   int calls = 0;
@@ -308,10 +315,22 @@ TEST_F(GcJobTest, CompressedValuesSurviveWithTheOutputsCompressionSetting) {
   EXPECT_LT(result_.bytes_relocated, result_.live_records * 2000);
 }
 
-TEST_F(GcJobTest, CompressedVictimMovesIntoUncompressedOutput) {
+// Records are copied as stored: a job that does not compress still keeps
+// compressed values compressed (no zstd round, no growth on disk).
+TEST_F(GcJobTest, CompressedRecordsAreCopiedAsStoredByAJobThatDoesNotCompress) {
   WriteVictim(/*compress=*/true, /*value_size=*/2000);
   ASSERT_TRUE(RunJob().ok());
-  ExpectNoDanglingPointer("uncompressed output");
+  ExpectNoDanglingPointer("uncompressed job");
+  for (const auto& [k, flags] : ScanSegment(result_.output_segment_id)) {
+    EXPECT_EQ(flags, vlog::kRecordFlagZstd) << k;
+  }
+  EXPECT_LT(result_.bytes_relocated, result_.live_records * 2000);
+}
+
+TEST_F(GcJobTest, UncompressedRecordsStayUncompressedByAJobThatDoesNotCompress) {
+  WriteVictim(/*compress=*/false, /*value_size=*/2000);
+  ASSERT_TRUE(RunJob().ok());
+  ExpectNoDanglingPointer("uncompressed job");
   for (const auto& [k, flags] : ScanSegment(result_.output_segment_id)) EXPECT_EQ(flags, 0) << k;
 }
 
@@ -335,6 +354,35 @@ TEST_F(GcJobTest, RewriteThatLosesARaceIsRefusedAndCountedAsGarbage) {
   // Both copies are 300-byte values under 4-byte keys.
   EXPECT_EQ(result_.garbage_bytes_lost, 2 * vlog::RecordSize(4, 300));
   EXPECT_TRUE(index_.set.Get(kVictim)->obsolete);
+}
+
+// A close that refuses the write-back midway: the copies no pointer will
+// ever name are counted as the output's garbage in the job's last edit, so
+// the output's bytes are all either referenced or counted.
+TEST_F(GcJobTest, WriteBackRefusedMidwayCountsTheUnwrittenCopiesAsGarbage) {
+  WriteVictim();
+  index_.refuse_rewrite_at = 1;
+  GcJobOptions options;
+  options.rewrite_batch_size = 10;
+  const absl::Status s = RunJob(options);
+  ASSERT_TRUE(absl::IsAborted(s)) << s;
+  ExpectNoDanglingPointer("after a refused write-back");
+  const auto output = index_.set.Get(result_.output_segment_id);
+  ASSERT_TRUE(output.has_value());
+  ASSERT_TRUE(output->sealed);
+  EXPECT_FALSE(index_.set.Get(kVictim)->obsolete) << "some keys still point into the victim";
+  // Referenced copies (pointers now in the index) plus counted garbage make
+  // up every byte after the header.
+  uint64_t referenced = 0, referenced_records = 0;
+  for (const auto& [key, ptr] : index_.map) {
+    if (ptr.segment_id != result_.output_segment_id) continue;
+    referenced += ptr.size;
+    ++referenced_records;
+  }
+  EXPECT_EQ(referenced_records, 10u) << "the first batch was written back";
+  EXPECT_EQ(vlog::kSegmentHeaderSize + referenced + output->garbage_bytes, output->size);
+  EXPECT_EQ(referenced_records + output->garbage_records, output->records);
+  EXPECT_EQ(result_.live_records - 10, output->garbage_records);
 }
 
 TEST_F(GcJobTest, EditsFollowTheProtocolOrder) {

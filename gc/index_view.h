@@ -48,7 +48,9 @@ class IndexView {
   // key never comes back. Resizes *replaced to keys.size() and sets
   // (*replaced)[i] to whether keys[i] was replaced; returns how many were.
   // REQUIRES: the three spans have equal sizes.
-  // Errors: the write path's; then any subset of the batch may be durable.
+  // Errors: Aborted when the index refused the batch before writing any of
+  // it (the DB is closing); otherwise the write path's, and then any subset
+  // of the batch may be durable.
   virtual absl::StatusOr<size_t> RewritePointers(
       absl::Span<const std::string_view> keys,
       absl::Span<const vlog::ValuePointer> old_pointers,

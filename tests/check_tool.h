@@ -23,6 +23,7 @@ struct CheckReport {
   std::string output;  // stdout and stderr together
   // From its summary line (-1 when there was none).
   int tables = -1, wals = -1, segments = -1, pointers = -1, orphans = -1, problems = -1;
+  int unbalanced = -1;  // segments whose bytes are neither referenced nor counted
 };
 
 // Runs `cairn check dir` (CAIRN_IO picks its backend).
@@ -42,9 +43,10 @@ inline CheckReport RunCheckTool(const std::string& dir) {
     std::sscanf(r.output.c_str() + at,
                 "summary: %d manifest records, %d tables (%d entries), %d WALs (%d batches, %d "
                 "entries), %d segments (%d records), %d value pointers checked (%d shadowed ones "
-                "into removed segments skipped), %d orphans; %d problems",
+                "into removed segments skipped), %d orphans, %d segments off the ledger; %d "
+                "problems",
                 &records, &r.tables, &entries, &r.wals, &batches, &wal_entries, &r.segments,
-                &seg_records, &r.pointers, &skipped, &r.orphans, &r.problems);
+                &seg_records, &r.pointers, &skipped, &r.orphans, &r.unbalanced, &r.problems);
   }
   return r;
 }

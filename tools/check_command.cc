@@ -15,7 +15,12 @@
 //      is gone is dangling if the segment is still live in the set, or if the
 //      entry is the newest for its key (a shadowed entry may keep a pointer
 //      into a segment the garbage collector already removed);
-//   6. orphans: SSTs and segments on disk that nothing references, .tmp files.
+//   6. orphans: SSTs and segments on disk that nothing references, .tmp files;
+//   7. the space ledger: every byte of every segment not obsolete is its
+//      header, a record some SST or WAL entry points at, or garbage the
+//      manifest counts (vlog::SegmentAccounting). A byte that is none of
+//      these is a leak GC could never reclaim; one counted twice is wrong
+//      bookkeeping. Both are problems.
 // Prints each problem as it is found, then a summary. Exit 0 only when no
 // problem was found.
 #include <algorithm>
@@ -39,6 +44,7 @@
 #include "lsm/table_cache.h"
 #include "lsm/version_set.h"
 #include "tools/commands.h"
+#include "vlog/segment_accounting.h"
 #include "vlog/segment_edit.h"
 #include "vlog/segment_reader.h"
 #include "vlog/segment_scanner.h"
@@ -63,15 +69,16 @@ class Checker {
       CheckTables();
       ResolveSuspects();
       CheckOrphans();
+      CheckLedger();
     }
     PrintHiddenProblems();
     absl::PrintF(
         "summary: %d manifest records, %d tables (%d entries), %d WALs (%d batches, %d "
         "entries), %d segments (%d records), %d value pointers checked (%d shadowed ones "
-        "into removed segments skipped), %d orphans; %d problems\n",
+        "into removed segments skipped), %d orphans, %d segments off the ledger; %d problems\n",
         manifest_records_, tables_, table_entries_, wals_, wal_batches_, wal_entries_,
         segments_checked_, segment_records_, pointers_checked_, stale_pointers_, orphans_,
-        problems_);
+        unbalanced_segments_, problems_);
     absl::PrintF("%s\n", problems_ == 0 ? "OK" : "PROBLEMS FOUND");
     return problems_ == 0 ? kExitOk : kExitProblems;
   }
@@ -114,6 +121,7 @@ class Checker {
                     lsm::SequenceNumber seq, std::string_view bytes, bool from_wal);
   void ResolveSuspects();
   void CheckOrphans();
+  void CheckLedger();
 
   io::FileSystem* const fs_;
   const std::string dbname_;
@@ -132,11 +140,16 @@ class Checker {
   // Segments that WAL entries point into (not orphans even if not in the set).
   absl::flat_hash_set<uint64_t> wal_segments_;
   std::vector<Suspect> suspects_;
+  // Every decodable pointer of every SST and WAL entry, for the ledger.
+  vlog::SegmentAccounting accounting_;
+  // Segments not yet sealed: (bytes, records) up to their last whole record.
+  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> active_sizes_;
   std::string value_scratch_;  // values read back through pointers
 
   uint64_t manifest_records_ = 0, tables_ = 0, table_entries_ = 0, wals_ = 0;
   uint64_t wal_batches_ = 0, wal_entries_ = 0, segments_checked_ = 0, segment_records_ = 0;
   uint64_t pointers_checked_ = 0, stale_pointers_ = 0, orphans_ = 0, problems_ = 0;
+  uint64_t unbalanced_segments_ = 0;
   static constexpr uint64_t kMaxPrinted = 10;
   absl::btree_map<std::string, uint64_t> problems_per_file_;
 };
@@ -214,6 +227,10 @@ void Checker::CheckSegments() {
     if (!(*scanner)->status().ok()) {
       Problem(name, (*scanner)->status().ToString());
       continue;
+    }
+    if (!info.sealed) {
+      active_sizes_[info.segment_id] = {(*scanner)->valid_end_offset(),
+                                        (*scanner)->records_read()};
     }
     if ((*scanner)->torn_tail()) {
       Note(absl::StrFormat("active segment %s ends in a torn tail at offset %d", name,
@@ -371,6 +388,7 @@ void Checker::CheckPointer(const std::string& file, const std::string& where,
     return;
   }
   if (from_wal) wal_segments_.insert(ptr->segment_id);
+  accounting_.AddReference(*ptr);
   const std::string path = lsm::ValueLogFileName(dbname_, ptr->segment_id);
   if (!fs_->FileExists(path)) {
     std::optional<vlog::SegmentInfo> info = segments_.Get(ptr->segment_id);
@@ -488,6 +506,13 @@ void Checker::CheckOrphans() {
       case lsm::FileType::kUnknown:
         break;
     }
+  }
+}
+
+void Checker::CheckLedger() {
+  for (const vlog::SegmentAccounting::Imbalance& b : accounting_.Check(segments_, active_sizes_)) {
+    ++unbalanced_segments_;
+    Problem(BaseName(lsm::ValueLogFileName(dbname_, b.segment_id)), b.DebugString());
   }
 }
 

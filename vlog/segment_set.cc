@@ -89,13 +89,32 @@ absl::Status SegmentSet::ApplyLocked(const SegmentEdit& edit) {
     }
   }
   for (auto& [id, info] : touched) {
+    auto it = segments_.find(id);
+    if (it != segments_.end()) Count(it->second, /*add=*/false, &totals_);
     if (info.has_value()) {
+      Count(*info, /*add=*/true, &totals_);
       segments_[id] = *info;
-    } else {
-      segments_.erase(id);
+    } else if (it != segments_.end()) {
+      segments_.erase(it);
     }
   }
   return absl::OkStatus();
+}
+
+void SegmentSet::Count(const SegmentInfo& info, bool add, Totals* t) {
+  // Unsigned arithmetic wraps, so subtracting what was added restores it.
+  const uint64_t one = add ? 1 : ~uint64_t{0};
+  auto apply = [add](uint64_t* field, uint64_t v) { *field = add ? *field + v : *field - v; };
+  t->segments += one;
+  if (info.sealed) t->sealed_segments += one;
+  apply(&t->bytes, info.size);
+  if (info.obsolete) {
+    t->obsolete_segments += one;
+    apply(&t->obsolete_bytes, info.size);
+    return;
+  }
+  apply(&t->garbage_bytes, info.garbage_bytes);
+  if (info.sealed) apply(&t->live_bytes, info.live_bytes());
 }
 
 absl::Status SegmentSet::DecodeAndApply(uint32_t tag, std::string_view payload) {
@@ -152,20 +171,7 @@ size_t SegmentSet::size() const {
 
 SegmentSet::Totals SegmentSet::GetTotals() const {
   absl::MutexLock lock(&mu_);
-  Totals t;
-  for (const auto& [id, info] : segments_) {
-    ++t.segments;
-    if (info.sealed) ++t.sealed_segments;
-    t.bytes += info.size;
-    if (info.obsolete) {
-      ++t.obsolete_segments;
-      t.obsolete_bytes += info.size;
-      continue;
-    }
-    t.garbage_bytes += info.garbage_bytes;
-    if (info.sealed) t.live_bytes += info.live_bytes();
-  }
-  return t;
+  return totals_;
 }
 
 std::string SegmentSet::DebugString() const {

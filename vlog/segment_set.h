@@ -92,6 +92,7 @@ class SegmentSet {
   // Every segment, by id.
   std::vector<SegmentInfo> Segments() const;
   size_t size() const;
+  // Kept up to date by each edit: O(1), never a walk over the segments.
   Totals GetTotals() const;
 
   // One line per segment, then the totals.
@@ -101,9 +102,12 @@ class SegmentSet {
 
  private:
   absl::Status ApplyLocked(const SegmentEdit& edit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Adds info's share of the totals to *t, or takes it away.
+  static void Count(const SegmentInfo& info, bool add, Totals* t);
 
   mutable absl::Mutex mu_;
   absl::btree_map<uint64_t, SegmentInfo> segments_ ABSL_GUARDED_BY(mu_);
+  Totals totals_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::vlog

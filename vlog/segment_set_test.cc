@@ -239,3 +239,54 @@ TEST(SegmentSetTest, GarbageBytesNeverCrashDecodeAndApply) {
 
 }  // namespace
 }  // namespace cairn::vlog
+
+namespace cairn::vlog {
+namespace {
+
+// The totals are kept per edit; they must equal a walk over the segments
+// after any sequence of edits, failed ones included.
+TEST(SegmentSetTotalsTest, KeptTotalsEqualAWalkAfterRandomEdits) {
+  SegmentSet set;
+  std::mt19937_64 rng(7);
+  uint64_t next_id = 1;
+  for (int step = 0; step < 2000; ++step) {
+    SegmentEdit edit;
+    const uint64_t id = 1 + rng() % next_id;
+    switch (rng() % 6) {
+      case 0: edit.AddSegment(next_id++, SegmentKind::kFresh); break;
+      case 1: edit.SealSegment(id, 1000 + rng() % 1000, 1 + rng() % 10); break;
+      case 2: edit.AddGarbage(id, rng() % 300, 1); break;
+      case 3: edit.MarkObsolete(id); break;
+      case 4: edit.RemoveSegment(id); break;
+      default:
+        edit.AddGarbage(id, rng() % 100, 1);
+        edit.MarkObsolete(id + 1);  // may fail, and then nothing changes
+        break;
+    }
+    set.Apply(edit).IgnoreError();
+    SegmentSet::Totals walk;
+    for (const SegmentInfo& info : set.Segments()) {
+      ++walk.segments;
+      if (info.sealed) ++walk.sealed_segments;
+      walk.bytes += info.size;
+      if (info.obsolete) {
+        ++walk.obsolete_segments;
+        walk.obsolete_bytes += info.size;
+        continue;
+      }
+      walk.garbage_bytes += info.garbage_bytes;
+      if (info.sealed) walk.live_bytes += info.live_bytes();
+    }
+    const SegmentSet::Totals kept = set.GetTotals();
+    ASSERT_EQ(kept.segments, walk.segments) << step;
+    ASSERT_EQ(kept.sealed_segments, walk.sealed_segments) << step;
+    ASSERT_EQ(kept.obsolete_segments, walk.obsolete_segments) << step;
+    ASSERT_EQ(kept.bytes, walk.bytes) << step;
+    ASSERT_EQ(kept.garbage_bytes, walk.garbage_bytes) << step;
+    ASSERT_EQ(kept.live_bytes, walk.live_bytes) << step;
+    ASSERT_EQ(kept.obsolete_bytes, walk.obsolete_bytes) << step;
+  }
+}
+
+}  // namespace
+}  // namespace cairn::vlog

@@ -44,6 +44,33 @@ absl::StatusOr<std::unique_ptr<SegmentWriter>> SegmentWriter::Create(
   return writer;
 }
 
+absl::StatusOr<std::unique_ptr<SegmentWriter>> SegmentWriter::Reopen(
+    io::FileSystem* fs, std::string path, uint64_t segment_id, uint64_t size, uint64_t records,
+    const SegmentWriterOptions& options) {
+  if (!IsValidSegmentKind(static_cast<uint32_t>(options.kind)) ||
+      (options.compress && (options.compression_level < 1 || options.compression_level > 19))) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": invalid segment writer options"));
+  }
+  CAIRN_ASSIGN_OR_RETURN(uint64_t file_size, fs->GetFileSize(path));
+  if (file_size != size || size < kSegmentHeaderSize) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": reopening for append at ", size, " bytes, but the file holds ", file_size));
+  }
+  io::FileOptions file_options;
+  file_options.category = CategoryFor(options.kind);
+  file_options.direct = options.direct_writes;
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
+                         fs->ReopenWritableFile(path, file_options));
+  // What recovery kept (and a truncation of a torn tail) is durable before
+  // any new record lands after it.
+  CAIRN_RETURN_IF_ERROR(file->Sync());
+  auto writer = std::unique_ptr<SegmentWriter>(
+      new SegmentWriter(std::move(file), std::move(path), segment_id, options));
+  writer->size_.store(size, std::memory_order_release);
+  writer->record_count_ = records;
+  return writer;
+}
+
 SegmentWriter::SegmentWriter(std::unique_ptr<io::WritableFile> file, std::string path,
                              uint64_t segment_id, const SegmentWriterOptions& options)
     : file_(std::move(file)), path_(std::move(path)), segment_id_(segment_id),
@@ -83,6 +110,27 @@ absl::StatusOr<ValuePointer> SegmentWriter::Append(std::string_view key,
       flags |= kRecordFlagZstd;
     }
   }
+  return AppendRecord(key, stored, flags);
+}
+
+absl::StatusOr<ValuePointer> SegmentWriter::AppendStored(std::string_view key,
+                                                         std::string_view stored_value,
+                                                         uint8_t flags) {
+  if (closed_) {
+    return absl::FailedPreconditionError(absl::StrCat(path_, ": append after close"));
+  }
+  CAIRN_RETURN_IF_ERROR(error_);
+  if (stored_value.size() > kMaxRecordValueSize || key.size() > kMaxRecordKeySize ||
+      (flags & ~kKnownRecordFlags) != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path_, ": stored record too large or with unknown flags ", flags));
+  }
+  return AppendRecord(key, stored_value, flags);
+}
+
+absl::StatusOr<ValuePointer> SegmentWriter::AppendRecord(std::string_view key,
+                                                         std::string_view stored,
+                                                         uint8_t flags) {
   record_.clear();
   EncodeRecord(key, stored, flags, &record_);
   const uint64_t offset = size();

@@ -9,8 +9,9 @@
 // once flushed. The caller must make the file's directory entry durable
 // (FileSystem::SyncDir) before relying on the segment after a crash.
 //
-// There is no reopen: after a crash the engine starts a new segment and the
-// old one's torn tail, if any, stays beyond every acknowledged pointer.
+// Reopen continues a segment that recovery found unsealed, once its torn
+// tail (if any) is cut, so that short sessions do not leave one small
+// segment each behind.
 //
 // Errors are sticky: after any failed Append, Flush or Sync every later call
 // returns the first error, because what reached the file is unknown.
@@ -53,6 +54,14 @@ class SegmentWriter {
       io::FileSystem* fs, std::string path, uint64_t segment_id,
       const SegmentWriterOptions& options);
 
+  // Reopens path, which holds exactly size bytes of segment segment_id in
+  // records whole records (recovery's valid end), and appends after them.
+  // Errors: FailedPrecondition when the file's size is not size; the file
+  // system's errors.
+  static absl::StatusOr<std::unique_ptr<SegmentWriter>> Reopen(
+      io::FileSystem* fs, std::string path, uint64_t segment_id, uint64_t size,
+      uint64_t records, const SegmentWriterOptions& options);
+
   ~SegmentWriter();  // Closes the file if Close was not called.
   SegmentWriter(const SegmentWriter&) = delete;
   SegmentWriter& operator=(const SegmentWriter&) = delete;
@@ -62,6 +71,12 @@ class SegmentWriter {
   // than kMaxRecordKeySize or kMaxRecordValueSize;
   // FailedPrecondition after Close; the sticky error; the file's errors.
   absl::StatusOr<ValuePointer> Append(std::string_view key, std::string_view value);
+  // Appends a record whose value is already in its stored form (flags say
+  // how, e.g. kRecordFlagZstd), as read from another segment: GC copies
+  // records without decompressing and compressing them again.
+  // Errors: as Append; InvalidArgument for unknown flags.
+  absl::StatusOr<ValuePointer> AppendStored(std::string_view key, std::string_view stored_value,
+                                            uint8_t flags);
 
   // Hands buffered records to the kernel.
   absl::Status Flush();
@@ -85,6 +100,8 @@ class SegmentWriter {
  private:
   SegmentWriter(std::unique_ptr<io::WritableFile> file, std::string path,
                 uint64_t segment_id, const SegmentWriterOptions& options);
+  absl::StatusOr<ValuePointer> AppendRecord(std::string_view key, std::string_view stored,
+                                            uint8_t flags);
   // Returns s, remembering it as the sticky error when it is not OK.
   absl::Status Track(absl::Status s);
 

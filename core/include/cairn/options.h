@@ -35,6 +35,14 @@ struct Options {
   bool error_if_exists = false;
   // Bytes of writes a memtable takes before it is flushed. Default: 64 MiB.
   size_t memtable_size = 64u << 20;
+  // Value-log bytes the entries of one memtable may point at before it is
+  // flushed, as memtable_size bounds its own bytes: with separated values a
+  // 64 MiB memtable of pointers would otherwise name gigabytes of values,
+  // and the garbage it hides stays uncounted until it is flushed. A
+  // memtable is also flushed once the values its own newer entries made
+  // garbage pass a share of the live value log (docs/gc.md). Default:
+  // 64 MiB.
+  uint64_t max_memtable_value_bytes = uint64_t{64} << 20;
   // Uncompressed bytes per SST data block. Default: 4 KiB.
   size_t block_size = 4096;
   // Capacity of the LRU cache of SST blocks, in bytes. Default: 64 MiB.

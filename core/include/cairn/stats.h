@@ -70,9 +70,14 @@ struct Stats {
   uint64_t live_user_bytes_estimate = 0;
   double space_amplification = 0;
 
-  // Write stalls.
+  // Write stalls: writes delayed and stopped, their total wait, and the
+  // longest single wait of one write.
   uint64_t stall_slowdowns = 0, stall_stops = 0;
   uint64_t stall_micros = 0;
+  uint64_t stall_max_micros = 0;
+  // The rate user writes are held to while GC is behind (bytes/s; 0 when
+  // they are not delayed for value-log space).
+  uint64_t delayed_write_rate = 0;
   // Compaction debt (RocksDB's estimate) that drives the byte-based stalls.
   uint64_t pending_compaction_bytes = 0;
 
@@ -83,6 +88,12 @@ struct Stats {
   uint64_t gc_bytes_relocated = 0;
   uint64_t gc_records_dropped = 0;
   uint64_t gc_micros = 0;
+  // GC bytes relocated per user byte written: what GC costs this workload
+  // (lower under skewed updates, whose hot keys die before GC copies them).
+  double gc_relocated_per_user_byte = 0;
+  // Garbage found at open that nothing had counted (left by a crash, an
+  // I/O error or an interrupted GC job) and counted then.
+  uint64_t gc_recounted_bytes = 0;
   // Value-log bytes on disk over its live bytes (1 = no garbage).
   double vlog_space_amplification = 0;
 

@@ -1,0 +1,87 @@
+// GcController is the policy of value-log garbage collection, apart from
+// its mechanism (core/ runs jobs, deletes files and holds the locks): when
+// background GC starts and stops (a trigger with hysteresis), how fast a
+// job may go (its byte budget, lifted when GC falls far behind), how low the
+// victim floor may drop, and how much each user write is delayed when GC
+// cannot keep up (a delayed-write rate that adapts, as RocksDB's
+// WriteController does, so that writes are slowed smoothly and never held
+// for seconds). All of it is a function of one figure, the value log's space
+// amplification as core/ estimates it (docs/gc.md).
+//
+// Thread safety: none. core/ calls it under its DB mutex.
+#ifndef CAIRN_GC_GC_CONTROLLER_H_
+#define CAIRN_GC_GC_CONTROLLER_H_
+
+#include <cstdint>
+
+#include "absl/time/time.h"
+
+namespace cairn::gc {
+
+struct GcControllerOptions {
+  // Background GC starts above this space amplification (t); 0 disables it.
+  double space_amp_trigger = 1.5;
+  // The victim floor (share of garbage) for RunGC and for background GC
+  // while it keeps up.
+  double min_garbage_ratio = 0.5;
+  // A background job's byte budget (0: unlimited).
+  uint64_t bytes_per_second = uint64_t{256} << 20;
+  // The delayed-write rate user writes start at once GC falls behind, and
+  // its bounds as it adapts.
+  uint64_t initial_delayed_write_rate = uint64_t{64} << 20;
+  uint64_t min_delayed_write_rate = uint64_t{1} << 20;
+  uint64_t max_delayed_write_rate = uint64_t{1} << 30;
+  // No single write waits longer than this.
+  absl::Duration max_write_delay = absl::Milliseconds(100);
+};
+
+class GcController {
+ public:
+  explicit GcController(const GcControllerOptions& options);
+
+  // The marks, for t = space_amp_trigger (values at t = 1.5):
+  double start_mark() const { return t_; }                    // 1.5: GC starts
+  double stop_mark() const { return 1 + 0.8 * (t_ - 1); }     // 1.4: GC stops
+  double slowdown_mark() const { return t_ + 0.2 * (t_ - 1); }  // 1.6: writes slowed
+  double unthrottle_mark() const { return t_ + 0.5 * (t_ - 1); }  // 1.75: budget lifted
+  double limit_mark() const { return t_ + (t_ - 1); }         // 2.0: slowest rate
+
+  bool enabled() const { return t_ > 0; }
+
+  // Background GC: whether to collect now, given amp. Starts above the
+  // trigger and goes on until amp is below the stop mark (hysteresis).
+  bool ShouldCollect(double amp);
+  bool collecting() const { return collecting_; }
+
+  // A background job's byte budget at amp (0: unlimited); RunGC's is 0.
+  uint64_t JobBytesPerSecond(double amp, bool manual) const;
+  // The garbage-ratio floor for a victim: min_garbage_ratio, or half of it
+  // for background GC past the trigger when no segment reaches the floor
+  // (at most 3 bytes copied per byte freed instead of 1).
+  double min_garbage_ratio() const { return options_.min_garbage_ratio; }
+  double fallback_garbage_ratio() const { return 0.5 * options_.min_garbage_ratio; }
+
+  // How long a user write of bytes, arriving at now, waits, at amp; 0
+  // below the slowdown mark. Writes share one schedule at the delayed-write
+  // rate; the rate falls by a fifth each 100 ms in which amp rose and
+  // grows by a quarter each in which it fell, and drops to the minimum past
+  // the limit mark. can_collect false (GC finds nothing it may collect)
+  // means no delay: waiting could not bring amp down.
+  absl::Duration WriteDelay(double amp, uint64_t bytes, absl::Time now, bool can_collect);
+  uint64_t delayed_write_rate() const { return rate_; }
+
+ private:
+  const GcControllerOptions options_;
+  const double t_;
+  bool collecting_ = false;
+  // Delayed writes.
+  bool delaying_ = false;
+  uint64_t rate_;
+  absl::Time next_write_ = absl::InfinitePast();
+  absl::Time last_adjust_ = absl::InfinitePast();
+  double amp_at_adjust_ = 0;
+};
+
+}  // namespace cairn::gc
+
+#endif  // CAIRN_GC_GC_CONTROLLER_H_
