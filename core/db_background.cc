@@ -64,7 +64,6 @@ absl::Status DBImpl::FlushOldestImmutable() {
       pending_outputs_.erase(f.number);
       if (s.ok()) l0_value_bytes_[f.number] = value_bytes;
     }
-    if (s.ok() && !edit.new_files().empty()) last_flush_value_bytes_ = value_bytes;
     {
     }
     if (s.ok()) imm_.pop_front();
@@ -392,7 +391,7 @@ bool DBImpl::GcBehind() {
 }
 
 absl::Status DBImpl::WaitForBackgroundWork() {
-  for (bool flushed = false;; flushed = true) {
+  for (int settle = 0;; ++settle) {
     {
       absl::MutexLock l(&mu_);
       // GC signals after each victim; the timeout re-reads the figure it
@@ -406,10 +405,23 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       if (shutting_down_) return absl::AbortedError("the database is closing");
     }
     // Collected segments that wait only for the WALs holding their old
-    // pointers: flush those now, so that the space is back on return.
-    if (flushed || DeleteObsoleteSegments() == 0) return absl::OkStatus();
+    // pointers, or garbage GC cannot see because the memtable hides it:
+    // flush, so that the space is back (or GC can take it) on return.
+    // Twice at most: the second round collects what the first made visible.
+    if (settle == 2) return absl::OkStatus();
+    bool hidden;
+    {
+      absl::MutexLock l(&mu_);
+      hidden = gc_controller_.enabled() && mem_value_bytes_.load() > 0 &&
+               GetValueLogSpaceLocked(/*with_estimate=*/true).amplification() >
+                   gc_controller_.stop_mark();
+    }
+    if (DeleteObsoleteSegments() == 0 && !hidden) return absl::OkStatus();
     CAIRN_RETURN_IF_ERROR(Flush());
     DeleteObsoleteSegments();
+    absl::MutexLock l(&mu_);
+    gc_can_collect_ = true;  // GC looks again at what the flush counted
+    background_cv_.SignalAll();
   }
 }
 

@@ -26,6 +26,10 @@ bool SamePlace(const vlog::ValuePointer& a, const vlog::ValuePointer& b) {
   return a.segment_id == b.segment_id && a.offset == b.offset;
 }
 
+// GC flushes a memtable that names at least this many value-log bytes when
+// it finds nothing to collect past its trigger (the garbage is uncounted).
+constexpr uint64_t kMinGarbageFlushBytes = 256 << 10;
+
 }  // namespace
 
 // The collector's narrow view of the LSM.
@@ -315,13 +319,11 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // versions hidden by what the memtables and the L0 tables point at,
   // estimated as their value bytes times the yield L0 compactions have
   // shown (about 1 under pure overwrites, about 0 while loading).
-  double memtables = static_cast<double>(imm_.size());
-  if (mem_ != nullptr && options_.memtable_size > 0) {
-    memtables += static_cast<double>(mem_->ApproximateMemoryUsage()) / options_.memtable_size;
-  }
+  uint64_t memtables = mem_value_bytes_.load(std::memory_order_relaxed);
+  for (const ImmutableMemTable& imm : imm_) memtables += imm.value_bytes;
   const uint64_t l0 = Level0ValueBytes(*versions_->current()).value_or(0);
-  space.uncounted = static_cast<uint64_t>(
-      garbage_yield_ * (static_cast<double>(l0) + memtables * last_flush_value_bytes_));
+  space.uncounted =
+      static_cast<uint64_t>(garbage_yield_ * static_cast<double>(l0 + memtables));
   return space;
 }
 
@@ -350,6 +352,12 @@ void DBImpl::GcThread() {
       if (r.ok() && DeleteObsoleteSegments() >= 2) {
         Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
         DeleteObsoleteSegments();
+      } else if (r.ok() && r->victims == 0 &&
+                 mem_value_bytes_.load(std::memory_order_relaxed) >= kMinGarbageFlushBytes) {
+        // Past the trigger with nothing counted enough to collect: the
+        // garbage is in what the memtable hides. Flush it, so that the
+        // flush and the compaction of L0 it leads to count it.
+        Flush().IgnoreError();
       }
       mu_.Lock();
       // Writers delayed for space, and WaitForBackgroundWork, read this.

@@ -87,6 +87,7 @@ class DBImpl final : public DB {
   struct ImmutableMemTable {
     std::shared_ptr<lsm::MemTable> mem;
     uint64_t log_number;  // the WAL holding its writes
+    uint64_t value_bytes;  // value-log bytes its pointers name
   };
   // What a read needs, captured under mu_ and used without it.
   // Read views are counted by epoch. Each epoch keeps the next one alive,
@@ -293,8 +294,6 @@ class DBImpl final : public DB {
   // value-log bytes its pointers name, and bytes of pointers in it that
   // newer entries in it superseded (garbage once it is flushed).
   std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
-  // Value-log bytes named by the last table flushed (a memtable's worth).
-  uint64_t last_flush_value_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> background_threads_;
 
   // Garbage collection.

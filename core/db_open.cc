@@ -338,7 +338,7 @@ absl::Status DBImpl::NewLog() {
   }
   CAIRN_RETURN_IF_ERROR(log_->Close());
   log_ = *std::move(created);
-  imm_.push_back({std::move(mem_), log_number_});
+  imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed)});
   log_number_ = number;
   mem_ = std::make_shared<lsm::MemTable>();
   mem_value_bytes_.store(0, std::memory_order_relaxed);

@@ -255,12 +255,12 @@ bool DBImpl::MemTableValueBytesFull() {
   // Garbage the memtable holds itself (a small set of keys overwritten
   // again and again) is invisible to GC until a flush counts it: flush
   // once it passes a quarter of the garbage the trigger allows over the
-  // live value log, or 1 MiB, whichever is more.
+  // live value log, or 256 KiB, whichever is more.
   const uint64_t superseded = mem_superseded_bytes_.load(std::memory_order_relaxed);
-  if (superseded < (1u << 20)) return false;
+  if (superseded < (256u << 10)) return false;
   const double t = options_.gc_space_amp_trigger > 1 ? options_.gc_space_amp_trigger : 1.5;
-  const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
-  const uint64_t dead = std::min(space.bytes, space.garbage + superseded);
+  const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/true);
+  const uint64_t dead = std::min(space.bytes, space.garbage + space.uncounted);
   const double live = static_cast<double>(space.bytes - dead);
   return static_cast<double>(superseded) >= 0.25 * (t - 1) * live;
 }

@@ -327,8 +327,8 @@ TEST(GcSpaceTest, FiveOverwritesOfAFixedLiveSetStayWithinTheBound) {
       const std::string k = absl::StrFormat("key%05d", order[j]);
       ASSERT_TRUE(db->Put({}, k, Value(round * 100003 + order[j], kValueSize)).ok());
       // No pacing: the in-memory file system writes far faster than GC can
-      // read and look up, so the space stall (ValueLogSpaceStall) is what
-      // keeps the bound, without ever holding up GC's own rewrites.
+      // read and look up, so the delayed-write rate (gc::GcController) is
+      // what keeps the bound, without ever holding up GC's own rewrites.
       if (round > 0 && j % 250 == 0) max_amp = std::max(max_amp, SegmentBytes(fs.get()) / live);
     }
   }
@@ -341,9 +341,13 @@ TEST(GcSpaceTest, FiveOverwritesOfAFixedLiveSetStayWithinTheBound) {
     final_amp = SegmentBytes(fs.get()) / live;
   }
   const Stats st = db->GetStats();
-  std::printf("value-log space amplification: max %.2f, final %.2f; gc wrote %.2f per user byte\n",
-              max_amp, final_amp,
-              static_cast<double>(st.gc_bytes_written) / st.user_bytes_written);
+  std::printf("value-log space amplification: max %.2f, final %.2f; gc wrote %.2f per user byte; "
+              "writes delayed %.2f s, longest wait %.1f ms\n",
+              max_amp, final_amp, static_cast<double>(st.gc_bytes_written) / st.user_bytes_written,
+              st.stall_micros / 1e6, st.stall_max_micros / 1e3);
+  // Writes are slowed, never held: no single wait past the controller's
+  // 100 ms cap (with room for the scheduler on a loaded machine).
+  EXPECT_LE(st.stall_max_micros, 150'000u);
   EXPECT_LE(max_amp, 2.0);
   EXPECT_LE(final_amp, 1.5);
   EXPECT_GT(st.gc_runs, 0u);
@@ -352,6 +356,113 @@ TEST(GcSpaceTest, FiveOverwritesOfAFixedLiveSetStayWithinTheBound) {
     std::string v;
     ASSERT_TRUE(db->Get({}, absl::StrFormat("key%05d", i), &v).ok());
     ASSERT_EQ(v, Value(5 * 100003 + i, kValueSize));
+  }
+}
+
+// Garbage never lost track of (issue 12): a close that lands while
+// background GC is moving records cancels the job cleanly. Its unwritten
+// copies are counted as garbage in its last edit, so the next open finds
+// nothing to recount: every byte of every segment is referenced or counted.
+TEST(GcLedgerTest, CloseDuringBackgroundGcLeavesNothingUncounted) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o;
+  o.memtable_size = 64 << 10;
+  o.value_separation_threshold = 256;
+  o.value_log_segment_size = 64 << 10;
+  o.gc_bytes_per_sec = 0;
+  std::map<std::string, std::string> model;
+  std::mt19937 rng(5);
+  uint64_t gc_runs = 0;
+  for (int cycle = 0; cycle < 12; ++cycle) {
+    auto opened = OpenWithFileSystem(o, "/db", fs);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    std::unique_ptr<DB> db = std::move(*opened);
+    EXPECT_EQ(db->GetStats().gc_recounted_bytes, 0u) << "cycle " << cycle;
+    for (int j = 0; j < 3000; ++j) {
+      const std::string k = absl::StrFormat("key%04d", rng() % 1500);
+      const std::string v = Value(cycle * 100003 + j, 700);
+      ASSERT_TRUE(db->Put({}, k, v).ok());
+      model[k] = v;
+    }
+    gc_runs += db->GetStats().gc_runs;
+    db.reset();  // background GC is usually mid-job here
+  }
+  EXPECT_GT(gc_runs, 0u);
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ((*opened)->GetStats().gc_recounted_bytes, 0u);
+  for (const auto& [k, v] : model) {
+    std::string got;
+    ASSERT_TRUE((*opened)->Get({}, k, &got).ok()) << k;
+    ASSERT_EQ(got, v) << k;
+  }
+}
+
+// Garbage known in time (issue 12): a small set of keys overwritten again
+// and again fills the memtable with garbage long before its own bytes fill
+// it. The memtable is flushed by the garbage it hides, so GC can count and
+// collect it: the value log stays bounded, and within 1.5x the live bytes
+// plus one segment (the active one, which GC never takes) once settled.
+TEST(GcLedgerTest, SmallKeySetOverwrittenBeforeAnyFlushStaysBounded) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o;  // the defaults: a 64 MiB memtable, which pointers never fill
+  o.value_log_segment_size = 1 << 20;
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<DB> db = std::move(*opened);
+  constexpr int kKeys = 150;
+  constexpr size_t kValueSize = 16 << 10;
+  const double live = kKeys * (kValueSize + 8 + 13);
+  double max_bytes = 0;
+  for (int j = 0; j < 3000; ++j) {
+    ASSERT_TRUE(db->Put({}, absl::StrFormat("key%04d", j % kKeys), Value(j, kValueSize)).ok());
+    if (j % 50 == 0) {
+      max_bytes = std::max(max_bytes, static_cast<double>(SegmentBytes(fs.get())));
+      if (getenv("DEBUG_SMALL")) {
+        Stats st = db->GetStats();
+        std::printf("j=%d disk %.2f vlog %.2f garbage %.2f segs %d files %d gc %d stall %.3f\n", j,
+                    SegmentBytes(fs.get()) / live, st.vlog_bytes / live, st.vlog_garbage_bytes / live,
+                    (int)st.vlog_segments, (int)SegmentFiles(fs.get()), (int)st.gc_runs, st.stall_micros / 1e6);
+      }
+    }
+  }
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  const double final_bytes = static_cast<double>(SegmentBytes(fs.get()));
+  std::printf("small key set: value log max %.2f, final %.2f of live (+1 segment = %.2f)\n",
+              max_bytes / live, final_bytes / live, (1 << 20) / live);
+  // Before memtables were flushed by the garbage they hide, this workload
+  // grew the value log to 20x live. Segments of 1 MiB over 2.4 MB live
+  // leave GC a coarse unit, so the peak is measured at 2.5-3.5x live; once
+  // settled it is back within the 1.5x target.
+  EXPECT_LE(max_bytes, 4.0 * live + (1 << 20));
+  EXPECT_LE(final_bytes, 1.5 * live + (1 << 20));
+  for (int i = 0; i < kKeys; ++i) {
+    std::string v;
+    ASSERT_TRUE(db->Get({}, absl::StrFormat("key%04d", i), &v).ok());
+    ASSERT_EQ(v, Value(2999 - ((2999 - i) % kKeys), kValueSize)) << i;
+  }
+}
+
+// Segment files (issue 12): a short session continues the segment the last
+// one left unsealed, so 300 sessions do not leave 300 segment files.
+TEST(GcLedgerTest, ShortSessionsContinueTheLastSegment) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o = GcOptions();
+  o.value_log_segment_size = 1 << 20;
+  for (int session = 0; session < 300; ++session) {
+    auto opened = OpenWithFileSystem(o, "/db", fs);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    ASSERT_TRUE((*opened)->Put({}, absl::StrFormat("key%04d", session), Value(session, 1000)).ok());
+  }
+  // 300 records of about 1 KiB fit in one 1 MiB segment.
+  EXPECT_LE(SegmentFiles(fs.get()), 1u);
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ((*opened)->GetStats().gc_recounted_bytes, 0u);
+  for (int session = 0; session < 300; ++session) {
+    std::string v;
+    ASSERT_TRUE((*opened)->Get({}, absl::StrFormat("key%04d", session), &v).ok());
+    ASSERT_EQ(v, Value(session, 1000));
   }
 }
 
