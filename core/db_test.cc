@@ -38,7 +38,7 @@ class DBTest : public ::testing::Test {
   void Reopen(const Options& options = SmallOptions()) {
     db_.reset();
     auto db = OpenWithFileSystem(options, "/db", fs_);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     db_ = std::move(*db);
   }
 
@@ -58,7 +58,7 @@ class DBTest : public ::testing::Test {
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       out += std::string(it->key()) + "=" + std::string(it->value()) + ";";
     }
-    EXPECT_TRUE(it->status().ok()) << it->status();
+    EXPECT_OK(it->status());
     return out;
   }
 
@@ -67,37 +67,37 @@ class DBTest : public ::testing::Test {
 };
 
 TEST_F(DBTest, PutGetDelete) {
-  ASSERT_TRUE(db_->Put({}, "a", "1").ok());
-  ASSERT_TRUE(db_->Put({}, "b", "2").ok());
+  ASSERT_OK(db_->Put({}, "a", "1"));
+  ASSERT_OK(db_->Put({}, "b", "2"));
   EXPECT_EQ(Get("a"), "1");
   EXPECT_EQ(Get("b"), "2");
   EXPECT_EQ(Get("c"), "NOT_FOUND");
-  ASSERT_TRUE(db_->Put({}, "a", "3").ok());
+  ASSERT_OK(db_->Put({}, "a", "3"));
   EXPECT_EQ(Get("a"), "3");
-  ASSERT_TRUE(db_->Delete({}, "a").ok());
+  ASSERT_OK(db_->Delete({}, "a"));
   EXPECT_EQ(Get("a"), "NOT_FOUND");
   EXPECT_EQ(Scan(), "b=2;");
 }
 
 TEST_F(DBTest, EmptyKeyIsAllowedAndSortsFirst) {
-  ASSERT_TRUE(db_->Put({}, "", "empty").ok());
-  ASSERT_TRUE(db_->Put({}, "a", "1").ok());
+  ASSERT_OK(db_->Put({}, "", "empty"));
+  ASSERT_OK(db_->Put({}, "a", "1"));
   EXPECT_EQ(Get(""), "empty");
   EXPECT_EQ(Scan(), "=empty;a=1;");
   auto it = db_->NewIterator(ReadOptions());
   it->Seek("");
   ASSERT_TRUE(it->Valid());
   EXPECT_EQ(it->key(), "");
-  ASSERT_TRUE(db_->Delete({}, "").ok());
+  ASSERT_OK(db_->Delete({}, ""));
   EXPECT_EQ(Get(""), "NOT_FOUND");
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   EXPECT_EQ(Scan(), "a=1;");
 }
 
 TEST_F(DBTest, OversizeKeyAndValueAreRejectedBeforeAnyIo) {
   const uint64_t wal_before = fs_->stats().Get(io::IoCategory::kWal).bytes_written;
-  EXPECT_TRUE(db_->Put({}, std::string(kMaxKeySize - 1, 'k'), "v").ok());
-  EXPECT_TRUE(db_->Put({}, std::string(kMaxKeySize, 'k'), "v").ok());
+  EXPECT_OK(db_->Put({}, std::string(kMaxKeySize - 1, 'k'), "v"));
+  EXPECT_OK(db_->Put({}, std::string(kMaxKeySize, 'k'), "v"));
   const uint64_t wal_mid = fs_->stats().Get(io::IoCategory::kWal).bytes_written;
   EXPECT_GT(wal_mid, wal_before);
   absl::Status s = db_->Put({}, std::string(kMaxKeySize + 1, 'k'), "v");
@@ -108,7 +108,7 @@ TEST_F(DBTest, OversizeKeyAndValueAreRejectedBeforeAnyIo) {
   WriteBatch big;
   big.Put("k", std::string_view(nullptr, 0));
   big.Put("k2", std::string(16, 'x'));
-  EXPECT_TRUE(db_->Write({}, big).ok());
+  EXPECT_OK(db_->Write({}, big));
   const uint64_t wal_after = fs_->stats().Get(io::IoCategory::kWal).bytes_written;
   EXPECT_GT(wal_after, wal_mid);
   std::string huge;
@@ -181,7 +181,7 @@ TEST_F(DBTest, WriteBatchIsAtomicAndOrdered) {
   b.Put("y", "2");
   b.Delete("x");
   b.Put("z", "3");
-  ASSERT_TRUE(db_->Write({}, b).ok());
+  ASSERT_OK(db_->Write({}, b));
   EXPECT_EQ(Scan(), "y=2;z=3;");
   Reopen();
   EXPECT_EQ(Scan(), "y=2;z=3;");
@@ -189,11 +189,11 @@ TEST_F(DBTest, WriteBatchIsAtomicAndOrdered) {
 
 TEST_F(DBTest, ValuesSurviveReopenFromWalAndTables) {
   for (int i = 0; i < 2000; ++i) {
-    ASSERT_TRUE(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'a' + i % 26)).ok());
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'a' + i % 26)));
   }
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   for (int i = 0; i < 500; ++i) {
-    ASSERT_TRUE(db_->Put({}, absl::StrFormat("key%06d", i), "new").ok());
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%06d", i), "new"));
   }
   Reopen();
   for (int i = 0; i < 2000; ++i) {
@@ -206,12 +206,12 @@ TEST_F(DBTest, ValuesSurviveReopenFromWalAndTables) {
 }
 
 TEST_F(DBTest, SnapshotSeesOldValuesAcrossFlush) {
-  ASSERT_TRUE(db_->Put({}, "k", "v1").ok());
+  ASSERT_OK(db_->Put({}, "k", "v1"));
   const Snapshot* snap = db_->GetSnapshot();
-  ASSERT_TRUE(db_->Put({}, "k", "v2").ok());
-  ASSERT_TRUE(db_->Delete({}, "gone").ok());
+  ASSERT_OK(db_->Put({}, "k", "v2"));
+  ASSERT_OK(db_->Delete({}, "gone"));
   EXPECT_EQ(Get("k", snap), "v1");
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   EXPECT_EQ(Get("k", snap), "v1");
   EXPECT_EQ(Get("k"), "v2");
   ReadOptions ro;
@@ -228,13 +228,13 @@ TEST_F(DBTest, IteratorBothDirectionsAcrossSources) {
   for (int i = 0; i < 300; ++i) {
     std::string k = absl::StrFormat("k%04d", (i * 37) % 300);
     std::string v = absl::StrCat("v", i);
-    ASSERT_TRUE(db_->Put({}, k, v).ok());
+    ASSERT_OK(db_->Put({}, k, v));
     model[k] = v;
     if (i % 100 == 99) {
-      ASSERT_TRUE(db_->Flush().ok());
+      ASSERT_OK(db_->Flush());
     }
     if (i % 7 == 0) {
-      ASSERT_TRUE(db_->Delete({}, k).ok());
+      ASSERT_OK(db_->Delete({}, k));
       model.erase(k);
     }
   }
@@ -288,19 +288,19 @@ TEST_F(DBTest, CreateIfMissingAndErrorIfExists) {
 }
 
 TEST_F(DBTest, NonDatabaseDirectoryIsRefusedAndLeftUntouched) {
-  ASSERT_TRUE(fs_->CreateDir("/notdb").ok());
-  ASSERT_TRUE(fs_->WriteFileFromString("/notdb/photo.jpg", "jpeg").ok());
+  ASSERT_OK(fs_->CreateDir("/notdb"));
+  ASSERT_OK(fs_->WriteFileFromString("/notdb/photo.jpg", "jpeg"));
   auto db = OpenWithFileSystem(SmallOptions(), "/notdb", fs_);
   EXPECT_TRUE(absl::IsFailedPrecondition(db.status())) << db.status();
   EXPECT_NE(db.status().message().find("not a cairn database"), std::string::npos);
   auto names = fs_->ListDir("/notdb");
-  ASSERT_TRUE(names.ok());
+  ASSERT_OK(names);
   EXPECT_EQ(names->size(), 1u);
 }
 
 TEST_F(DBTest, CorruptCurrentIsDataLossNamingTheFile) {
   db_.reset();
-  ASSERT_TRUE(fs_->WriteFileFromString("/db/CURRENT", "garbage").ok());
+  ASSERT_OK(fs_->WriteFileFromString("/db/CURRENT", "garbage"));
   auto db = OpenWithFileSystem(SmallOptions(), "/db", fs_);
   EXPECT_TRUE(absl::IsDataLoss(db.status())) << db.status();
   EXPECT_NE(db.status().message().find("CURRENT"), std::string::npos) << db.status();
@@ -474,7 +474,7 @@ TEST_F(DBTest, ConcurrentWritersAllLand) {
       for (int i = 0; i < kPerThread; ++i) {
         WriteOptions wo;
         wo.sync = (i % 50 == 0);
-        ASSERT_TRUE(db_->Put(wo, absl::StrFormat("t%d-%05d", t, i), std::string(200, 'v')).ok());
+        ASSERT_OK(db_->Put(wo, absl::StrFormat("t%d-%05d", t, i), std::string(200, 'v')));
       }
     });
   }
@@ -489,9 +489,9 @@ TEST_F(DBTest, ConcurrentWritersAllLand) {
 
 TEST_F(DBTest, StatsCountUserAndDiskBytes) {
   for (int i = 0; i < 1000; ++i) {
-    ASSERT_TRUE(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'x')).ok());
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'x')));
   }
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   Stats st = db_->GetStats();
   EXPECT_EQ(st.puts, 1000u);
   EXPECT_EQ(st.user_bytes_written, 1000u * 109);
@@ -514,10 +514,10 @@ TEST(DBOpenTest, RealFileSystemRoundTrip) {
   std::filesystem::remove_all(dir);
   {
     auto db = DB::Open(SmallOptions(), dir);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     WriteOptions sync;
     sync.sync = true;
-    ASSERT_TRUE((*db)->Put(sync, "hello", "world").ok());
+    ASSERT_OK((*db)->Put(sync, "hello", "world"));
     std::string backend;
     ASSERT_TRUE((*db)->GetProperty("cairn.io-backend", &backend));
     EXPECT_TRUE(backend == "io_uring" || backend == "posix") << backend;
@@ -527,9 +527,9 @@ TEST(DBOpenTest, RealFileSystemRoundTrip) {
   }
   {
     auto db = DB::Open(SmallOptions(), dir);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     std::string v;
-    ASSERT_TRUE((*db)->Get({}, "hello", &v).ok());
+    ASSERT_OK((*db)->Get({}, "hello", &v));
     EXPECT_EQ(v, "world");
   }
   std::filesystem::remove_all(dir);
