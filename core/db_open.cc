@@ -17,8 +17,11 @@ using lsm::SequenceNumber;
 
 namespace {
 
-// Every Options field is checked here; a comparison written as !(in range)
-// also rejects NaN.
+// Every Options field with a limit is checked here (a comparison written as
+// !(in range) also rejects NaN). The rest take any value: the booleans,
+// block_cache_size, value_cache_size and gc_bytes_per_sec (0 turns each
+// off), value_separation_threshold (0 separates every value) and the
+// pending-compaction limits (only their order matters).
 absl::Status ValidateOptions(const Options& o) {
   if (o.memtable_size < (64 << 10) || o.memtable_size > (size_t{4} << 30)) {
     return absl::InvalidArgumentError("Options::memtable_size must be in [64 KiB, 4 GiB]");
