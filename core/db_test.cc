@@ -346,7 +346,9 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
       {"level_size_multiplier", [](Options& o) { o.level_size_multiplier = 1001; }},
       {"target_file_size", [](Options& o) { o.target_file_size = (64 << 10) - 1; }},
       {"soft_pending_compaction_bytes_limit",
-       [](Options& o) { o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit + 1; }},
+       [](Options& o) {
+         o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit + 1;
+       }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 0; }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 65; }},
       {"value_log_segment_size", [](Options& o) { o.value_log_segment_size = (64 << 10) - 1; }},
