@@ -261,6 +261,9 @@ class DBImpl final : public DB {
   // Highest sequence number visible to readers.
   std::atomic<lsm::SequenceNumber> last_sequence_{0};
   std::multiset<lsm::SequenceNumber> snapshots_ ABSL_GUARDED_BY(mu_);
+  // The snapshots handed out and not yet released, so that a second release
+  // (or a foreign pointer) is recognised rather than freed again.
+  absl::flat_hash_set<const SnapshotImpl*> live_snapshots_ ABSL_GUARDED_BY(mu_);
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;

@@ -132,6 +132,7 @@ class DBIter final : public Iterator {
       saved_key_.assign(ikey.user_key);
       SaveValue(ikey.type, iter_->value());
       valid_ = true;
+      ShowValueOrFail();
       return;
     }
   }
@@ -164,6 +165,17 @@ class DBIter final : public Iterator {
     value_type_ = value_type;
     value_resolved_ = false;
     valid_ = true;
+    ShowValueOrFail();
+  }
+
+  // Reads the value of the entry just found: an entry whose value cannot be
+  // read is never shown (as an empty value or otherwise); the iterator
+  // turns invalid with the error in status(). The value is read here rather
+  // than in value() so that Valid() can promise it, at the price of reading
+  // values a key-only scan would not need.
+  void ShowValueOrFail() {
+    ResolveValue();
+    if (!status_.ok()) valid_ = false;
   }
 
   void SaveValue(ValueType type, std::string_view stored) {

@@ -171,14 +171,18 @@ const Snapshot* DBImpl::GetSnapshot() {
   absl::MutexLock l(&mu_);
   const SequenceNumber seq = last_sequence_.load(std::memory_order_acquire);
   snapshots_.insert(seq);
-  return new SnapshotImpl(seq);
+  auto* snapshot = new SnapshotImpl(seq);
+  live_snapshots_.insert(snapshot);
+  return snapshot;
 }
 
 void DBImpl::ReleaseSnapshot(const Snapshot* snapshot) {
-  if (snapshot == nullptr) return;
   const auto* impl = static_cast<const SnapshotImpl*>(snapshot);
   {
     absl::MutexLock l(&mu_);
+    // Null, released already, or not this DB's: nothing to do. The pointer
+    // is only compared, never dereferenced, until it is known to be live.
+    if (live_snapshots_.erase(impl) == 0) return;
     auto it = snapshots_.find(impl->sequence);
     if (it != snapshots_.end()) snapshots_.erase(it);
   }

@@ -1,6 +1,11 @@
 #include "cairn/db.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
 #include <map>
 #include <thread>
 
@@ -9,6 +14,8 @@
 #include "core/db_impl.h"
 #include "gtest/gtest.h"
 #include "io/memory_file_system.h"
+#include "io/testing/status_matchers.h"
+#include "lsm/filename.h"
 
 namespace cairn {
 namespace {
@@ -31,7 +38,7 @@ class DBTest : public ::testing::Test {
   void Reopen(const Options& options = SmallOptions()) {
     db_.reset();
     auto db = OpenWithFileSystem(options, "/db", fs_);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     db_ = std::move(*db);
   }
 
@@ -51,7 +58,7 @@ class DBTest : public ::testing::Test {
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       out += std::string(it->key()) + "=" + std::string(it->value()) + ";";
     }
-    EXPECT_TRUE(it->status().ok()) << it->status();
+    EXPECT_OK(it->status());
     return out;
   }
 
@@ -60,37 +67,37 @@ class DBTest : public ::testing::Test {
 };
 
 TEST_F(DBTest, PutGetDelete) {
-  ASSERT_TRUE(db_->Put({}, "a", "1").ok());
-  ASSERT_TRUE(db_->Put({}, "b", "2").ok());
+  ASSERT_OK(db_->Put({}, "a", "1"));
+  ASSERT_OK(db_->Put({}, "b", "2"));
   EXPECT_EQ(Get("a"), "1");
   EXPECT_EQ(Get("b"), "2");
   EXPECT_EQ(Get("c"), "NOT_FOUND");
-  ASSERT_TRUE(db_->Put({}, "a", "3").ok());
+  ASSERT_OK(db_->Put({}, "a", "3"));
   EXPECT_EQ(Get("a"), "3");
-  ASSERT_TRUE(db_->Delete({}, "a").ok());
+  ASSERT_OK(db_->Delete({}, "a"));
   EXPECT_EQ(Get("a"), "NOT_FOUND");
   EXPECT_EQ(Scan(), "b=2;");
 }
 
 TEST_F(DBTest, EmptyKeyIsAllowedAndSortsFirst) {
-  ASSERT_TRUE(db_->Put({}, "", "empty").ok());
-  ASSERT_TRUE(db_->Put({}, "a", "1").ok());
+  ASSERT_OK(db_->Put({}, "", "empty"));
+  ASSERT_OK(db_->Put({}, "a", "1"));
   EXPECT_EQ(Get(""), "empty");
   EXPECT_EQ(Scan(), "=empty;a=1;");
   auto it = db_->NewIterator(ReadOptions());
   it->Seek("");
   ASSERT_TRUE(it->Valid());
   EXPECT_EQ(it->key(), "");
-  ASSERT_TRUE(db_->Delete({}, "").ok());
+  ASSERT_OK(db_->Delete({}, ""));
   EXPECT_EQ(Get(""), "NOT_FOUND");
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   EXPECT_EQ(Scan(), "a=1;");
 }
 
 TEST_F(DBTest, OversizeKeyAndValueAreRejectedBeforeAnyIo) {
   const uint64_t wal_before = fs_->stats().Get(io::IoCategory::kWal).bytes_written;
-  EXPECT_TRUE(db_->Put({}, std::string(kMaxKeySize - 1, 'k'), "v").ok());
-  EXPECT_TRUE(db_->Put({}, std::string(kMaxKeySize, 'k'), "v").ok());
+  EXPECT_OK(db_->Put({}, std::string(kMaxKeySize - 1, 'k'), "v"));
+  EXPECT_OK(db_->Put({}, std::string(kMaxKeySize, 'k'), "v"));
   const uint64_t wal_mid = fs_->stats().Get(io::IoCategory::kWal).bytes_written;
   EXPECT_GT(wal_mid, wal_before);
   absl::Status s = db_->Put({}, std::string(kMaxKeySize + 1, 'k'), "v");
@@ -101,7 +108,7 @@ TEST_F(DBTest, OversizeKeyAndValueAreRejectedBeforeAnyIo) {
   WriteBatch big;
   big.Put("k", std::string_view(nullptr, 0));
   big.Put("k2", std::string(16, 'x'));
-  EXPECT_TRUE(db_->Write({}, big).ok());
+  EXPECT_OK(db_->Write({}, big));
   const uint64_t wal_after = fs_->stats().Get(io::IoCategory::kWal).bytes_written;
   EXPECT_GT(wal_after, wal_mid);
   std::string huge;
@@ -110,13 +117,71 @@ TEST_F(DBTest, OversizeKeyAndValueAreRejectedBeforeAnyIo) {
   EXPECT_EQ(fs_->stats().Get(io::IoCategory::kWal).bytes_written, wal_after);
 }
 
+TEST_F(DBTest, WriteBatchRefusesOversizeKeysAndValuesWithoutCopyingThem) {
+  WriteBatch b;
+  b.Put(std::string(kMaxKeySize - 1, 'k'), "v");
+  b.Put(std::string(kMaxKeySize, 'k'), "v");
+  EXPECT_OK(b.status());
+  EXPECT_EQ(b.Count(), 2u);
+  const size_t size = b.ApproximateSize();
+  b.Put(std::string(kMaxKeySize + 1, 'k'), "v");
+  b.Delete(std::string(kMaxKeySize + 1, 'k'));
+  EXPECT_TRUE(absl::IsInvalidArgument(b.status())) << b.status();
+  EXPECT_NE(b.status().message().find("key of 65537 bytes"), std::string::npos) << b.status();
+  EXPECT_EQ(b.Count(), 2u);
+  EXPECT_EQ(b.ApproximateSize(), size);  // nothing of the refused updates was copied
+  b.Put("after", "an error");  // later updates are kept; the batch still fails
+  EXPECT_TRUE(absl::IsInvalidArgument(db_->Write({}, b)));
+  EXPECT_EQ(Get("after"), "NOT_FOUND");  // none of the batch was applied
+
+  // Values: one buffer, viewed at limit - 1, limit and limit + 1 bytes.
+  std::string buffer(kMaxValueSize + 1, 'x');
+  const std::string_view huge(buffer);
+  for (size_t n : {kMaxValueSize - 1, kMaxValueSize}) {
+    b.Clear();
+    b.Put("k", huge.substr(0, n));
+    EXPECT_OK(b.status()) << n;
+    EXPECT_GT(b.ApproximateSize(), n);
+  }
+  b.Clear();
+  EXPECT_OK(b.status());
+  b.Put("k", huge);
+  EXPECT_TRUE(absl::IsInvalidArgument(b.status())) << b.status();
+  EXPECT_LT(b.ApproximateSize(), size_t{100});
+  EXPECT_EQ(b.Count(), 0u);
+  b.Clear();
+  EXPECT_OK(b.status());
+}
+
+TEST_F(DBTest, ReleasingASnapshotTwiceOrAForeignOneDoesNothing) {
+  ASSERT_OK(db_->Put({}, "k", "1"));
+  const Snapshot* first = db_->GetSnapshot();
+  const Snapshot* kept = db_->GetSnapshot();
+  ASSERT_OK(db_->Put({}, "k", "2"));
+  db_->ReleaseSnapshot(first);
+  db_->ReleaseSnapshot(first);  // released already: ignored, no double free
+  db_->ReleaseSnapshot(nullptr);
+  auto other = OpenWithFileSystem(SmallOptions(), "/other", fs_);
+  ASSERT_OK(other);
+  const Snapshot* foreign = (*other)->GetSnapshot();
+  db_->ReleaseSnapshot(foreign);  // not this DB's: ignored
+  (*other)->ReleaseSnapshot(foreign);
+  EXPECT_EQ(Get("k", kept), "1");  // the snapshot still held still pins "1"
+  ASSERT_OK(db_->Flush());
+  ASSERT_OK(db_->CompactRange(nullptr, nullptr));
+  EXPECT_EQ(Get("k", kept), "1");
+  db_->ReleaseSnapshot(kept);
+  EXPECT_EQ(Get("k"), "2");
+  db_->GetSnapshot();  // never released: freed with the DB
+}
+
 TEST_F(DBTest, WriteBatchIsAtomicAndOrdered) {
   WriteBatch b;
   b.Put("x", "1");
   b.Put("y", "2");
   b.Delete("x");
   b.Put("z", "3");
-  ASSERT_TRUE(db_->Write({}, b).ok());
+  ASSERT_OK(db_->Write({}, b));
   EXPECT_EQ(Scan(), "y=2;z=3;");
   Reopen();
   EXPECT_EQ(Scan(), "y=2;z=3;");
@@ -124,11 +189,11 @@ TEST_F(DBTest, WriteBatchIsAtomicAndOrdered) {
 
 TEST_F(DBTest, ValuesSurviveReopenFromWalAndTables) {
   for (int i = 0; i < 2000; ++i) {
-    ASSERT_TRUE(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'a' + i % 26)).ok());
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'a' + i % 26)));
   }
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   for (int i = 0; i < 500; ++i) {
-    ASSERT_TRUE(db_->Put({}, absl::StrFormat("key%06d", i), "new").ok());
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%06d", i), "new"));
   }
   Reopen();
   for (int i = 0; i < 2000; ++i) {
@@ -141,12 +206,12 @@ TEST_F(DBTest, ValuesSurviveReopenFromWalAndTables) {
 }
 
 TEST_F(DBTest, SnapshotSeesOldValuesAcrossFlush) {
-  ASSERT_TRUE(db_->Put({}, "k", "v1").ok());
+  ASSERT_OK(db_->Put({}, "k", "v1"));
   const Snapshot* snap = db_->GetSnapshot();
-  ASSERT_TRUE(db_->Put({}, "k", "v2").ok());
-  ASSERT_TRUE(db_->Delete({}, "gone").ok());
+  ASSERT_OK(db_->Put({}, "k", "v2"));
+  ASSERT_OK(db_->Delete({}, "gone"));
   EXPECT_EQ(Get("k", snap), "v1");
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   EXPECT_EQ(Get("k", snap), "v1");
   EXPECT_EQ(Get("k"), "v2");
   ReadOptions ro;
@@ -163,13 +228,13 @@ TEST_F(DBTest, IteratorBothDirectionsAcrossSources) {
   for (int i = 0; i < 300; ++i) {
     std::string k = absl::StrFormat("k%04d", (i * 37) % 300);
     std::string v = absl::StrCat("v", i);
-    ASSERT_TRUE(db_->Put({}, k, v).ok());
+    ASSERT_OK(db_->Put({}, k, v));
     model[k] = v;
     if (i % 100 == 99) {
-      ASSERT_TRUE(db_->Flush().ok());
+      ASSERT_OK(db_->Flush());
     }
     if (i % 7 == 0) {
-      ASSERT_TRUE(db_->Delete({}, k).ok());
+      ASSERT_OK(db_->Delete({}, k));
       model.erase(k);
     }
   }
@@ -223,19 +288,19 @@ TEST_F(DBTest, CreateIfMissingAndErrorIfExists) {
 }
 
 TEST_F(DBTest, NonDatabaseDirectoryIsRefusedAndLeftUntouched) {
-  ASSERT_TRUE(fs_->CreateDir("/notdb").ok());
-  ASSERT_TRUE(fs_->WriteFileFromString("/notdb/photo.jpg", "jpeg").ok());
+  ASSERT_OK(fs_->CreateDir("/notdb"));
+  ASSERT_OK(fs_->WriteFileFromString("/notdb/photo.jpg", "jpeg"));
   auto db = OpenWithFileSystem(SmallOptions(), "/notdb", fs_);
   EXPECT_TRUE(absl::IsFailedPrecondition(db.status())) << db.status();
   EXPECT_NE(db.status().message().find("not a cairn database"), std::string::npos);
   auto names = fs_->ListDir("/notdb");
-  ASSERT_TRUE(names.ok());
+  ASSERT_OK(names);
   EXPECT_EQ(names->size(), 1u);
 }
 
 TEST_F(DBTest, CorruptCurrentIsDataLossNamingTheFile) {
   db_.reset();
-  ASSERT_TRUE(fs_->WriteFileFromString("/db/CURRENT", "garbage").ok());
+  ASSERT_OK(fs_->WriteFileFromString("/db/CURRENT", "garbage"));
   auto db = OpenWithFileSystem(SmallOptions(), "/db", fs_);
   EXPECT_TRUE(absl::IsDataLoss(db.status())) << db.status();
   EXPECT_NE(db.status().message().find("CURRENT"), std::string::npos) << db.status();
@@ -250,6 +315,159 @@ TEST_F(DBTest, InvalidOptionsAreRejected) {
   EXPECT_TRUE(absl::IsInvalidArgument(OpenWithFileSystem(o, "/db2", fs_).status()));
 }
 
+TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Case {
+    std::string name;  // the option the error must name
+    std::function<void(Options&)> set;
+  };
+  const std::vector<Case> bad = {
+      {"gc_min_garbage_ratio", [&](Options& o) { o.gc_min_garbage_ratio = nan; }},
+      {"gc_min_garbage_ratio", [](Options& o) { o.gc_min_garbage_ratio = -0.01; }},
+      {"gc_min_garbage_ratio", [](Options& o) { o.gc_min_garbage_ratio = 1.01; }},
+      {"gc_space_amp_trigger", [&](Options& o) { o.gc_space_amp_trigger = nan; }},
+      {"gc_space_amp_trigger", [&](Options& o) { o.gc_space_amp_trigger = inf; }},
+      {"gc_space_amp_trigger", [](Options& o) { o.gc_space_amp_trigger = 1.0; }},
+      {"gc_space_amp_trigger", [](Options& o) { o.gc_space_amp_trigger = -1; }},
+      {"memtable_size", [](Options& o) { o.memtable_size = (64 << 10) - 1; }},
+      {"memtable_size", [](Options& o) { o.memtable_size = (size_t{4} << 30) + 1; }},
+      {"block_size", [](Options& o) { o.block_size = 255; }},
+      {"block_size", [](Options& o) { o.block_size = (16 << 20) + 1; }},
+      {"bloom_bits_per_key", [](Options& o) { o.bloom_bits_per_key = -1; }},
+      {"bloom_bits_per_key", [](Options& o) { o.bloom_bits_per_key = 65; }},
+      {"compression", [](Options& o) { o.compression = static_cast<Compression>(7); }},
+      {"value_compression", [](Options& o) { o.value_compression = static_cast<Compression>(2); }},
+      {"io_backend", [](Options& o) { o.io_backend = static_cast<IoBackendOption>(3); }},
+      {"level0_compaction_trigger", [](Options& o) { o.level0_compaction_trigger = 0; }},
+      {"level0_slowdown_trigger", [](Options& o) { o.level0_slowdown_trigger = 3; }},
+      {"level0_stop_trigger", [](Options& o) { o.level0_stop_trigger = 19; }},
+      {"level_size_multiplier", [](Options& o) { o.level_size_multiplier = 1; }},
+      {"level_size_multiplier", [](Options& o) { o.level_size_multiplier = 1001; }},
+      {"target_file_size", [](Options& o) { o.target_file_size = (64 << 10) - 1; }},
+      {"soft_pending_compaction_bytes_limit",
+       [](Options& o) {
+         o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit + 1;
+       }},
+      {"max_background_compactions", [](Options& o) { o.max_background_compactions = 0; }},
+      {"max_background_compactions", [](Options& o) { o.max_background_compactions = 65; }},
+      {"value_log_segment_size", [](Options& o) { o.value_log_segment_size = (64 << 10) - 1; }},
+      {"value_log_segment_size",
+       [](Options& o) { o.value_log_segment_size = (uint64_t{4} << 30) + 1; }},
+  };
+  for (const Case& c : bad) {
+    Options o = SmallOptions();
+    c.set(o);
+    absl::Status s = OpenWithFileSystem(o, "/bad", fs_).status();
+    EXPECT_TRUE(absl::IsInvalidArgument(s)) << c.name << ": " << s;
+    EXPECT_NE(s.message().find(c.name), std::string::npos) << c.name << ": " << s;
+  }
+  EXPECT_FALSE(fs_->FileExists("/bad"));  // refused before any I/O
+
+  // The edges of each range are accepted.
+  const std::vector<std::function<void(Options&)>> good = {
+      [](Options& o) { o.gc_min_garbage_ratio = 0; },
+      [](Options& o) { o.gc_min_garbage_ratio = 1; },
+      [](Options& o) { o.gc_space_amp_trigger = 0; },
+      [](Options& o) { o.gc_space_amp_trigger = 1.0001; },
+      [](Options& o) { o.memtable_size = 64 << 10; },
+      [](Options& o) { o.block_size = 256; },
+      [](Options& o) { o.bloom_bits_per_key = 0; },
+      [](Options& o) {
+        o.level0_compaction_trigger = o.level0_slowdown_trigger = o.level0_stop_trigger = 1;
+      },
+      [](Options& o) { o.max_background_compactions = 64; },
+  };
+  for (size_t i = 0; i < good.size(); ++i) {
+    Options o = SmallOptions();
+    good[i](o);
+    const std::string path = absl::StrCat("/good", i);
+    EXPECT_OK(OpenWithFileSystem(o, path, fs_)) << i;
+  }
+}
+
+TEST_F(DBTest, RegularFileAtThePathIsRefusedSayingWhatIsThere) {
+  ASSERT_OK(fs_->WriteFileFromString("/plain", "hello"));
+  absl::Status s = OpenWithFileSystem(SmallOptions(), "/plain", fs_).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("/plain: is a file (5 bytes), not a directory"), std::string::npos)
+      << s;
+  EXPECT_EQ(*fs_->ReadFileToString("/plain"), "hello");  // left untouched
+
+  const std::string real =
+      absl::StrCat(::testing::TempDir(), "/cairn_db_test_plain_file_", getpid());
+  std::ofstream(real) << "hello";
+  s = DB::Open(SmallOptions(), real).status();
+  std::filesystem::remove(real);
+  EXPECT_TRUE(absl::IsFailedPrecondition(s)) << s;
+  EXPECT_NE(s.message().find("is a file (5 bytes), not a directory"), std::string::npos) << s;
+}
+
+// Flips a byte in the middle of the first value-log segment (sealed, so
+// that reopening does not check it), so that one record in the middle of a
+// scan no longer passes its checksum.
+class DBCorruptValueTest : public DBTest, public ::testing::WithParamInterface<int> {
+ protected:
+  static Options SmallSegments() {
+    Options o = SmallOptions();
+    o.value_log_segment_size = 64 << 10;
+    return o;
+  }
+
+  void CorruptTheFirstSegment() {
+    auto names = fs_->ListDir("/db");
+    ASSERT_OK(names);
+    std::map<uint64_t, std::string> segments;
+    for (const std::string& name : *names) {
+      uint64_t number;
+      lsm::FileType type;
+      if (lsm::ParseFileName(name, &number, &type) && type == lsm::FileType::kValueLog) {
+        segments[number] = "/db/" + name;
+      }
+    }
+    ASSERT_GE(segments.size(), 2u);
+    const std::string& segment = segments.begin()->second;
+    auto contents = fs_->ReadFileToString(segment);
+    ASSERT_OK(contents);
+    (*contents)[contents->size() / 2] ^= 0x5a;
+    ASSERT_OK(fs_->WriteFileFromString(segment, *contents));
+  }
+};
+
+TEST_P(DBCorruptValueTest, ScanStopsWithDataLossAtAnUnreadableValueAndNeverShowsIt) {
+  Reopen(SmallSegments());
+  constexpr int kKeys = 80;  // about 30 records per segment
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%03d", i), std::string(2000, 'a' + i % 26)));
+  }
+  ASSERT_OK(db_->Flush());
+  db_.reset();
+  CorruptTheFirstSegment();
+  Reopen(SmallSegments());
+
+  for (bool backward : {false, true}) {
+    ReadOptions ro;
+    ro.value_prefetch_depth = GetParam();
+    auto it = db_->NewIterator(ro);
+    int seen = 0;
+    if (backward) {
+      for (it->SeekToLast(); it->Valid(); it->Prev(), ++seen) {
+        EXPECT_EQ(it->value().size(), 2000u) << it->key();
+      }
+    } else {
+      for (it->SeekToFirst(); it->Valid(); it->Next(), ++seen) {
+        EXPECT_EQ(it->value().size(), 2000u) << it->key();
+      }
+    }
+    EXPECT_GT(seen, 0) << backward;
+    EXPECT_LT(seen, kKeys) << backward;  // stopped at the damaged record
+    EXPECT_TRUE(absl::IsDataLoss(it->status())) << it->status();
+    EXPECT_FALSE(it->Valid());
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(PrefetchOnAndOff, DBCorruptValueTest, ::testing::Values(32, 1));
+
 TEST_F(DBTest, ConcurrentWritersAllLand) {
   constexpr int kThreads = 4, kPerThread = 500;
   std::vector<std::thread> threads;
@@ -258,7 +476,7 @@ TEST_F(DBTest, ConcurrentWritersAllLand) {
       for (int i = 0; i < kPerThread; ++i) {
         WriteOptions wo;
         wo.sync = (i % 50 == 0);
-        ASSERT_TRUE(db_->Put(wo, absl::StrFormat("t%d-%05d", t, i), std::string(200, 'v')).ok());
+        ASSERT_OK(db_->Put(wo, absl::StrFormat("t%d-%05d", t, i), std::string(200, 'v')));
       }
     });
   }
@@ -273,9 +491,9 @@ TEST_F(DBTest, ConcurrentWritersAllLand) {
 
 TEST_F(DBTest, StatsCountUserAndDiskBytes) {
   for (int i = 0; i < 1000; ++i) {
-    ASSERT_TRUE(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'x')).ok());
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'x')));
   }
-  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_OK(db_->Flush());
   Stats st = db_->GetStats();
   EXPECT_EQ(st.puts, 1000u);
   EXPECT_EQ(st.user_bytes_written, 1000u * 109);
@@ -298,10 +516,10 @@ TEST(DBOpenTest, RealFileSystemRoundTrip) {
   std::filesystem::remove_all(dir);
   {
     auto db = DB::Open(SmallOptions(), dir);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     WriteOptions sync;
     sync.sync = true;
-    ASSERT_TRUE((*db)->Put(sync, "hello", "world").ok());
+    ASSERT_OK((*db)->Put(sync, "hello", "world"));
     std::string backend;
     ASSERT_TRUE((*db)->GetProperty("cairn.io-backend", &backend));
     EXPECT_TRUE(backend == "io_uring" || backend == "posix") << backend;
@@ -311,9 +529,9 @@ TEST(DBOpenTest, RealFileSystemRoundTrip) {
   }
   {
     auto db = DB::Open(SmallOptions(), dir);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     std::string v;
-    ASSERT_TRUE((*db)->Get({}, "hello", &v).ok());
+    ASSERT_OK((*db)->Get({}, "hello", &v));
     EXPECT_EQ(v, "world");
   }
   std::filesystem::remove_all(dir);

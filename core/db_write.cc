@@ -41,17 +41,12 @@ absl::Status DBImpl::Delete(const WriteOptions& options, std::string_view key) {
 }
 
 absl::Status DBImpl::CheckBatch(const WriteBatch& batch) const {
+  CAIRN_RETURN_IF_ERROR(batch.status());
+  // A batch rebuilt with WriteBatchInternal (SetContents) bypasses Put.
   return WriteBatchInternal::ForEach(
       batch, [](SequenceNumber, ValueType type, std::string_view key,
                 std::string_view value) -> absl::Status {
-        if (key.size() > kMaxKeySize) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
-        }
-        if (value.size() > kMaxValueSize) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "value of ", value.size(), " bytes exceeds the limit of ", kMaxValueSize));
-        }
+        CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckSizes(key, value));
         if (type == ValueType::kValuePointer) {
           return absl::InvalidArgumentError("write batch holds an internal value pointer");
         }

@@ -12,18 +12,26 @@ using lsm::ValueType;
 WriteBatch::WriteBatch() { Clear(); }
 
 void WriteBatch::Clear() {
+  status_ = absl::OkStatus();
   rep_.clear();
   rep_.resize(kBatchHeaderSize);
 }
 
 uint32_t WriteBatch::Count() const { return io::DecodeFixed32(rep_.data() + 8); }
 
+bool WriteBatch::CheckSizes(std::string_view key, std::string_view value) {
+  absl::Status s = WriteBatchInternal::CheckSizes(key, value);
+  if (s.ok()) return true;
+  if (status_.ok()) status_ = std::move(s);
+  return false;
+}
+
 void WriteBatch::Put(std::string_view key, std::string_view value) {
-  WriteBatchInternal::AddEntry(this, ValueType::kValue, key, value);
+  if (CheckSizes(key, value)) WriteBatchInternal::AddEntry(this, ValueType::kValue, key, value);
 }
 
 void WriteBatch::Delete(std::string_view key) {
-  WriteBatchInternal::AddEntry(this, ValueType::kDeletion, key, {});
+  if (CheckSizes(key, {})) WriteBatchInternal::AddEntry(this, ValueType::kDeletion, key, {});
 }
 
 absl::Status WriteBatch::Iterate(Handler* handler) const {
@@ -44,6 +52,18 @@ absl::Status WriteBatch::Iterate(Handler* handler) const {
       });
 }
 
+absl::Status WriteBatchInternal::CheckSizes(std::string_view key, std::string_view value) {
+  if (key.size() > kMaxKeySize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
+  }
+  if (value.size() > kMaxValueSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("value of ", value.size(), " bytes exceeds the limit of ", kMaxValueSize));
+  }
+  return absl::OkStatus();
+}
+
 uint64_t WriteBatchInternal::Sequence(const WriteBatch& b) {
   return io::DecodeFixed64(b.rep_.data());
 }
@@ -62,6 +82,7 @@ absl::Status WriteBatchInternal::SetContents(WriteBatch* b, std::string_view con
         absl::StrCat("write batch of ", contents.size(), " bytes is shorter than its header"));
   }
   b->rep_.assign(contents.data(), contents.size());
+  b->status_ = absl::OkStatus();
   return absl::OkStatus();
 }
 

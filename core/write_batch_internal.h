@@ -24,6 +24,9 @@ inline constexpr size_t kBatchHeaderSize = 12;
 
 class WriteBatchInternal {
  public:
+  // InvalidArgument when key or value is over its limit (kMaxKeySize,
+  // kMaxValueSize).
+  static absl::Status CheckSizes(std::string_view key, std::string_view value);
   static uint64_t Sequence(const WriteBatch& b);
   static void SetSequence(WriteBatch* b, uint64_t seq);
   static void SetCount(WriteBatch* b, uint32_t n);

@@ -107,7 +107,7 @@ class GcJob {
         return s;
       }
     }
-    // Last: only now does nothing need the victim (TESTING.md, invariant 5).
+    // Last: only now does nothing need the victim (docs/testing.md, invariant 5).
     final_edit.MarkObsolete(victim_id_);
     return index_->LogSegmentEdit(final_edit);
   }

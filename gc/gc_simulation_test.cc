@@ -165,7 +165,7 @@ TEST(GcSimulationTest, HigherFloorTradesSpaceForWriteAmplification) {
     EXPECT_GT(results[1].write_amp, results[2].write_amp);
     EXPECT_LT(results[0].space_amp, results[1].space_amp);
     EXPECT_LT(results[1].space_amp, results[2].space_amp);
-    // The default meets TESTING.md's space bound (2x live) with GC at most
+    // The default meets docs/testing.md's space bound (2x live) with GC at most
     // doubling the value log's writes.
     EXPECT_LE(results[1].max_space_amp, 2.0);
     EXPECT_LE(results[1].write_amp, 2.0);

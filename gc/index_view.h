@@ -2,7 +2,7 @@
 // index (the LSM and its write queue) and manifest. gc/ declares it; core/
 // implements it, so the collector never includes lsm/ or core/.
 //
-// The collector relies on four promises (TESTING.md, invariants 5 and 6):
+// The collector relies on four promises (docs/testing.md, invariants 5 and 6):
 //   - CheckLive answers from the latest state (memtables included);
 //   - RewritePointers is a compare-and-swap ordered with user writes through
 //     the write queue, and durable (synced) before it returns;

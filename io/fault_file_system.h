@@ -5,7 +5,7 @@
 // durable yet. SimulateCrash turns that record into a crash image in the base
 // file system. It also injects errors (EIO, ENOSPC, short writes) into the
 // n-th matching operation. It serves the crash and fault suites of
-// TESTING.md; production code never uses it.
+// docs/testing.md; production code never uses it.
 //
 // A crash cycle:
 //   fs->SetFilesystemActive(false);  // the process is dead: mutations fail

@@ -1,5 +1,7 @@
 #include "io/ring.h"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cerrno>
 #include <mutex>
@@ -12,6 +14,7 @@
 #include "absl/time/time.h"
 #include "io/file_system.h"
 #include "io/posix_file_system.h"
+#include "io/status_macros.h"
 
 namespace cairn::io {
 namespace {
@@ -24,6 +27,22 @@ std::atomic<int> forced_setup_errno{0};
 // many times before calling the ring broken.
 constexpr int kMaxSubmitRetries = 1000;
 
+// Counts the forks between the first process and this one: the child's fork
+// handler bumps it, so a ring that recorded another value was set up by an
+// ancestor. Cheaper than getpid() (a system call) on every submission.
+std::atomic<uint64_t> fork_generation{0};
+
+void AfterForkInChild();
+
+uint64_t ForkGeneration() {
+  static const bool registered = [] {
+    pthread_atfork(nullptr, nullptr, AfterForkInChild);
+    return true;
+  }();
+  (void)registered;
+  return fork_generation.load(std::memory_order_relaxed);
+}
+
 }  // namespace
 
 void SetRingSetupFailureForTesting(int errno_value) {
@@ -33,10 +52,20 @@ void SetRingSetupFailureForTesting(int errno_value) {
 absl::StatusOr<std::unique_ptr<Ring>> Ring::Create(unsigned depth) {
   const int forced = forced_setup_errno.load(std::memory_order_relaxed);
   std::unique_ptr<Ring> ring(new Ring);
+  ring->fork_generation_ = ForkGeneration();
   int r = forced != 0 ? -forced : io_uring_queue_init(depth, &ring->ring_, 0);
   if (r < 0) return ErrnoError(-r, "io_uring_queue_init");
   ring->set_up_ = true;
   return ring;
+}
+
+bool Ring::OwnedByThisProcess() const { return fork_generation_ == ForkGeneration(); }
+
+absl::Status Ring::CheckOwner() const {
+  if (OwnedByThisProcess()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "io_uring: this ring was set up by the parent of a forked process; a database opened "
+      "before fork must not be used in the child (open one in the child instead)");
 }
 
 Ring::~Ring() {
@@ -60,15 +89,24 @@ class RingPool {
  public:
   std::unique_ptr<Ring> Take() {
     std::lock_guard<std::mutex> l(mu_);
-    if (free_.empty()) return nullptr;
-    std::unique_ptr<Ring> ring = std::move(free_.back());
-    free_.pop_back();
-    return ring;
+    while (!free_.empty()) {
+      std::unique_ptr<Ring> ring = std::move(free_.back());
+      free_.pop_back();
+      // A parent's ring, in a forked child: unmapping it and closing its
+      // descriptor here leaves the parent's untouched.
+      if (ring->OwnedByThisProcess()) return ring;
+    }
+    return nullptr;
   }
   void Put(std::unique_ptr<Ring> ring) {
     std::lock_guard<std::mutex> l(mu_);
     free_.push_back(std::move(ring));
   }
+
+  // fork() copies only the forking thread, so the child's copy of mu_ must
+  // not be held by a thread it lacks: mu_ is held across fork.
+  void LockForFork() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu_.lock(); }
+  void UnlockAfterFork() ABSL_NO_THREAD_SAFETY_ANALYSIS { mu_.unlock(); }
 
  private:
   std::mutex mu_;
@@ -76,23 +114,30 @@ class RingPool {
 };
 
 RingPool& Pool() {
-  static RingPool* const pool = new RingPool;  // Never destroyed: see above.
+  static RingPool* const pool = [] {
+    auto* p = new RingPool;  // Never destroyed: see above.
+    pthread_atfork([] { Pool().LockForFork(); }, [] { Pool().UnlockAfterFork(); },
+                   [] { Pool().UnlockAfterFork(); });
+    return p;
+  }();
   return *pool;
 }
+
+void AfterForkInChild() { fork_generation.fetch_add(1, std::memory_order_relaxed); }
 
 }  // namespace
 
 // Returns this thread's ring to the pool when the thread exits.
 struct Ring::ThreadSlot {
   std::unique_ptr<Ring> ring;
-  ~ThreadSlot() {
-    if (ring != nullptr && !ring->broken_) Pool().Put(std::move(ring));
-  }
+  ~ThreadSlot() { ReturnOwned(std::move(ring)); }
 };
 
 absl::StatusOr<Ring*> Ring::ThisThread() {
   thread_local ThreadSlot slot;
-  if (slot.ring != nullptr && slot.ring->broken_) slot.ring.reset();
+  if (slot.ring != nullptr && (slot.ring->broken_ || !slot.ring->OwnedByThisProcess())) {
+    slot.ring.reset();
+  }
   if (slot.ring == nullptr) {
     // The test hook fails a thread's setup even when a pooled ring is free.
     const int forced = forced_setup_errno.load(std::memory_order_relaxed);
@@ -116,10 +161,19 @@ absl::StatusOr<std::unique_ptr<Ring>> Ring::TakeOwned() {
 }
 
 void Ring::ReturnOwned(std::unique_ptr<Ring> ring) {
-  if (ring != nullptr && !ring->broken_) Pool().Put(std::move(ring));
+  if (ring != nullptr && !ring->broken_ && ring->OwnedByThisProcess()) {
+    Pool().Put(std::move(ring));
+  }
+}
+
+io_uring_sqe* Ring::GetSqe() {
+  // An inherited ring's entries are shared with the parent: never write one.
+  if (!OwnedByThisProcess()) return nullptr;
+  return io_uring_get_sqe(&ring_);
 }
 
 absl::Status Ring::Submit() {
+  CAIRN_RETURN_IF_ERROR(CheckOwner());
   int retries = 0;
   while (true) {
     const int r = io_uring_submit(&ring_);
@@ -134,6 +188,7 @@ absl::Status Ring::Submit() {
 }
 
 absl::Status Ring::WaitCompletion(uint64_t* data, int* res) {
+  CAIRN_RETURN_IF_ERROR(CheckOwner());
   io_uring_cqe* cqe = nullptr;
   while (true) {
     const int r = io_uring_wait_cqe(&ring_, &cqe);
@@ -147,6 +202,7 @@ absl::Status Ring::WaitCompletion(uint64_t* data, int* res) {
 }
 
 bool Ring::PeekCompletion(uint64_t* data, int* res) {
+  if (!OwnedByThisProcess()) return false;
   io_uring_cqe* cqe = nullptr;
   if (io_uring_peek_cqe(&ring_, &cqe) != 0) return false;
   *data = io_uring_cqe_get_data64(cqe);
@@ -157,6 +213,8 @@ bool Ring::PeekCompletion(uint64_t* data, int* res) {
 
 void Ring::Abandon(size_t in_flight) {
   broken_ = true;
+  // A parent's ring: what is in flight on it is the parent's, not ours.
+  if (!OwnedByThisProcess()) return;
   io_uring_cqe* cqe;
   while (in_flight > 0) {
     __kernel_timespec ts{.tv_sec = 1, .tv_nsec = 0};
@@ -185,6 +243,7 @@ absl::Status Ring::Probe() {
 
 absl::Status Ring::RunBatch(size_t n, absl::FunctionRef<void(size_t, io_uring_sqe*)> prep,
                             absl::FunctionRef<bool(size_t, int)> complete) {
+  CAIRN_RETURN_IF_ERROR(CheckOwner());
   // Operations still to submit, in order, from pending[next] on; resubmitted
   // ones go to the back.
   absl::InlinedVector<size_t, 16> pending(n);

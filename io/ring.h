@@ -9,8 +9,16 @@
 // process exits. Every operation a
 // call submits has completed before that call returns, so a ring never holds
 // a completion that belongs to a finished call, and no buffer is referenced
-// by the kernel after its owner returns. A forked child must not use a ring
-// it inherited.
+// by the kernel after its owner returns.
+//
+// Rings are per process. A forked child shares its parent's rings (the same
+// kernel queues, mapped into both), and two processes submitting to and
+// reaping from one ring steal each other's completions and spin. Each ring
+// records the process (fork generation) that set it up: in a child,
+// ThisThread and TakeOwned never hand out an inherited ring (the pool and
+// the thread's slot drop them and set up new ones), and an inherited ring
+// that a child still holds (a ReadQueue made before fork) fails every
+// submit and wait with FailedPrecondition instead of touching the queues.
 //
 // Thread safety: a Ring belongs to one thread.
 #ifndef CAIRN_IO_RING_H_
@@ -19,6 +27,7 @@
 #include <liburing.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "absl/functional/function_ref.h"
@@ -68,7 +77,8 @@ class Ring {
   static absl::StatusOr<std::unique_ptr<Ring>> TakeOwned();
   static void ReturnOwned(std::unique_ptr<Ring> ring);
   // A submission entry to prepare, or null when the submission queue is full.
-  io_uring_sqe* GetSqe() { return io_uring_get_sqe(&ring_); }
+  // Always null on a ring inherited across fork.
+  io_uring_sqe* GetSqe();
   // Submits every prepared entry, retrying transient failures. An error
   // leaves the entries' fate unknown: call Abandon.
   absl::Status Submit();
@@ -81,6 +91,11 @@ class Ring {
   // marks the ring broken.
   void Abandon(size_t in_flight);
 
+  // Whether this process set the ring up (false for a ring inherited across
+  // fork), and as a status: FailedPrecondition for an inherited ring.
+  bool OwnedByThisProcess() const;
+  absl::Status CheckOwner() const;
+
  private:
   struct ThreadSlot;
 
@@ -88,6 +103,7 @@ class Ring {
   static absl::StatusOr<std::unique_ptr<Ring>> Create(unsigned depth);
 
   io_uring ring_{};
+  uint64_t fork_generation_ = 0;  // ForkGeneration() when set up
   bool set_up_ = false;  // io_uring_queue_init succeeded.
   bool broken_ = false;  // The ring failed; replace it.
 };

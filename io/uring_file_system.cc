@@ -293,6 +293,11 @@ class UringReadQueue final : public ReadQueue {
 
   // Puts backlogged reads on the ring while it has room, and submits them.
   void SubmitBacklog() {
+    if (ring_ == nullptr || backlog_.empty()) return;
+    if (absl::Status s = ring_->CheckOwner(); !s.ok()) {
+      Fail(s);  // a queue made before fork, used in the child
+      return;
+    }
     bool queued = false;
     while (!backlog_.empty() && in_flight_ < Ring::kDepth) {
       io_uring_sqe* sqe = ring_->GetSqe();

@@ -1,4 +1,4 @@
-// Kill -9 crash test on the real file system (TESTING.md, "kill -9 of a child
+// Kill -9 crash test on the real file system (docs/testing.md, "kill -9 of a child
 // process"). Each cycle starts tests/crash_child.cc on the same database
 // directory under /tmp, lets it write for a random 20-400 ms, kills it with
 // SIGKILL, reopens the database here and checks it against the child's op log
@@ -44,6 +44,7 @@
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "gtest/gtest.h"
+#include "io/testing/status_matchers.h"
 #include "lsm/filename.h"
 #include "tests/check_tool.h"
 #include "tests/crash_op_log.h"
@@ -192,14 +193,6 @@ class CrashTest : public ::testing::TestWithParam<CrashParams> {
 
 TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   const CrashParams& p = GetParam();
-  {
-    // Separated mode starts running once the DB accepts the option.
-    auto probe = DB::Open(CrashTestOptions(p.value_separation_threshold), (dir_ / "probe").string());
-    if (absl::IsUnimplemented(probe.status())) {
-      GTEST_SKIP() << "value separation is not implemented yet: " << probe.status();
-    }
-    ASSERT_TRUE(probe.ok()) << probe.status();
-  }
   uint64_t base_seed;
   if (const char* s = std::getenv("CAIRN_CRASH_SEED")) {
     base_seed = std::strtoull(s, nullptr, 10);
@@ -244,7 +237,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
     }
 
     auto parsed = ParseOpLog(ReadWholeFile(op_log));
-    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    ASSERT_OK(parsed);
     Model expected = model;
     for (const LoggedOp& op : parsed->acknowledged) ApplyOp(op, &expected);
     acked_total += parsed->acknowledged.size();
@@ -259,7 +252,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         recovered.emplace(std::string(it->key()), std::string(it->value()));
       }
-      ASSERT_TRUE(it->status().ok()) << it->status();
+      ASSERT_OK(it->status());
     }
     if (recovered == expected) {
       if (parsed->in_flight.has_value()) ++in_flight_dropped;

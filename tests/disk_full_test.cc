@@ -1,4 +1,4 @@
-// Disk-full scenarios (TESTING.md, "disk full"): ENOSPC, persistent, on every
+// Disk-full scenarios (docs/testing.md, "disk full"): ENOSPC, persistent, on every
 // write through io::FaultFileSystem (FaultKind::kAnyWrite), while the engine
 // writes the WAL, the value log (separated mode, values >= the threshold),
 // and a flush or a compaction. In each the write fails with
@@ -31,6 +31,7 @@
 #include "gtest/gtest.h"
 #include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
+#include "io/testing/status_matchers.h"
 #include "lsm/filename.h"
 #include "tests/check_tool.h"
 
@@ -44,11 +45,6 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
   void SetUp() override {
     base_ = std::make_shared<io::MemoryFileSystem>();
     fs_ = std::make_shared<io::FaultFileSystem>(base_);
-    auto probe = OpenWithFileSystem(MakeOptions(), "/probe", base_);
-    if (absl::IsUnimplemented(probe.status())) {
-      GTEST_SKIP() << "value separation is not implemented yet: " << probe.status();
-    }
-    ASSERT_TRUE(probe.ok()) << probe.status();
   }
 
   Options MakeOptions() const {
@@ -67,7 +63,7 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
 
   void Open() {
     auto db = OpenWithFileSystem(MakeOptions(), "/db", fs_);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     db_ = std::move(*db);
   }
 
@@ -85,7 +81,7 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
       const std::string value = Value(i, len);
       WriteOptions wo;
       wo.sync = i + 1 == first + n;
-      ASSERT_TRUE(db_->Put(wo, key, value).ok());
+      ASSERT_OK(db_->Put(wo, key, value));
       model_[key] = value;
     }
   }
@@ -106,7 +102,7 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
     for (it->SeekToFirst(); it->Valid(); it->Next()) {
       m.emplace(std::string(it->key()), std::string(it->value()));
     }
-    EXPECT_TRUE(it->status().ok()) << it->status();
+    EXPECT_OK(it->status());
     return m;
   }
 
@@ -133,13 +129,13 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
     fs_->ClearFaults();
     fs_->SetFilesystemActive(false);
     db_.reset();
-    ASSERT_TRUE(fs_->SimulateCrash(io::CrashMode::kDropUnsynced, 1).ok());
+    ASSERT_OK(fs_->SimulateCrash(io::CrashMode::kDropUnsynced, 1));
     Open();
     ASSERT_FALSE(HasFatalFailure());
     EXPECT_EQ(Scan(), model_);
-    ASSERT_TRUE(db_->Put(WriteOptions{.sync = true}, "after", "space is back").ok());
+    ASSERT_OK(db_->Put(WriteOptions{.sync = true}, "after", "space is back"));
     std::string v;
-    ASSERT_TRUE(db_->Get(ReadOptions(), "after", &v).ok());
+    ASSERT_OK(db_->Get(ReadOptions(), "after", &v));
     EXPECT_EQ(v, "space is back");
   }
 
@@ -165,7 +161,7 @@ class DiskFullTest : public ::testing::TestWithParam<size_t> {
                      /*persistent=*/true);
       const absl::Status s = work();
       if (fs_->faults_injected() == 0) {
-        ASSERT_TRUE(s.ok()) << s;
+        ASSERT_OK(s);
         return;
       }
       ++*cases;
@@ -249,10 +245,10 @@ class DiskFullGcTest : public DiskFullTest {
       if (i % 3 == 0) continue;
       const std::string key = absl::StrFormat("key%06d", i);
       const std::string value = Value(i + 1000, 1000);
-      ASSERT_TRUE(db_->Put(WriteOptions{.sync = i == 239}, key, value).ok());
+      ASSERT_OK(db_->Put(WriteOptions{.sync = i == 239}, key, value));
       model_[key] = value;
     }
-    ASSERT_TRUE(db_->CompactRange(nullptr, nullptr).ok());
+    ASSERT_OK(db_->CompactRange(nullptr, nullptr));
   }
 
   // With the disk still full: the files as they are pass `cairn check` but
@@ -270,10 +266,10 @@ class DiskFullGcTest : public DiskFullTest {
     const uint64_t before = SegmentBytes(base_.get());
     for (int i = 0; i < 200; ++i) {
       const std::string key = absl::StrFormat("key%06d", i);
-      ASSERT_TRUE(db_->Delete(WriteOptions{.sync = i == 199}, key).ok());
+      ASSERT_OK(db_->Delete(WriteOptions{.sync = i == 199}, key));
       model_.erase(key);
     }
-    ASSERT_TRUE(db_->CompactRange(nullptr, nullptr).ok());
+    ASSERT_OK(db_->CompactRange(nullptr, nullptr));
     absl::StatusOr<GcResult> gc = db_->RunGC();
     ASSERT_TRUE(gc.ok()) << "GC once the space is back: " << gc.status();
     EXPECT_GT(gc->victims, 0u);
@@ -307,7 +303,7 @@ TEST_P(DiskFullGcTest, FullWhileGcWritesItsOutputFailsCleanly) {
     const absl::StatusOr<GcResult> gc = db_->RunGC();
     if (fs_->faults_injected() == 0) {
       // Past the last write GC makes: the sweep is complete.
-      ASSERT_TRUE(gc.ok()) << gc.status();
+      ASSERT_OK(gc);
       ASSERT_GT(gc->victims, 0u) << "the set-up left GC nothing to collect";
       gc_writes = k;
       break;
@@ -365,7 +361,7 @@ TEST_P(DiskFullTest, FullDuringCompactionFailsCleanly) {
         Open();
         for (int round = 0; round < 3; ++round) {
           Fill(round * 100, 100, 300);
-          ASSERT_TRUE(db_->Flush().ok());
+          ASSERT_OK(db_->Flush());
         }
       },
       [&] { return db_->CompactRange(nullptr, nullptr); }, &cases);

@@ -2,7 +2,7 @@
 // directions, flushes, clean reopens and crashes, checked against a std::map
 // oracle. Crashes go through the fault-injecting file system: after each, the
 // recovered state must equal the acknowledged write order replayed to some
-// prefix that holds every acknowledged sync write (TESTING.md).
+// prefix that holds every acknowledged sync write (docs/testing.md).
 //
 // Seeds are printed; CAIRN_MODEL_SEED=<n> replays one. CAIRN_LONG=1 runs
 // more cycles.
@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
+#include "io/testing/status_matchers.h"
 
 namespace cairn {
 namespace {
@@ -79,7 +80,7 @@ class Driver {
 
   void Open() {
     auto db = OpenWithFileSystem(options_, "/db", fs_);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     db_ = std::move(*db);
   }
   void Close() {
@@ -136,12 +137,12 @@ class Driver {
       } else if (r < 88 && check_reads) {
         CheckIterator(nullptr, model_);
       } else if (r < 90) {
-        ASSERT_TRUE(db_->Flush().ok());
+        ASSERT_OK(db_->Flush());
       } else if (r < 91) {
-        ASSERT_TRUE(db_->CompactRange(nullptr, nullptr).ok());
+        ASSERT_OK(db_->CompactRange(nullptr, nullptr));
       } else if (r < 93) {
         auto gc = db_->RunGC();
-        ASSERT_TRUE(gc.ok()) << gc.status();
+        ASSERT_OK(gc);
       } else if (check_reads && !snapshots_.empty()) {
         CheckSnapshot(snapshots_[rng_() % snapshots_.size()]);
       }
@@ -161,7 +162,7 @@ class Driver {
     WriteOptions wo;
     wo.sync = op.sync;
     absl::Status s = db_->Write(wo, b);
-    ASSERT_TRUE(s.ok()) << s;
+    ASSERT_OK(s);
     Apply(op, &model_);
     if (log != nullptr) log->push_back(op);
   }
@@ -190,7 +191,7 @@ class Driver {
       ASSERT_EQ(it->key(), mit->first);
       ASSERT_EQ(it->value(), mit->second);
     }
-    ASSERT_TRUE(it->status().ok()) << it->status();
+    ASSERT_OK(it->status());
     ASSERT_EQ(mit, m.end()) << "missing key " << mit->first;
     auto rit = m.rbegin();
     for (it->SeekToLast(); it->Valid(); it->Prev(), ++rit) {
@@ -234,7 +235,7 @@ class Driver {
     Model m;
     auto it = db_->NewIterator(ReadOptions());
     for (it->SeekToFirst(); it->Valid(); it->Next()) m[std::string(it->key())] = it->value();
-    EXPECT_TRUE(it->status().ok()) << it->status();
+    EXPECT_OK(it->status());
     return m;
   }
 
@@ -297,7 +298,7 @@ TEST_P(ModelTest, CrashesRecoverAPrefixHoldingEverySyncedWrite) {
       fs->SetFilesystemActive(false);
       d.Close();
       const io::CrashMode mode = kModes[d.rng()() % 3];
-      ASSERT_TRUE(fs->SimulateCrash(mode, d.rng()()).ok());
+      ASSERT_OK(fs->SimulateCrash(mode, d.rng()()));
       d.Open();
       ASSERT_FALSE(HasFatalFailure());
       const Model recovered = d.ReadAll();

@@ -21,6 +21,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/file_system.h"
+#include "io/testing/status_matchers.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
 #include "lsm/table_builder.h"
@@ -83,16 +84,16 @@ class ToolTest : public ::testing::Test {
     Options options;
     options.memtable_size = 1 << 20;
     auto db = DB::Open(options, dir_);
-    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_OK(db);
     for (int i = 0; i < kFlushedKeys; ++i) {
-      ASSERT_TRUE((*db)->Put(WriteOptions(), Key(i), Value(i)).ok());
+      ASSERT_OK((*db)->Put(WriteOptions(), Key(i), Value(i)));
     }
-    ASSERT_TRUE((*db)->Flush().ok());
+    ASSERT_OK((*db)->Flush());
     for (int i = 0; i < kWalKeys - 1; ++i) {
-      ASSERT_TRUE((*db)->Put(WriteOptions(), absl::StrCat("wal-", Key(i)), Value(i)).ok());
+      ASSERT_OK((*db)->Put(WriteOptions(), absl::StrCat("wal-", Key(i)), Value(i)));
     }
-    ASSERT_TRUE((*db)->Put(WriteOptions(), std::string("bin\x01\xff", 5), "x").ok());
-    ASSERT_TRUE((*db)->Delete(WriteOptions(), Key(0)).ok());
+    ASSERT_OK((*db)->Put(WriteOptions(), std::string("bin\x01\xff", 5), "x"));
+    ASSERT_OK((*db)->Delete(WriteOptions(), Key(0)));
   }
 
   // Paths of the files of type in the database, sorted.
@@ -149,8 +150,8 @@ TEST_F(ToolTest, CheckWritesNothingAndTakesNoLock) {
   };
   // An open DB holds the LOCK; check does not need it.
   auto db = DB::Open(Options(), dir_);
-  ASSERT_TRUE(db.ok()) << db.status();
-  ASSERT_TRUE((*db)->WaitForBackgroundWork().ok());
+  ASSERT_OK(db);
+  ASSERT_OK((*db)->WaitForBackgroundWork());
   const auto before = listing();
   RunResult r = RunTool({"check", dir_});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -216,13 +217,13 @@ TEST_F(ToolTest, DumpManifestPrintsEditsAndTheFinalState) {
 TEST_F(ToolTest, DumpVlogPrintsRecordsAndATornTail) {
   fs::create_directories(dir_);
   auto file_system = io::NewFileSystem(io::IoBackend::kAuto);
-  ASSERT_TRUE(file_system.ok());
+  ASSERT_OK(file_system);
   const std::string path = lsm::ValueLogFileName(dir_, 42);
   {
     auto writer = vlog::SegmentWriter::Create(file_system->get(), path, 42, {});
-    ASSERT_TRUE(writer.ok()) << writer.status();
-    for (int i = 0; i < 3; ++i) ASSERT_TRUE((*writer)->Append(Key(i), Value(i)).ok());
-    ASSERT_TRUE((*writer)->Close().ok());
+    ASSERT_OK(writer);
+    for (int i = 0; i < 3; ++i) ASSERT_OK((*writer)->Append(Key(i), Value(i)));
+    ASSERT_OK((*writer)->Close());
   }
   RunResult r = RunTool({"dump-vlog", path});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -320,10 +321,10 @@ TEST_F(ToolTest, UsageErrorsExitTwo) {
 TEST_F(ToolTest, CheckVerifiesValuePointersAndReportsDanglingOnes) {
   CreateDatabase();
   auto file_system = io::NewFileSystem(io::IoBackend::kAuto);
-  ASSERT_TRUE(file_system.ok());
+  ASSERT_OK(file_system);
   io::FileSystem* fsys = file_system->get();
   lsm::VersionSet versions(fsys, dir_);
-  ASSERT_TRUE(versions.Recover([](uint32_t, std::string_view) { return absl::OkStatus(); }).ok());
+  ASSERT_OK(versions.Recover([](uint32_t, std::string_view) { return absl::OkStatus(); }));
 
   const uint64_t segment_id = versions.NewFileNumber();
   const std::string segment_path = lsm::ValueLogFileName(dir_, segment_id);
@@ -331,15 +332,15 @@ TEST_F(ToolTest, CheckVerifiesValuePointersAndReportsDanglingOnes) {
   uint64_t segment_size = 0;
   {
     auto writer = vlog::SegmentWriter::Create(fsys, segment_path, segment_id, {});
-    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_OK(writer);
     for (int i = 0; i < 10; ++i) {
       auto p = (*writer)->Append(absl::StrCat("sep-", Key(i)), Value(i));
-      ASSERT_TRUE(p.ok()) << p.status();
+      ASSERT_OK(p);
       pointers.push_back(*p);
     }
-    ASSERT_TRUE((*writer)->Sync().ok());
+    ASSERT_OK((*writer)->Sync());
     segment_size = (*writer)->size();
-    ASSERT_TRUE((*writer)->Close().ok());
+    ASSERT_OK((*writer)->Close());
   }
 
   const uint64_t table_number = versions.NewFileNumber();
@@ -347,16 +348,16 @@ TEST_F(ToolTest, CheckVerifiesValuePointersAndReportsDanglingOnes) {
   meta.number = table_number;
   {
     auto file = fsys->NewWritableFile(lsm::TableFileName(dir_, table_number), {});
-    ASSERT_TRUE(file.ok());
+    ASSERT_OK(file);
     lsm::TableBuilder builder(lsm::TableOptions(), file->get());
     for (int i = 0; i < 10; ++i) {
       std::string ikey;
       lsm::AppendInternalKey(&ikey, absl::StrCat("sep-", Key(i)), 1, lsm::ValueType::kValuePointer);
-      ASSERT_TRUE(builder.Add(ikey, vlog::EncodeValuePointer(pointers[i])).ok());
+      ASSERT_OK(builder.Add(ikey, vlog::EncodeValuePointer(pointers[i])));
     }
-    ASSERT_TRUE(builder.Finish().ok());
-    ASSERT_TRUE((*file)->Sync().ok());
-    ASSERT_TRUE((*file)->Close().ok());
+    ASSERT_OK(builder.Finish());
+    ASSERT_OK((*file)->Sync());
+    ASSERT_OK((*file)->Close());
     meta.file_size = builder.FileSize();
     meta.smallest = builder.smallest_key();
     meta.largest = builder.largest_key();
@@ -369,7 +370,7 @@ TEST_F(ToolTest, CheckVerifiesValuePointersAndReportsDanglingOnes) {
   segment_edit.AddSegment(segment_id, vlog::SegmentKind::kFresh);
   segment_edit.SealSegment(segment_id, segment_size, pointers.size());
   for (const auto& [tag, payload] : segment_edit.Encode()) edit.AddExtension(tag, payload);
-  ASSERT_TRUE(versions.LogAndApply(&edit).ok());
+  ASSERT_OK(versions.LogAndApply(&edit));
 
   RunResult r = RunTool({"check", dir_});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -401,32 +402,29 @@ TEST_F(ToolTest, CheckPassesOnACompactedDatabaseWithSeparatedValues) {
   options.target_file_size = 64 << 10;
   options.value_separation_threshold = 100;
   auto db = DB::Open(options, dir_);
-  if (absl::IsUnimplemented(db.status())) {
-    GTEST_SKIP() << "key-value separation is not wired into DB::Open yet: " << db.status();
-  }
-  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_OK(db);
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 600; ++i) {
       // Odd keys stay inline (short values); even keys go to the value log.
       const std::string value =
           i % 2 ? absl::StrCat(round, "-", i) : absl::StrCat(round, "-", Value(i), Value(i));
-      ASSERT_TRUE((*db)->Put(WriteOptions(), Key(i), value).ok());
+      ASSERT_OK((*db)->Put(WriteOptions(), Key(i), value));
     }
-    for (int i = round; i < 600; i += 7) ASSERT_TRUE((*db)->Delete(WriteOptions(), Key(i)).ok());
-    ASSERT_TRUE((*db)->Flush().ok());
+    for (int i = round; i < 600; i += 7) ASSERT_OK((*db)->Delete(WriteOptions(), Key(i)));
+    ASSERT_OK((*db)->Flush());
   }
-  ASSERT_TRUE((*db)->CompactRange(nullptr, nullptr).ok());
+  ASSERT_OK((*db)->CompactRange(nullptr, nullptr));
   // A flush after the compaction also deletes its inputs (CompactRange
   // itself may leave the last ones, which check would call orphans).
   for (int i = 0; i < 50; ++i) {
-    ASSERT_TRUE((*db)->Put(WriteOptions(), Key(i), Value(i) + Value(i)).ok());
+    ASSERT_OK((*db)->Put(WriteOptions(), Key(i), Value(i) + Value(i)));
   }
-  ASSERT_TRUE((*db)->Flush().ok());
+  ASSERT_OK((*db)->Flush());
   // Pointers and inline values left in the WAL.
   for (int i = 0; i < 40; ++i) {
-    ASSERT_TRUE((*db)->Put(WriteOptions(), Key(i), i % 2 ? "short" : Value(i) + Value(i)).ok());
+    ASSERT_OK((*db)->Put(WriteOptions(), Key(i), i % 2 ? "short" : Value(i) + Value(i)));
   }
-  ASSERT_TRUE((*db)->WaitForBackgroundWork().ok());
+  ASSERT_OK((*db)->WaitForBackgroundWork());
   db->reset();
   RunResult r = RunTool({"check", dir_});
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -434,18 +432,14 @@ TEST_F(ToolTest, CheckPassesOnACompactedDatabaseWithSeparatedValues) {
   EXPECT_THAT(r.output, Not(HasSubstr("problem:")));
 }
 
-// Through the DB itself once it separates values (Options::
-// value_separation_threshold below kInlineValues opens).
+// Through the DB itself, with every value separated.
 TEST_F(ToolTest, CheckReportsADeletedSegmentOfASeparatedDatabase) {
   Options options;
   options.value_separation_threshold = 0;
   auto db = DB::Open(options, dir_);
-  if (absl::IsUnimplemented(db.status())) {
-    GTEST_SKIP() << "key-value separation is not wired into DB::Open yet: " << db.status();
-  }
-  ASSERT_TRUE(db.ok()) << db.status();
-  for (int i = 0; i < 50; ++i) ASSERT_TRUE((*db)->Put(WriteOptions(), Key(i), Value(i)).ok());
-  ASSERT_TRUE((*db)->Flush().ok());
+  ASSERT_OK(db);
+  for (int i = 0; i < 50; ++i) ASSERT_OK((*db)->Put(WriteOptions(), Key(i), Value(i)));
+  ASSERT_OK((*db)->Flush());
   db->reset();
   RunResult r = RunTool({"check", dir_});
   EXPECT_EQ(r.exit_code, 0) << r.output;

@@ -3,7 +3,7 @@
 // records) and recovery (finding where the good bytes of a crashed segment
 // end). Layout: docs/vlog_format.md.
 //
-// It tells a torn tail from corruption (TESTING.md, invariant 3). When the
+// It tells a torn tail from corruption (docs/testing.md, invariant 3). When the
 // record at offset X is bad (cut short, out-of-range lengths, bad checksum or
 // unknown flags), the scanner looks for a valid record starting at any later
 // offset:

@@ -17,7 +17,7 @@
 //   - sealing names a segment in the set that is not yet sealed (sealing
 //     again with the same size and record count is a no-op);
 //   - marking obsolete names a segment in the set;
-//   - removing names an obsolete segment (TESTING.md, invariant 5).
+//   - removing names an obsolete segment (docs/testing.md, invariant 5).
 // Garbage for a segment not in the set is ignored: it was removed, and
 // pointers into it can still be dropped by later compactions.
 //

@@ -55,7 +55,15 @@ class DB {
 
   virtual std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) = 0;
 
+  // A read view of the database as it is now, for ReadOptions::snapshot,
+  // held until ReleaseSnapshot (snapshots still held when the DB is
+  // destroyed are freed with it).
   virtual const Snapshot* GetSnapshot() = 0;
+  // Releases a snapshot from this DB's GetSnapshot; it must not be used
+  // afterwards. Releasing null, a snapshot already released, or one from
+  // another DB does nothing (the DB tracks the snapshots it handed out). A
+  // later GetSnapshot may return the same pointer again, and a stale second
+  // release would then release that new snapshot: release each one once.
   virtual void ReleaseSnapshot(const Snapshot* snapshot) = 0;
 
   // Writes the memtable to an SST and waits for it.

@@ -1,7 +1,10 @@
 // Iterator walks the database's keys in bytewise order as of one snapshot.
 //
 // key() and value() are valid until the next move. When Valid() turns false,
-// status() tells the end of data from an error.
+// status() tells the end of data from an error. Valid() means the entry's
+// value was read: an entry whose value cannot be read (say DataLoss from a
+// damaged value-log record) is never shown; the iterator turns invalid at
+// it with the error in status().
 //
 // Thread safety: one thread at a time.
 #ifndef CAIRN_ITERATOR_H_

@@ -1,5 +1,10 @@
 // WriteBatch holds updates that DB::Write applies atomically: after any crash
 // either all of them are visible or none.
+//
+// A key over kMaxKeySize or a value over kMaxValueSize is never copied: Put
+// or Delete records InvalidArgument in status() instead of adding the
+// update, and DB::Write returns that status without applying any of the
+// batch. Clear resets it.
 #ifndef CAIRN_WRITE_BATCH_H_
 #define CAIRN_WRITE_BATCH_H_
 
@@ -8,6 +13,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "cairn/options.h"
 
 namespace cairn {
 
@@ -17,6 +23,8 @@ class WriteBatch {
   void Put(std::string_view key, std::string_view value);
   void Delete(std::string_view key);
   void Clear();
+  // OK, or the first oversize key or value that Put or Delete refused.
+  const absl::Status& status() const { return status_; }
   // Number of updates.
   uint32_t Count() const;
   // Bytes of the batch's encoding (a rough measure of its size).
@@ -33,7 +41,11 @@ class WriteBatch {
 
  private:
   friend class WriteBatchInternal;
+  // Records the refusal of a key or value over its limit, before any copy.
+  bool CheckSizes(std::string_view key, std::string_view value);
+
   std::string rep_;  // Layout: docs/wal_format.md (batch payload).
+  absl::Status status_;
 };
 
 }  // namespace cairn
