@@ -83,6 +83,7 @@ class CairnEngine : public BenchEngine {
     out.vlog_reads = st.vlog_reads;
     out.vlog_bytes_read = st.vlog_bytes_read;
     out.stall_micros = st.stall_micros;
+    out.stall_max_micros = st.stall_max_micros;
     out.gc_bytes_relocated = st.gc_bytes_written;
     out.disk_bytes = st.sst_bytes + st.vlog_bytes;
     out.live_bytes = st.live_user_bytes_estimate;

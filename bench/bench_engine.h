@@ -56,6 +56,7 @@ struct EngineStats {
   uint64_t table_reads = 0, table_bytes_read = 0;
   uint64_t vlog_reads = 0, vlog_bytes_read = 0;
   uint64_t stall_micros = 0;
+  uint64_t stall_max_micros = 0;    // longest single write wait since open (cairn)
   uint64_t gc_bytes_relocated = 0;  // GC activity (0 until GC runs)
   uint64_t disk_bytes = 0;          // SSTs + value log (or whole directory)
   uint64_t live_bytes = 0;          // from the last MeasureLiveBytes

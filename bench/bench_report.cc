@@ -66,7 +66,20 @@ void PrintText(const BenchResult& r, std::FILE* out) {
                           r.max_disk_bytes / 1048576.0);
   }
   if (d.gc_bytes_relocated != 0) {
-    absl::StrAppendFormat(&detail, "\n    gc relocated %.1f MiB", d.gc_bytes_relocated / 1048576.0);
+    absl::StrAppendFormat(&detail, "\n    gc relocated %.1f MiB (%.3f per user byte)",
+                          d.gc_bytes_relocated / 1048576.0,
+                          d.user_bytes_written == 0
+                              ? 0.0
+                              : static_cast<double>(d.gc_bytes_relocated) / d.user_bytes_written);
+  }
+  if (d.stall_micros != 0) {
+    absl::StrAppendFormat(&detail, "\n    writes stalled %.2f s (%.1f%% of the run)",
+                          d.stall_micros / 1e6,
+                          r.seconds > 0 ? 100.0 * d.stall_micros / 1e6 / r.seconds : 0.0);
+    if (d.stall_max_micros != 0) {
+      absl::StrAppendFormat(&detail, ", longest wait of one write %.1f ms (since open)",
+                            d.stall_max_micros / 1e3);
+    }
   }
   absl::FPrintF(out, "%s\n", detail);
 }

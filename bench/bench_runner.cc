@@ -44,7 +44,7 @@ EngineStats Subtract(const EngineStats& after, const EngineStats& before) {
 // Benchmarks after which space amplification is measured.
 bool IsLoadPhase(std::string_view name) {
   return name == "fillseq" || name == "fillrandom" || name == "overwrite" ||
-         name == "deleterandom" || name == "ycsb_load";
+         name == "overwritezipf" || name == "deleterandom" || name == "ycsb_load";
 }
 
 bool Writes(std::string_view name) {
@@ -106,7 +106,7 @@ struct BenchRunner::ThreadState {
 
 const std::vector<std::string>& BenchmarkNames() {
   static const std::vector<std::string> names = {
-      "fillseq", "fillrandom", "overwrite", "readrandom", "readmissing", "readseq",
+      "fillseq", "fillrandom", "overwrite", "overwritezipf", "readrandom", "readmissing", "readseq",
       "seekrandom", "multireadrandom", "readwhilewriting", "deleterandom", "ycsb_load",
       "ycsb_a", "ycsb_b", "ycsb_c", "ycsb_d", "ycsb_e", "ycsb_f"};
   return names;
@@ -269,6 +269,14 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
   if (name == "fillrandom" || name == "overwrite") {
     return RunThreads(num, [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
       absl::Status s = PutIndex(t, absl::Uniform<uint64_t>(t.gen, 0, num));
+      if (!s.ok()) return s;
+      return 1;
+    }, result);
+  }
+  if (name == "overwritezipf") {
+    // Skewed updates (Zipfian, theta 0.99): a few hot keys take most writes.
+    return RunThreads(num, [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+      absl::Status s = PutIndex(t, t.zipf.Next(t.gen, num));
       if (!s.ok()) return s;
       return 1;
     }, result);

@@ -228,7 +228,10 @@ void Checker::CheckSegments() {
       Problem(name, (*scanner)->status().ToString());
       continue;
     }
-    if (!info.sealed) {
+    if (!info.sealed && info.kind == vlog::SegmentKind::kFresh) {
+      // A GC output left unsealed is never pointed into; the next open
+      // marks it obsolete. The active segment of fresh writes is on the
+      // ledger up to its last whole record.
       active_sizes_[info.segment_id] = {(*scanner)->valid_end_offset(),
                                         (*scanner)->records_read()};
     }

@@ -1,0 +1,104 @@
+#include "gc/gc_controller.h"
+
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+
+namespace cairn::gc {
+namespace {
+
+GcControllerOptions Defaults() {
+  GcControllerOptions o;
+  o.space_amp_trigger = 1.5;
+  o.initial_delayed_write_rate = 64 << 20;
+  o.min_delayed_write_rate = 1 << 20;
+  o.max_delayed_write_rate = 1 << 30;
+  return o;
+}
+
+TEST(GcControllerTest, MarksFollowTheTrigger) {
+  GcController c(Defaults());
+  EXPECT_DOUBLE_EQ(c.start_mark(), 1.5);
+  EXPECT_DOUBLE_EQ(c.stop_mark(), 1.4);
+  EXPECT_DOUBLE_EQ(c.slowdown_mark(), 1.6);
+  EXPECT_DOUBLE_EQ(c.unthrottle_mark(), 1.75);
+  EXPECT_DOUBLE_EQ(c.limit_mark(), 2.0);
+}
+
+TEST(GcControllerTest, CollectsFromTheTriggerDownToTheStopMark) {
+  GcController c(Defaults());
+  EXPECT_FALSE(c.ShouldCollect(1.45)) << "below the trigger, not yet started";
+  EXPECT_TRUE(c.ShouldCollect(1.51));
+  EXPECT_TRUE(c.ShouldCollect(1.45)) << "hysteresis: goes on below the trigger";
+  EXPECT_FALSE(c.ShouldCollect(1.39));
+  EXPECT_FALSE(c.ShouldCollect(1.45));
+}
+
+TEST(GcControllerTest, DisabledNeverCollectsNorDelays) {
+  GcControllerOptions o = Defaults();
+  o.space_amp_trigger = 0;
+  GcController c(o);
+  EXPECT_FALSE(c.ShouldCollect(10));
+  EXPECT_EQ(c.WriteDelay(10, 4096, absl::Now(), true), absl::ZeroDuration());
+}
+
+TEST(GcControllerTest, BudgetIsLiftedWhenFarBehindAndForRunGc) {
+  GcController c(Defaults());
+  EXPECT_EQ(c.JobBytesPerSecond(1.6, /*manual=*/false), Defaults().bytes_per_second);
+  EXPECT_EQ(c.JobBytesPerSecond(1.8, /*manual=*/false), 0u);
+  EXPECT_EQ(c.JobBytesPerSecond(1.2, /*manual=*/true), 0u);
+}
+
+TEST(GcControllerTest, NoDelayBelowTheSlowdownMarkOrWhenGcCannotCollect) {
+  GcController c(Defaults());
+  const absl::Time t = absl::Now();
+  EXPECT_EQ(c.WriteDelay(1.59, 1 << 20, t, true), absl::ZeroDuration());
+  EXPECT_EQ(c.WriteDelay(1.9, 1 << 20, t, /*can_collect=*/false), absl::ZeroDuration());
+}
+
+TEST(GcControllerTest, WritesShareOneScheduleAtTheDelayedRate) {
+  GcController c(Defaults());
+  const absl::Time t = absl::Now();
+  // 64 MiB/s: 1 MiB takes 1/64 s; the second write waits for the first.
+  const absl::Duration first = c.WriteDelay(1.65, 1 << 20, t, true);
+  const absl::Duration second = c.WriteDelay(1.65, 1 << 20, t, true);
+  EXPECT_NEAR(absl::ToDoubleSeconds(first), 1.0 / 64, 1e-6);
+  EXPECT_NEAR(absl::ToDoubleSeconds(second), 2.0 / 64, 1e-6);
+}
+
+TEST(GcControllerTest, NoWriteWaitsPastTheCap) {
+  GcController c(Defaults());
+  const absl::Time t = absl::Now();
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_LE(c.WriteDelay(2.5, 64 << 20, t, true), absl::Milliseconds(100));
+  }
+}
+
+TEST(GcControllerTest, RateFallsWhileSpaceGrowsAndRecoversWhileItShrinks) {
+  GcController c(Defaults());
+  absl::Time t = absl::Now();
+  c.WriteDelay(1.62, 4096, t, true);
+  const uint64_t start = c.delayed_write_rate();
+  double amp = 1.62;
+  for (int i = 0; i < 5; ++i) {
+    t += absl::Milliseconds(150);
+    amp += 0.02;
+    c.WriteDelay(amp, 4096, t, true);
+  }
+  const uint64_t low = c.delayed_write_rate();
+  EXPECT_LT(low, start);
+  for (int i = 0; i < 5; ++i) {
+    t += absl::Milliseconds(150);
+    amp -= 0.01;
+    c.WriteDelay(amp, 4096, t, true);
+  }
+  EXPECT_GT(c.delayed_write_rate(), low);
+  // Past the limit mark the rate drops to its minimum at once.
+  c.WriteDelay(2.1, 4096, t, true);
+  EXPECT_EQ(c.delayed_write_rate(), Defaults().min_delayed_write_rate);
+  // Back under the slowdown mark: the next episode starts afresh.
+  c.WriteDelay(1.3, 4096, t, true);
+  EXPECT_EQ(c.delayed_write_rate(), Defaults().initial_delayed_write_rate);
+}
+
+}  // namespace
+}  // namespace cairn::gc
