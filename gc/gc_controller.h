@@ -41,10 +41,10 @@ class GcController {
 
   // The marks, for t = space_amp_trigger (values at t = 1.5):
   double start_mark() const { return t_; }                    // 1.5: GC starts
-  double stop_mark() const { return 1 + 0.8 * (t_ - 1); }     // 1.4: GC stops
-  double slowdown_mark() const { return t_ + 0.2 * (t_ - 1); }  // 1.6: writes slowed
+  double stop_mark() const { return 1 + 0.6 * (t_ - 1); }     // 1.3: GC stops
+  double slowdown_mark() const { return t_ + 0.1 * (t_ - 1); }  // 1.55: writes slowed
   double unthrottle_mark() const { return t_ + 0.5 * (t_ - 1); }  // 1.75: budget lifted
-  double limit_mark() const { return t_ + (t_ - 1); }         // 2.0: slowest rate
+  double limit_mark() const { return t_ + 0.5 * (t_ - 1); }   // 1.75: slowest rate
 
   bool enabled() const { return t_ > 0; }
 

@@ -18,10 +18,10 @@ GcControllerOptions Defaults() {
 TEST(GcControllerTest, MarksFollowTheTrigger) {
   GcController c(Defaults());
   EXPECT_DOUBLE_EQ(c.start_mark(), 1.5);
-  EXPECT_DOUBLE_EQ(c.stop_mark(), 1.4);
-  EXPECT_DOUBLE_EQ(c.slowdown_mark(), 1.6);
+  EXPECT_DOUBLE_EQ(c.stop_mark(), 1.3);
+  EXPECT_DOUBLE_EQ(c.slowdown_mark(), 1.55);
   EXPECT_DOUBLE_EQ(c.unthrottle_mark(), 1.75);
-  EXPECT_DOUBLE_EQ(c.limit_mark(), 2.0);
+  EXPECT_DOUBLE_EQ(c.limit_mark(), 1.75);
 }
 
 TEST(GcControllerTest, CollectsFromTheTriggerDownToTheStopMark) {
@@ -29,7 +29,7 @@ TEST(GcControllerTest, CollectsFromTheTriggerDownToTheStopMark) {
   EXPECT_FALSE(c.ShouldCollect(1.45)) << "below the trigger, not yet started";
   EXPECT_TRUE(c.ShouldCollect(1.51));
   EXPECT_TRUE(c.ShouldCollect(1.45)) << "hysteresis: goes on below the trigger";
-  EXPECT_FALSE(c.ShouldCollect(1.39));
+  EXPECT_FALSE(c.ShouldCollect(1.29));
   EXPECT_FALSE(c.ShouldCollect(1.45));
 }
 
@@ -51,7 +51,7 @@ TEST(GcControllerTest, BudgetIsLiftedWhenFarBehindAndForRunGc) {
 TEST(GcControllerTest, NoDelayBelowTheSlowdownMarkOrWhenGcCannotCollect) {
   GcController c(Defaults());
   const absl::Time t = absl::Now();
-  EXPECT_EQ(c.WriteDelay(1.59, 1 << 20, t, true), absl::ZeroDuration());
+  EXPECT_EQ(c.WriteDelay(1.54, 1 << 20, t, true), absl::ZeroDuration());
   EXPECT_EQ(c.WriteDelay(1.9, 1 << 20, t, /*can_collect=*/false), absl::ZeroDuration());
 }
 
@@ -59,8 +59,8 @@ TEST(GcControllerTest, WritesShareOneScheduleAtTheDelayedRate) {
   GcController c(Defaults());
   const absl::Time t = absl::Now();
   // 64 MiB/s: 1 MiB takes 1/64 s; the second write waits for the first.
-  const absl::Duration first = c.WriteDelay(1.65, 1 << 20, t, true);
-  const absl::Duration second = c.WriteDelay(1.65, 1 << 20, t, true);
+  const absl::Duration first = c.WriteDelay(1.6, 1 << 20, t, true);
+  const absl::Duration second = c.WriteDelay(1.6, 1 << 20, t, true);
   EXPECT_NEAR(absl::ToDoubleSeconds(first), 1.0 / 64, 1e-6);
   EXPECT_NEAR(absl::ToDoubleSeconds(second), 2.0 / 64, 1e-6);
 }
@@ -76,24 +76,24 @@ TEST(GcControllerTest, NoWriteWaitsPastTheCap) {
 TEST(GcControllerTest, RateFallsWhileSpaceGrowsAndRecoversWhileItShrinks) {
   GcController c(Defaults());
   absl::Time t = absl::Now();
-  c.WriteDelay(1.62, 4096, t, true);
+  c.WriteDelay(1.56, 4096, t, true);
   const uint64_t start = c.delayed_write_rate();
-  double amp = 1.62;
+  double amp = 1.56;
   for (int i = 0; i < 5; ++i) {
     t += absl::Milliseconds(150);
-    amp += 0.02;
+    amp += 0.03;
     c.WriteDelay(amp, 4096, t, true);
   }
   const uint64_t low = c.delayed_write_rate();
   EXPECT_LT(low, start);
   for (int i = 0; i < 5; ++i) {
     t += absl::Milliseconds(150);
-    amp -= 0.01;
+    amp -= 0.02;
     c.WriteDelay(amp, 4096, t, true);
   }
   EXPECT_GT(c.delayed_write_rate(), low);
   // Past the limit mark the rate drops to its minimum at once.
-  c.WriteDelay(2.1, 4096, t, true);
+  c.WriteDelay(1.8, 4096, t, true);
   EXPECT_EQ(c.delayed_write_rate(), Defaults().min_delayed_write_rate);
   // Back under the slowdown mark: the next episode starts afresh.
   c.WriteDelay(1.3, 4096, t, true);
