@@ -237,6 +237,7 @@ absl::Status VersionSet::LogAndApply(VersionEdit* edit) {
   }
 
   SetLastSequence(*edit->last_sequence());
+  logged_last_sequence_.store(*edit->last_sequence());
   {
     absl::MutexLock state(&mu_);
     Install(std::move(v));
@@ -313,6 +314,8 @@ absl::Status VersionSet::RecoverFromManifest(
     ++index;
   }
   CAIRN_RETURN_IF_ERROR(reader->status());
+  std::optional<uint64_t> torn_tail;
+  if (reader->hit_torn_tail()) torn_tail = reader->valid_end_offset();
   if (index == 0) {
     return absl::DataLossError(absl::StrCat(path, ": the manifest holds no complete record"));
   }
@@ -325,12 +328,19 @@ absl::Status VersionSet::RecoverFromManifest(
     for (const auto& f : (*v)->files(level)) MarkFileNumberUsed(f->number);
   }
   SetLastSequence(*last_sequence);
+  logged_last_sequence_.store(*last_sequence);
   absl::MutexLock state(&mu_);
   Install(*std::move(v));
   log_number_ = *log_number;
   manifest_file_number_ = manifest_number;
   compact_pointers_ = compact_pointers;
+  manifest_torn_tail_ = torn_tail;
   return absl::OkStatus();
+}
+
+std::optional<uint64_t> VersionSet::RecoveredTornTail() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return manifest_torn_tail_;
 }
 
 }  // namespace cairn::lsm
