@@ -355,14 +355,16 @@ absl::Status DBImpl::CheckRecoveredFiles(const std::vector<std::string>& names) 
   if (!torn.has_value()) return absl::OkStatus();
   // A crash can tear only the one edit being appended, and every file that
   // edit names was created by the session writing this manifest, so numbered
-  // above it. An SST or segment the manifest does not know from before it
-  // was named by a record the manifest has lost.
+  // above it. An SST or segment the manifest never mentioned, from before
+  // it, was named by a record the manifest has lost. (A table a surviving
+  // record deleted is garbage whose deletion the crash interrupted.)
   const uint64_t manifest = versions_->ManifestFileNumber();
   for (const std::string& name : names) {
     uint64_t number;
     FileType type;
     if (!lsm::ParseFileName(name, &number, &type) || number > manifest) continue;
-    const bool orphan = (type == FileType::kTable && !tables.contains(number)) ||
+    const bool orphan = (type == FileType::kTable && !tables.contains(number) &&
+                         !versions_->ManifestListedTable(number)) ||
                         (type == FileType::kValueLog && !vlog_->segment_set().Contains(number));
     if (orphan) {
       return absl::DataLossError(absl::StrCat(

@@ -131,6 +131,10 @@ class VersionSet {
   // the caller decides whether the files on disk agree that it was never
   // acknowledged (docs/durability.md, "Recovery").
   std::optional<uint64_t> RecoveredTornTail() const;
+  // True when a record of the manifest Recover read added this table, even
+  // if a later record deleted it (such a file is garbage waiting for its
+  // deletion, not a table a lost record named).
+  bool ManifestListedTable(uint64_t number) const;
   // The last sequence the manifest on disk records (LastSequence() may be
   // ahead of it until the next edit).
   SequenceNumber LoggedLastSequence() const { return logged_last_sequence_.load(); }
@@ -194,6 +198,7 @@ class VersionSet {
   uint64_t manifest_file_number_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<std::string, kNumLevels> compact_pointers_ ABSL_GUARDED_BY(mu_);
   std::optional<uint64_t> manifest_torn_tail_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint64_t> tables_listed_ ABSL_GUARDED_BY(mu_);  // by Recover's manifest
 };
 
 }  // namespace cairn::lsm
