@@ -141,8 +141,10 @@ std::vector<Target> Targets(const Files& files) {
   const auto manifests = NamesOfType(files, lsm::FileType::kManifest);
   const auto ssts = NamesOfType(files, lsm::FileType::kTable);
   const auto segments = NamesOfType(files, lsm::FileType::kValueLog);
-  EXPECT_EQ(wals.size(), 1u);
-  EXPECT_EQ(manifests.size(), 1u);
+  // The newest of each: on a crash image an older WAL may still wait for
+  // its deletion.
+  EXPECT_FALSE(wals.empty());
+  EXPECT_FALSE(manifests.empty());
   if (wals.empty() || manifests.empty()) return t;
   t.push_back({"WAL", wals.back(), manifests.back()});
   t.push_back({"MANIFEST", manifests.back(), wals.back()});
