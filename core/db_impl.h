@@ -119,8 +119,25 @@ class DBImpl final : public DB {
   // VersionSet::LogAndApply with the value log's changes in the same edit;
   // serialized (see the definition).
   absl::Status LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit* segment_edit);
+  // What replaying one WAL found.
+  struct LogReplay {
+    lsm::SequenceNumber first_sequence = 0, last_sequence = 0;  // 0: no write
+    bool cut_short = false;  // stopped at a torn record or a value never written whole
+    uint64_t cut_offset = 0;
+    std::string cut_reason;
+  };
   absl::Status ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTable* mem,
-                         lsm::SequenceNumber* max_sequence);
+                         lsm::SequenceNumber* max_sequence, LogReplay* replay);
+  // Recovery, after the manifest: every table and segment it lists exists
+  // with at least its recorded size, the WAL it names exists, and, when it
+  // ended in a torn record, no older SST or segment lost its record.
+  absl::Status CheckRecoveredFiles(const std::vector<std::string>& names);
+  // Recovery: sequence numbers run on from one replayed WAL to the next.
+  absl::Status CheckLogContinuity(uint64_t previous_log, const LogReplay& previous, uint64_t log,
+                                  const LogReplay& replay,
+                                  lsm::SequenceNumber durable_sequence) const;
+  // For recovery's errors: says the manifest ended in a dropped torn record.
+  std::string TornManifestNote() const;
   absl::Status NewLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // db_write.cc
@@ -298,6 +315,9 @@ class DBImpl final : public DB {
   // newer entries in it superseded (garbage once it is flushed).
   std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
   std::vector<std::thread> background_threads_;
+  // Set once Recover has made the recovered state durable; until then the
+  // destructor deletes and writes nothing.
+  bool recovered_ = false;
 
   // Garbage collection.
   absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one collection at a time

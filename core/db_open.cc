@@ -155,12 +155,31 @@ DBImpl::~DBImpl() {
     background_cv_.SignalAll();
   }
   for (auto& t : background_threads_) t.join();
+  // A failed open deletes nothing: the version it read may be missing what
+  // the files on disk hold (that may be why it failed).
+  if (!recovered_) return;
   // Tables a reader or a compaction still held when they became obsolete
   // go now rather than at the next open.
   RemoveObsoleteFiles();
   absl::MutexLock l(&mu_);
   for (const SnapshotImpl* snapshot : live_snapshots_) delete snapshot;  // never released
   live_snapshots_.clear();
+  if (log_ != nullptr && bg_error_.ok() &&
+      last_sequence_.load() > versions_->LoggedLastSequence()) {
+    // A clean close makes what it leaves verifiable: the WAL and the values
+    // are synced and the manifest records the last sequence, so damage to
+    // either later fails the open (replay ends short of that sequence)
+    // instead of reading as a torn tail. The active segment stays unsealed:
+    // the next open continues it (docs/gc.md, "Segments that outlive a
+    // session"). A failure leaves the crash rules in force.
+    absl::Status s = vlog_->Sync();
+    if (s.ok()) s = log_->Sync();
+    if (s.ok()) {
+      versions_->SetLastSequence(last_sequence_.load());
+      lsm::VersionEdit edit;
+      LogAndApply(&edit, nullptr).IgnoreError();
+    }
+  }
   if (log_ != nullptr) {
     // Every acknowledged write already reached the kernel; closing adds
     // nothing a crash could lose, so its error has no one to go to.
@@ -185,6 +204,10 @@ absl::Status DBImpl::Recover() {
                   : absl::StrCat(dbname_, ": is not a directory (", made.message(), ")"));
   }
   const bool exists = fs_->FileExists(lsm::CurrentFileName(dbname_));
+  // Without CURRENT, the debris of an interrupted creation (the first
+  // manifest, a temporary CURRENT): CURRENT is written last, so a database
+  // never existed here.
+  std::vector<std::string> debris;
   if (!exists) {
     // Never write into a directory that holds something other than a cairn
     // database.
@@ -192,7 +215,13 @@ absl::Status DBImpl::Recover() {
     for (const std::string& name : names) {
       uint64_t number;
       FileType type;
-      if (lsm::ParseFileName(name, &number, &type) && type == FileType::kLock) continue;
+      if (lsm::ParseFileName(name, &number, &type)) {
+        if (type == FileType::kLock) continue;
+        if (type == FileType::kTemp || (type == FileType::kManifest && number == 1)) {
+          debris.push_back(name);
+          continue;
+        }
+      }
       return absl::FailedPreconditionError(absl::StrCat(
           dbname_, ": not a cairn database (no CURRENT file) and not empty: holds ", name));
     }
@@ -202,6 +231,10 @@ absl::Status DBImpl::Recover() {
     if (!options_.create_if_missing) {
       return absl::NotFoundError(absl::StrCat(dbname_, ": no database (create_if_missing is false)"));
     }
+    for (const std::string& name : debris) {
+      CAIRN_RETURN_IF_ERROR(fs_->RemoveFile(io::JoinPath(dbname_, name)));
+    }
+    if (!debris.empty()) CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
     CAIRN_RETURN_IF_ERROR(versions_->CreateNew());
   } else if (options_.error_if_exists) {
     return absl::AlreadyExistsError(absl::StrCat(dbname_, ": database exists (error_if_exists)"));
@@ -213,9 +246,10 @@ absl::Status DBImpl::Recover() {
         "manifest holds an extension record (tag ", tag,
         ") that this build does not know: written by a newer cairn?"));
   }));
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dbname_));
+  CAIRN_RETURN_IF_ERROR(CheckRecoveredFiles(names));
 
   // Replay every WAL the manifest does not cover, oldest first.
-  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dbname_));
   std::vector<uint64_t> logs;
   for (const std::string& name : names) {
     uint64_t number;
@@ -225,17 +259,43 @@ absl::Status DBImpl::Recover() {
     if (type == FileType::kLog && number >= versions_->LogNumber()) logs.push_back(number);
   }
   std::sort(logs.begin(), logs.end());
-  SequenceNumber max_sequence = versions_->LastSequence();
+  // Every write up to here was durable when the manifest was last written
+  // (the manifest's last sequence only counts synced writes).
+  const SequenceNumber durable_sequence = versions_->LastSequence();
+  SequenceNumber max_sequence = durable_sequence;
   last_sequence_.store(max_sequence);
   lsm::VersionEdit edit;
   ValueLog::GarbageMeter garbage;
   auto mem = std::make_shared<lsm::MemTable>();
+  LogReplay previous;  // the last WAL that held a write
+  uint64_t previous_log = 0;
   for (size_t i = 0; i < logs.size(); ++i) {
-    CAIRN_RETURN_IF_ERROR(ReplayLog(logs[i], i + 1 == logs.size(), mem.get(), &max_sequence));
+    LogReplay replay;
+    absl::Status s = ReplayLog(logs[i], i + 1 == logs.size(), mem.get(), &max_sequence, &replay);
+    if (s.ok()) s = CheckLogContinuity(previous_log, previous, logs[i], replay, durable_sequence);
+    // A record the manifest lost (a segment it added, say) shows up here.
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), TornManifestNote()));
+    if (replay.last_sequence != 0) {
+      previous = replay;
+      previous_log = logs[i];
+    }
     if (mem->ApproximateMemoryUsage() >= options_.memtable_size) {
       CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
       mem = std::make_shared<lsm::MemTable>();
     }
+  }
+  if (previous.last_sequence != 0 && previous.last_sequence < durable_sequence) {
+    // The WALs replayed hold the newest writes; the manifest says writes up
+    // to durable_sequence were synced, so a crash cannot have taken them.
+    const std::string path = lsm::LogFileName(dbname_, previous_log);
+    return absl::DataLossError(absl::StrCat(
+        path, ": replay ends at sequence ", previous.last_sequence,
+        previous.cut_short ? absl::StrCat(" (", previous.cut_reason, " at offset ",
+                                          previous.cut_offset, ")")
+                           : std::string(" (at the end of the file)"),
+        ", but ", lsm::ManifestFileName(dbname_, versions_->ManifestFileNumber()),
+        " records writes up to sequence ", durable_sequence,
+        " as synced: acknowledged writes are missing", TornManifestNote()));
   }
   if (!mem->empty()) CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
   // Replay has decided which value-log records are referenced; seal the
@@ -270,6 +330,7 @@ absl::Status DBImpl::Recover() {
     for (uint64_t id : obsolete_segments) obsolete_segments_.push_back({id, 0, 0, {}});
   }
   CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
+  recovered_ = true;
   RemoveObsoleteFiles();
   DeleteObsoleteSegments();
   {
@@ -284,8 +345,98 @@ absl::Status DBImpl::Recover() {
   return absl::OkStatus();
 }
 
+std::string DBImpl::TornManifestNote() const {
+  const std::optional<uint64_t> torn = versions_->RecoveredTornTail();
+  if (!torn.has_value()) return "";
+  return absl::StrCat("; ", lsm::ManifestFileName(dbname_, versions_->ManifestFileNumber()),
+                      " ends in a damaged record at offset ", *torn,
+                      ", dropped as a torn write, which may be what lost it");
+}
+
+absl::Status DBImpl::CheckRecoveredFiles(const std::vector<std::string>& names) {
+  const std::string note = TornManifestNote();
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  absl::flat_hash_set<uint64_t> tables;
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    for (const auto& f : v->files(level)) {
+      tables.insert(f->number);
+      const std::string path = lsm::TableFileName(dbname_, f->number);
+      absl::StatusOr<uint64_t> size = fs_->GetFileSize(path);
+      if (absl::IsNotFound(size.status())) {
+        return absl::DataLossError(absl::StrCat(
+            path, ": missing; the manifest lists it as a table on level ", level, note));
+      }
+      CAIRN_RETURN_IF_ERROR(size.status());
+      // A table never changes once written: any other size is another file.
+      if (*size != f->file_size) {
+        return absl::DataLossError(absl::StrCat(path, ": ", *size, " bytes, but the manifest records ",
+                                                f->file_size, " for this table", note));
+      }
+    }
+  }
+  absl::Status s = vlog_->CheckSegmentFiles();
+  if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), note));
+  // The WAL the manifest names as the oldest one recovery needs is created
+  // and synced (with its directory entry) before the manifest names it, and
+  // deleted only after the manifest names a newer one. 0: none yet (a
+  // database whose creation has not finished its first open).
+  const uint64_t log_number = versions_->LogNumber();
+  if (log_number != 0 && !fs_->FileExists(lsm::LogFileName(dbname_, log_number))) {
+    return absl::DataLossError(absl::StrCat(
+        lsm::LogFileName(dbname_, log_number),
+        ": missing; the manifest names it as the oldest WAL recovery needs, so the writes it "
+        "held are lost",
+        note));
+  }
+  const std::optional<uint64_t> torn = versions_->RecoveredTornTail();
+  if (!torn.has_value()) return absl::OkStatus();
+  // A crash can tear only the one edit being appended, and every file that
+  // edit names was created by the session writing this manifest, so numbered
+  // above it. An SST or segment the manifest never mentioned, from before
+  // it, was named by a record the manifest has lost. (A table a surviving
+  // record deleted is garbage whose deletion the crash interrupted.)
+  const uint64_t manifest = versions_->ManifestFileNumber();
+  for (const std::string& name : names) {
+    uint64_t number;
+    FileType type;
+    if (!lsm::ParseFileName(name, &number, &type) || number > manifest) continue;
+    const bool orphan = (type == FileType::kTable && !tables.contains(number) &&
+                         !versions_->ManifestListedTable(number)) ||
+                        (type == FileType::kValueLog && !vlog_->segment_set().Contains(number));
+    if (orphan) {
+      return absl::DataLossError(absl::StrCat(
+          io::JoinPath(dbname_, name), ": on disk but not in ",
+          lsm::ManifestFileName(dbname_, manifest),
+          ", which is older than it and ends in a damaged record at offset ", *torn,
+          ": a record the manifest lost named it; refusing to delete it as an orphan"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::CheckLogContinuity(uint64_t previous_log, const LogReplay& previous,
+                                        uint64_t log, const LogReplay& replay,
+                                        SequenceNumber durable_sequence) const {
+  if (replay.first_sequence == 0) return absl::OkStatus();
+  // Sequence numbers run on without a gap from one WAL to the next, and the
+  // first WAL replayed starts right after the writes the tables hold.
+  if (previous.last_sequence != 0 && replay.first_sequence != previous.last_sequence + 1) {
+    return absl::DataLossError(absl::StrCat(
+        lsm::LogFileName(dbname_, log), ": its first write has sequence ", replay.first_sequence,
+        " but ", lsm::LogFileName(dbname_, previous_log), " ends at sequence ",
+        previous.last_sequence, ": a WAL between them is missing or cut"));
+  }
+  if (previous.last_sequence == 0 && replay.first_sequence > durable_sequence + 1) {
+    return absl::DataLossError(absl::StrCat(
+        lsm::LogFileName(dbname_, log), ": its first write has sequence ", replay.first_sequence,
+        " but the manifest's state ends at sequence ", durable_sequence,
+        ": an older WAL is missing"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTable* mem,
-                               SequenceNumber* max_sequence) {
+                               SequenceNumber* max_sequence, LogReplay* replay) {
   const std::string path = lsm::LogFileName(dbname_, log_number);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogReader> reader,
                          lsm::LogReader::Open(fs_.get(), path, log_number));
@@ -294,24 +445,39 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
   WriteBatch batch;
   while (reader->ReadRecord(&record, &scratch)) {
     absl::Status s = WriteBatchInternal::SetContents(&batch, record);
-    // A batch is applied only when every value it points to is intact: the
+    // A batch is applied only when every value it points to is intact. The
     // WAL record may have reached the disk without its values (a power loss
-    // before a sync); that is the end of what was durable.
-    bool intact = true;
+    // before a sync), which ends what was durable; ExplainBrokenPointer
+    // tells that apart from damage.
+    std::optional<std::string> broken;
     if (s.ok()) {
       s = WriteBatchInternal::ForEach(batch, [&](SequenceNumber, lsm::ValueType type,
                                                  std::string_view key, std::string_view value) {
-        if (type != lsm::ValueType::kValuePointer || !intact) return absl::OkStatus();
-        CAIRN_ASSIGN_OR_RETURN(intact, vlog_->PointerIsIntact(key, value));
+        if (type != lsm::ValueType::kValuePointer || broken.has_value()) return absl::OkStatus();
+        CAIRN_ASSIGN_OR_RETURN(bool intact, vlog_->PointerIsIntact(key, value));
+        if (!intact) broken = std::string(value);
         return absl::OkStatus();
       });
     }
-    if (s.ok() && !intact) {
+    if (s.ok() && broken.has_value()) {
+      const std::string depends = absl::StrCat(
+          "; ", path, " at offset ", reader->last_record_offset(), " points to it (the write at sequence ",
+          WriteBatchInternal::Sequence(batch), ")");
+      absl::Status why = vlog_->ExplainBrokenPointer(*broken);
+      if (!why.ok()) return absl::Status(why.code(), absl::StrCat(why.message(), depends));
       if (!is_last_log) {
-        return absl::DataLossError(absl::StrCat(path, " at offset ", reader->last_record_offset(),
-                                                ": a value-log record it points to is missing "
-                                                "or damaged"));
+        return absl::DataLossError(absl::StrCat(
+            "a value in the unsynced tail of the active value-log segment", depends,
+            ", which is not the newest WAL: it was synced before the next WAL began"));
       }
+      replay->cut_short = true;
+      replay->cut_offset = reader->last_record_offset();
+      // Named, so that a refusal for lost synced writes names the segment.
+      absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(*broken);
+      replay->cut_reason =
+          ptr.ok() ? absl::StrCat("its value in ", lsm::ValueLogFileName(dbname_, ptr->segment_id),
+                                  " at offset ", ptr->offset, " was never written whole")
+                   : "a value it points to was never written whole";
       break;
     }
     if (s.ok()) s = InsertInto(mem, batch);
@@ -322,19 +488,28 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
                                               ": ", s.message()));
     }
     if (batch.Count() > 0) {
-      *max_sequence = std::max(*max_sequence,
-                               WriteBatchInternal::Sequence(batch) + batch.Count() - 1);
+      const SequenceNumber first = WriteBatchInternal::Sequence(batch);
+      if (replay->first_sequence == 0) replay->first_sequence = first;
+      replay->last_sequence = first + batch.Count() - 1;
+      *max_sequence = std::max(*max_sequence, replay->last_sequence);
       // A flush during replay drops versions relative to this.
       last_sequence_.store(*max_sequence);
     }
   }
   CAIRN_RETURN_IF_ERROR(reader->status());
-  if (reader->hit_torn_tail() && !is_last_log) {
-    // Older WALs are synced before a newer one is started, so only the last
-    // can end in a torn write.
-    return absl::DataLossError(absl::StrCat(path, ": torn record at offset ",
-                                            reader->valid_end_offset(),
-                                            " in a WAL that is not the newest"));
+  if (reader->hit_torn_tail()) {
+    if (!is_last_log) {
+      // Older WALs are synced before a newer one is started, so only the
+      // last can end in a torn write.
+      return absl::DataLossError(absl::StrCat(path, ": torn record at offset ",
+                                              reader->valid_end_offset(),
+                                              " in a WAL that is not the newest"));
+    }
+    if (!replay->cut_short) {
+      replay->cut_short = true;
+      replay->cut_offset = reader->valid_end_offset();
+      replay->cut_reason = "a damaged or cut record";
+    }
   }
   return absl::OkStatus();
 }
@@ -346,6 +521,7 @@ absl::Status DBImpl::NewLog() {
   // non-sync writes with it (no holes).
   CAIRN_RETURN_IF_ERROR(vlog_->Sync());
   CAIRN_RETURN_IF_ERROR(log_->Sync());
+  versions_->SetLastSequence(last_sequence_.load());  // every write so far is synced
   const uint64_t number = versions_->NewFileNumber();
   const std::string path = lsm::LogFileName(dbname_, number);
   auto created = [&]() -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {

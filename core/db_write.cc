@@ -128,7 +128,9 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
     if (status.ok() && group->Count() > 0) {
       const SequenceNumber last = first + group->Count() - 1;
       last_sequence_.store(last, std::memory_order_release);
-      versions_->SetLastSequence(last);
+      // The manifest's last sequence counts only synced writes: recovery
+      // refuses a WAL that ends before it (docs/durability.md, "Recovery").
+      if (sync) versions_->SetLastSequence(last);
     } else {
       // The WAL may now hold a record the memtable does not (or a sync
       // failed): stop accepting writes until the DB is reopened.

@@ -109,6 +109,63 @@ absl::StatusOr<bool> ValueLog::PointerIsIntact(std::string_view key, std::string
   return s;
 }
 
+absl::StatusOr<uint64_t> ValueLog::UnsealedValidEnd(uint64_t id) {
+  if (auto it = unsealed_valid_end_.find(id); it != unsealed_valid_end_.end()) return it->second;
+  vlog::SegmentScannerOptions so;
+  so.category = io::IoCategory::kValueLog;
+  so.allow_torn_tail = true;
+  so.uncompress_values = false;
+  CAIRN_ASSIGN_OR_RETURN(auto scanner, vlog::SegmentScanner::Open(fs_, SegmentPath(id), id, so));
+  vlog::ScannedRecord r;
+  while (scanner->Next(&r)) {
+  }
+  CAIRN_RETURN_IF_ERROR(scanner->status());
+  unsealed_valid_end_[id] = scanner->valid_end_offset();
+  return scanner->valid_end_offset();
+}
+
+absl::Status ValueLog::ExplainBrokenPointer(std::string_view stored) {
+  absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored);
+  if (!ptr.ok()) return absl::DataLossError(absl::StrCat("undecodable value pointer: ", ptr.status().message()));
+  const std::string path = SegmentPath(ptr->segment_id);
+  const std::string where = absl::StrCat(path, " at offset ", ptr->offset);
+  std::optional<vlog::SegmentInfo> info = set_.Get(ptr->segment_id);
+  if (!info.has_value()) {
+    // AddSegment is synced in the manifest before any pointer into the
+    // segment is written.
+    return absl::DataLossError(absl::StrCat(where, ": the segment is not in the manifest"));
+  }
+  if (!fs_->FileExists(path)) return absl::DataLossError(absl::StrCat(where, ": the segment file is missing"));
+  if (info->sealed) {
+    return absl::DataLossError(absl::StrCat(where, ": the value record is damaged in a sealed segment"));
+  }
+  CAIRN_ASSIGN_OR_RETURN(uint64_t valid_end, UnsealedValidEnd(ptr->segment_id));
+  if (ptr->offset >= valid_end) return absl::OkStatus();  // The unsynced tail a crash tore.
+  return absl::DataLossError(absl::StrCat(
+      where, ": the value record is damaged, yet whole records of the segment reach offset ",
+      valid_end));
+}
+
+absl::Status ValueLog::CheckSegmentFiles() {
+  for (const vlog::SegmentInfo& info : set_.Segments()) {
+    // An obsolete segment may already be gone: it is deleted before the
+    // manifest forgets it.
+    if (info.obsolete) continue;
+    const std::string path = SegmentPath(info.segment_id);
+    absl::StatusOr<uint64_t> size = fs_->GetFileSize(path);
+    if (absl::IsNotFound(size.status())) {
+      return absl::DataLossError(absl::StrCat(path, ": missing; the manifest lists this value-log segment (",
+                                              info.sealed ? "sealed" : "being written", ")"));
+    }
+    CAIRN_RETURN_IF_ERROR(size.status());
+    if (info.sealed && *size < info.size) {
+      return absl::DataLossError(absl::StrCat(path, ": ", *size, " bytes, but the manifest records ",
+                                              info.size, " for this sealed segment"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValueLog::RollSegment() {
   vlog::SegmentEdit edit;
   if (active_ != nullptr) {

@@ -58,6 +58,17 @@ class ValueLog {
   // True when a WAL entry's pointer names a record that reads back intact
   // with key; false when it does not (missing or torn); errors only for I/O.
   absl::StatusOr<bool> PointerIsIntact(std::string_view key, std::string_view stored);
+  // Recovery, for a pointer PointerIsIntact found broken: OK when the
+  // record lies in the torn tail of the segment that was being written
+  // (unsealed, at or past the end of its last whole record), which a crash
+  // can leave; otherwise DataLoss naming the segment file, the offset and
+  // why (not in the manifest, missing, damaged in a sealed segment, damaged
+  // inside the whole records of the active one).
+  absl::Status ExplainBrokenPointer(std::string_view stored);
+  // Recovery: every segment the manifest lists that is not obsolete exists,
+  // and a sealed one holds at least its recorded bytes (a stat, no read).
+  // DataLoss naming the file otherwise.
+  absl::Status CheckSegmentFiles();
 
   // Write path. Appends the value and returns the pointer bytes to store in
   // the LSM. Starts a new segment (logged in the manifest first) when none
@@ -137,6 +148,9 @@ class ValueLog {
   absl::Status RollSegment();
   vlog::SegmentWriterOptions WriterOptions() const;
   std::string SegmentPath(uint64_t id) const;
+  // The end of the last whole record of an unsealed segment (scanned once
+  // and remembered; recovery only).
+  absl::StatusOr<uint64_t> UnsealedValidEnd(uint64_t id);
 
   io::FileSystem* const fs_;
   const std::string dbname_;
@@ -150,6 +164,7 @@ class ValueLog {
   // Written only by the write leader; active_mu_ lets others read it.
   mutable absl::Mutex active_mu_;
   std::unique_ptr<vlog::SegmentWriter> active_;
+  absl::flat_hash_map<uint64_t, uint64_t> unsealed_valid_end_;  // recovery only
   absl::Mutex retired_mu_;
   std::vector<std::unique_ptr<InFlightReads>> retired_ ABSL_GUARDED_BY(retired_mu_);
 };

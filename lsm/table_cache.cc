@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
 
@@ -59,9 +60,15 @@ absl::StatusOr<std::shared_ptr<Table>> TableCache::FindTable(uint64_t file_numbe
   io::FileOptions file_options;
   file_options.category = io::IoCategory::kTable;
   file_options.direct = options_.direct_reads;
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> file,
-                         fs_->NewRandomAccessFile(TableFileName(dbname_, file_number),
-                                                  file_options));
+  absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> opened_file =
+      fs_->NewRandomAccessFile(TableFileName(dbname_, file_number), file_options);
+  if (absl::IsNotFound(opened_file.status())) {
+    // The version lists it: a missing table is lost data, never an absent key.
+    return absl::DataLossError(absl::StrCat(TableFileName(dbname_, file_number),
+                                            ": missing, but the current version lists it"));
+  }
+  CAIRN_RETURN_IF_ERROR(opened_file.status());
+  std::unique_ptr<io::RandomAccessFile> file = *std::move(opened_file);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Table> opened,
                          Table::Open(options_, std::move(file), file_size, file_number,
                                      block_cache_, counters_));

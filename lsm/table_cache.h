@@ -44,8 +44,8 @@ class TableCache {
   TableCache& operator=(const TableCache&) = delete;
 
   // The open table for file_number, opening it if needed. Errors from
-  // opening (NotFound, DataLoss, ...) are returned and not cached, so a later
-  // call tries again.
+  // opening (DataLoss naming the file when it is missing, I/O errors, ...)
+  // are returned and not cached, so a later call tries again.
   absl::StatusOr<std::shared_ptr<Table>> FindTable(uint64_t file_number, uint64_t file_size);
 
   // Table::Get on the file's table.

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "gtest/gtest.h"
 #include "io/memory_file_system.h"
@@ -125,17 +126,20 @@ TEST_F(TableCacheTest, LeastRecentlyUsedTableIsClosedPastTheLimit) {
   EXPECT_NE(again2->get(), t2->get());  // was closed, opened afresh
 }
 
-TEST_F(TableCacheTest, MissingFileIsNotFoundAndNotCached) {
+TEST_F(TableCacheTest, MissingFileIsDataLossNamingItAndNotCached) {
+  // A version lists the table: a missing file is lost data, never an
+  // absent key.
   auto cache = NewCache();
   auto missing = cache->FindTable(5, 1000);
-  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "000005.sst")) << missing.status();
   auto it = cache->NewIterator({}, 5, 1000);
   it->SeekToFirst();
   EXPECT_FALSE(it->Valid());
-  EXPECT_EQ(it->status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(it->status().code(), absl::StatusCode::kDataLoss);
   TableGetResult r;
   EXPECT_EQ(cache->Get({}, 5, 1000, MakeLookupKey("k", 1), &r).code(),
-            absl::StatusCode::kNotFound);
+            absl::StatusCode::kDataLoss);
   // Once the file exists the next call opens it.
   const uint64_t size = MakeTable(5);
   EXPECT_TRUE(cache->FindTable(5, size).ok());

@@ -237,6 +237,7 @@ absl::Status VersionSet::LogAndApply(VersionEdit* edit) {
   }
 
   SetLastSequence(*edit->last_sequence());
+  logged_last_sequence_.store(*edit->last_sequence());
   {
     absl::MutexLock state(&mu_);
     Install(std::move(v));
@@ -285,6 +286,7 @@ absl::Status VersionSet::RecoverFromManifest(
   std::string scratch;
   std::string_view record;
   uint64_t index = 0;
+  absl::flat_hash_set<uint64_t> listed;
   while (reader->ReadRecord(&record, &scratch)) {
     const std::string where = absl::StrFormat("%s: record %u at offset %u", path, index,
                                               reader->last_record_offset());
@@ -303,6 +305,7 @@ absl::Status VersionSet::RecoverFromManifest(
     }
     absl::Status s = builder.Apply(edit);
     if (!s.ok()) return absl::DataLossError(absl::StrCat(where, ": ", s.message()));
+    for (const auto& [level, f] : edit.new_files()) listed.insert(f.number);
     for (const auto& [tag, payload] : edit.extensions()) {
       CAIRN_RETURN_IF_ERROR(on_extension(tag, payload));
     }
@@ -313,6 +316,8 @@ absl::Status VersionSet::RecoverFromManifest(
     ++index;
   }
   CAIRN_RETURN_IF_ERROR(reader->status());
+  std::optional<uint64_t> torn_tail;
+  if (reader->hit_torn_tail()) torn_tail = reader->valid_end_offset();
   if (index == 0) {
     return absl::DataLossError(absl::StrCat(path, ": the manifest holds no complete record"));
   }
@@ -325,12 +330,25 @@ absl::Status VersionSet::RecoverFromManifest(
     for (const auto& f : (*v)->files(level)) MarkFileNumberUsed(f->number);
   }
   SetLastSequence(*last_sequence);
+  logged_last_sequence_.store(*last_sequence);
   absl::MutexLock state(&mu_);
   Install(*std::move(v));
   log_number_ = *log_number;
   manifest_file_number_ = manifest_number;
   compact_pointers_ = compact_pointers;
+  manifest_torn_tail_ = torn_tail;
+  tables_listed_ = std::move(listed);
   return absl::OkStatus();
+}
+
+bool VersionSet::ManifestListedTable(uint64_t number) const {
+  absl::ReaderMutexLock lock(&mu_);
+  return tables_listed_.contains(number);
+}
+
+std::optional<uint64_t> VersionSet::RecoveredTornTail() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return manifest_torn_tail_;
 }
 
 }  // namespace cairn::lsm

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -124,6 +125,19 @@ class VersionSet {
   uint64_t LogNumber() const;
   // The number of the live manifest (0 before CreateNew/Recover).
   uint64_t ManifestFileNumber() const;
+  // Where Recover found the manifest ending in a torn record (the offset of
+  // the end of its last whole record); nullopt when it ended cleanly. The
+  // torn record is ignored, as a crash during its unsynced append leaves it;
+  // the caller decides whether the files on disk agree that it was never
+  // acknowledged (docs/durability.md, "Recovery").
+  std::optional<uint64_t> RecoveredTornTail() const;
+  // True when a record of the manifest Recover read added this table, even
+  // if a later record deleted it (such a file is garbage waiting for its
+  // deletion, not a table a lost record named).
+  bool ManifestListedTable(uint64_t number) const;
+  // The last sequence the manifest on disk records (LastSequence() may be
+  // ahead of it until the next edit).
+  SequenceNumber LoggedLastSequence() const { return logged_last_sequence_.load(); }
   // Where the next compaction of level starts (empty: at the beginning).
   std::string CompactPointer(int level) const;
 
@@ -164,6 +178,7 @@ class VersionSet {
 
   std::atomic<uint64_t> next_file_number_{1};
   std::atomic<SequenceNumber> last_sequence_{0};
+  std::atomic<SequenceNumber> logged_last_sequence_{0};
 
   // Serializes CreateNew, Recover and LogAndApply, and guards the manifest.
   // Acquired before mu_.
@@ -182,6 +197,8 @@ class VersionSet {
   uint64_t log_number_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t manifest_file_number_ ABSL_GUARDED_BY(mu_) = 0;
   std::array<std::string, kNumLevels> compact_pointers_ ABSL_GUARDED_BY(mu_);
+  std::optional<uint64_t> manifest_torn_tail_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<uint64_t> tables_listed_ ABSL_GUARDED_BY(mu_);  // by Recover's manifest
 };
 
 }  // namespace cairn::lsm

@@ -34,8 +34,13 @@ absl::StatusOr<std::unique_ptr<SegmentReader>> SegmentReader::Open(io::FileSyste
   io::FileOptions options;
   options.category = io::IoCategory::kValueLog;
   options.direct = direct_reads;
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> file,
-                         fs->NewRandomAccessFile(path, options));
+  absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> opened = fs->NewRandomAccessFile(path, options);
+  if (absl::IsNotFound(opened.status())) {
+    // A pointer names it: a missing segment is lost data, never an absent key.
+    return absl::DataLossError(absl::StrCat(path, ": value-log segment missing"));
+  }
+  CAIRN_RETURN_IF_ERROR(opened.status());
+  std::unique_ptr<io::RandomAccessFile> file = *std::move(opened);
   char scratch[kSegmentHeaderSize];
   std::string_view got;
   CAIRN_RETURN_IF_ERROR(file->Read(0, kSegmentHeaderSize, scratch, &got));

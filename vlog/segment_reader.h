@@ -30,8 +30,9 @@ class SegmentReader {
  public:
   // Opens path and validates its header, which must name segment_id. Reads
   // are charged to io::IoCategory::kValueLog; direct_reads asks for O_DIRECT.
-  // Errors: the file system's (NotFound for a missing file); DataLoss for a
-  // short or damaged header, or one naming another segment; FailedPrecondition
+  // Errors: DataLoss naming the file when it is missing (a pointer names
+  // it: never an absent key), or for a short or damaged header, or one
+  // naming another segment; the file system's other errors; FailedPrecondition
   // for an unknown format version.
   static absl::StatusOr<std::unique_ptr<SegmentReader>> Open(io::FileSystem* fs,
                                                              std::string path,

@@ -86,7 +86,7 @@ TEST_F(SegmentReaderCacheTest, MultiReadAcrossSegmentsEqualsReads) {
   std::vector<std::string> values;
   std::vector<absl::Status> statuses;
   absl::Status s = cache_.MultiRead(pointers, keys, &values, &statuses);
-  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << s;
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   ASSERT_EQ(values.size(), pointers.size());
   for (size_t j = 0; j + 1 < pointers.size(); ++j) {
     ASSERT_TRUE(statuses[j].ok()) << statuses[j];
@@ -94,7 +94,7 @@ TEST_F(SegmentReaderCacheTest, MultiReadAcrossSegmentsEqualsReads) {
     ASSERT_TRUE(cache_.Read(pointers[j], keys[j], &single).ok());
     EXPECT_EQ(values[j], single);
   }
-  EXPECT_EQ(statuses.back().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(statuses.back().code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(cache_.open_readers(), 3u) << "a failed open is not cached";
 }
 
