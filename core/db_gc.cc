@@ -330,12 +330,25 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // versions hidden by what the memtables and the L0 tables point at,
   // estimated as their value bytes times the yield L0 compactions have
   // shown (about 1 under pure overwrites, about 0 while loading).
-  uint64_t memtables = mem_value_bytes_.load(std::memory_order_relaxed);
-  for (const ImmutableMemTable& imm : imm_) memtables += imm.value_bytes;
-  const uint64_t l0 = Level0ValueBytes(*versions_->current()).value_or(0);
-  space.uncounted =
-      static_cast<uint64_t>(garbage_yield_ * static_cast<double>(l0 + memtables));
+  uint64_t hidden = Level0ValueBytes(*versions_->current()).value_or(0);
+  for (const ImmutableMemTable& imm : imm_) hidden += imm.value_bytes;
+  space.uncounted = static_cast<uint64_t>(garbage_yield_ * static_cast<double>(hidden)) +
+                    MemTableGarbageEstimate();
   return space;
+}
+
+uint64_t DBImpl::MemTableGarbageEstimate() {
+  // What the mutable memtable's entries made garbage: at least the pointers
+  // they superseded in it (exact), and under overwrites about the value
+  // bytes they name (the yield), whichever is more.
+  const double named = static_cast<double>(mem_value_bytes_.load(std::memory_order_relaxed));
+  return std::max(mem_superseded_bytes_.load(std::memory_order_relaxed),
+                  static_cast<uint64_t>(garbage_yield_ * named));
+}
+
+bool DBImpl::MemTableHidesGarbage() {
+  absl::MutexLock l(&mu_);
+  return MemTableGarbageEstimate() >= kMinGarbageFlushBytes;
 }
 
 void DBImpl::GcThread() {
@@ -363,8 +376,7 @@ void DBImpl::GcThread() {
       if (r.ok() && DeleteObsoleteSegments() >= 2) {
         Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
         DeleteObsoleteSegments();
-      } else if (r.ok() && r->victims == 0 &&
-                 mem_value_bytes_.load(std::memory_order_relaxed) >= kMinGarbageFlushBytes) {
+      } else if (r.ok() && r->victims == 0 && MemTableHidesGarbage()) {
         // Past the trigger with nothing counted enough to collect: the
         // garbage is in what the memtable hides. Flush it, so that the
         // flush and the compaction of L0 it leads to count it.

@@ -214,6 +214,11 @@ class DBImpl final : public DB {
   // uncounted is filled only when with_estimate is set (takes mu_).
   ValueLogSpace GetValueLogSpace(bool with_estimate) ABSL_LOCKS_EXCLUDED(mu_);
   ValueLogSpace GetValueLogSpaceLocked(bool with_estimate) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The garbage the mutable memtable hides: max(the pointers its entries
+  // superseded in it, garbage_yield_ times the value bytes it names).
+  uint64_t MemTableGarbageEstimate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Past the trigger with nothing to collect: is flushing worth it?
+  bool MemTableHidesGarbage() ABSL_LOCKS_EXCLUDED(mu_);
   // Value-log bytes named by the L0 tables; nullopt while one of them is
   // being compacted.
   std::optional<uint64_t> Level0ValueBytes(const lsm::Version& v)
@@ -299,10 +304,12 @@ class DBImpl final : public DB {
   // from before the open are estimated); dropped when the table leaves L0.
   absl::flat_hash_map<uint64_t, uint64_t> l0_value_bytes_ ABSL_GUARDED_BY(mu_);
   // Garbage counted per value-log byte named by the L0 tables compacted,
-  // as a moving average (1 until the first L0 compaction: assume the
-  // worst). Scales what the tables and memtables not yet compacted are
-  // expected to hide.
-  double garbage_yield_ ABSL_GUARDED_BY(mu_) = 1.0;
+  // as a moving average (0 until the first L0 compaction: assuming the
+  // worst made every load look like overwrites, and slowed it for space
+  // GC could never free). Scales what the tables and memtables not yet
+  // compacted are expected to hide; the memtable's own superseded pointers
+  // are counted exactly whatever it says.
+  double garbage_yield_ ABSL_GUARDED_BY(mu_) = 0.0;
   // False while background GC, past its trigger, finds nothing to collect:
   // writes are then never delayed for space (GC could not end the stall).
   bool gc_can_collect_ ABSL_GUARDED_BY(mu_) = true;

@@ -414,7 +414,7 @@ TEST(GcLedgerTest, SmallKeySetOverwrittenBeforeAnyFlushStaysBounded) {
   constexpr size_t kValueSize = 16 << 10;
   const double live = kKeys * (kValueSize + 8 + 13);
   double max_bytes = 0;
-  for (int j = 0; j < 3000; ++j) {
+  for (int j = 0; j < 2000; ++j) {
     ASSERT_TRUE(db->Put({}, absl::StrFormat("key%04d", j % kKeys), Value(j, kValueSize)).ok());
     if (j % 50 == 0) {
       max_bytes = std::max(max_bytes, static_cast<double>(SegmentBytes(fs.get())));
@@ -439,7 +439,7 @@ TEST(GcLedgerTest, SmallKeySetOverwrittenBeforeAnyFlushStaysBounded) {
   for (int i = 0; i < kKeys; ++i) {
     std::string v;
     ASSERT_TRUE(db->Get({}, absl::StrFormat("key%04d", i), &v).ok());
-    ASSERT_EQ(v, Value(2999 - ((2999 - i) % kKeys), kValueSize)) << i;
+    ASSERT_EQ(v, Value(1999 - ((1999 - i) % kKeys), kValueSize)) << i;
   }
 }
 
