@@ -285,7 +285,9 @@ class DBImpl final : public DB {
   std::multiset<lsm::SequenceNumber> snapshots_ ABSL_GUARDED_BY(mu_);
   // The snapshots handed out and not yet released, so that a second release
   // (or a foreign pointer) is recognised rather than freed again.
-  absl::flat_hash_set<const SnapshotImpl*> live_snapshots_ ABSL_GUARDED_BY(mu_);
+  // As the base type: a released pointer is compared, never cast (a cast
+  // to SnapshotImpl reads the freed object's vtable under UBSan).
+  absl::flat_hash_set<const Snapshot*> live_snapshots_ ABSL_GUARDED_BY(mu_);
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;

@@ -162,7 +162,8 @@ DBImpl::~DBImpl() {
   // go now rather than at the next open.
   RemoveObsoleteFiles();
   absl::MutexLock l(&mu_);
-  for (const SnapshotImpl* snapshot : live_snapshots_) delete snapshot;  // never released
+  // Never released; live, so the cast is safe.
+  for (const Snapshot* snapshot : live_snapshots_) delete static_cast<const SnapshotImpl*>(snapshot);
   live_snapshots_.clear();
   if (log_ != nullptr && bg_error_.ok() &&
       last_sequence_.load() > versions_->LoggedLastSequence()) {

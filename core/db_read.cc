@@ -177,12 +177,14 @@ const Snapshot* DBImpl::GetSnapshot() {
 }
 
 void DBImpl::ReleaseSnapshot(const Snapshot* snapshot) {
-  const auto* impl = static_cast<const SnapshotImpl*>(snapshot);
+  const SnapshotImpl* impl;
   {
     absl::MutexLock l(&mu_);
     // Null, released already, or not this DB's: nothing to do. The pointer
-    // is only compared, never dereferenced, until it is known to be live.
-    if (live_snapshots_.erase(impl) == 0) return;
+    // is only compared, never cast or dereferenced, until it is known to
+    // be live.
+    if (live_snapshots_.erase(snapshot) == 0) return;
+    impl = static_cast<const SnapshotImpl*>(snapshot);
     auto it = snapshots_.find(impl->sequence);
     if (it != snapshots_.end()) snapshots_.erase(it);
   }
