@@ -416,15 +416,7 @@ TEST(GcLedgerTest, SmallKeySetOverwrittenBeforeAnyFlushStaysBounded) {
   double max_bytes = 0;
   for (int j = 0; j < 2000; ++j) {
     ASSERT_TRUE(db->Put({}, absl::StrFormat("key%04d", j % kKeys), Value(j, kValueSize)).ok());
-    if (j % 50 == 0) {
-      max_bytes = std::max(max_bytes, static_cast<double>(SegmentBytes(fs.get())));
-      if (getenv("DEBUG_SMALL")) {
-        Stats st = db->GetStats();
-        std::printf("j=%d disk %.2f vlog %.2f garbage %.2f segs %d files %d gc %d stall %.3f\n", j,
-                    SegmentBytes(fs.get()) / live, st.vlog_bytes / live, st.vlog_garbage_bytes / live,
-                    (int)st.vlog_segments, (int)SegmentFiles(fs.get()), (int)st.gc_runs, st.stall_micros / 1e6);
-      }
-    }
+    if (j % 50 == 0) max_bytes = std::max(max_bytes, static_cast<double>(SegmentBytes(fs.get())));
   }
   ASSERT_TRUE(db->WaitForBackgroundWork().ok());
   const double final_bytes = static_cast<double>(SegmentBytes(fs.get()));

@@ -43,8 +43,9 @@ class GcController {
   double start_mark() const { return t_; }                    // 1.5: GC starts
   double stop_mark() const { return 1 + 0.6 * (t_ - 1); }     // 1.3: GC stops
   double slowdown_mark() const { return t_ + 0.1 * (t_ - 1); }  // 1.55: writes slowed
-  double unthrottle_mark() const { return t_ + 0.5 * (t_ - 1); }  // 1.75: budget lifted
   double limit_mark() const { return t_ + 0.5 * (t_ - 1); }   // 1.75: slowest rate
+  // GC's budget is lifted where writes reach their slowest rate.
+  double unthrottle_mark() const { return limit_mark(); }
 
   bool enabled() const { return t_ > 0; }
 
