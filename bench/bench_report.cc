@@ -40,6 +40,10 @@ void PrintText(const BenchResult& r, std::FILE* out) {
   std::string detail = absl::StrFormat(
       "    %d ops in %.2f s (%d threads), %d found", r.ops, r.seconds, r.threads, r.found);
   if (r.writer_ops != 0) absl::StrAppendFormat(&detail, ", %d background puts", r.writer_ops);
+  if (r.settle_seconds > 0) {
+    absl::StrAppendFormat(&detail, "; settle %.2f s: %.0f ops/s, %.1f MiB/s including it",
+                          r.settle_seconds, r.SettledOpsPerSec(), r.SettledMiBPerSec());
+  }
   if (d.user_bytes_written != 0) {
     absl::StrAppendFormat(&detail,
                           "\n    write amp %.2f %s wal %.2f + vlog %.2f + flush %.2f + "
@@ -56,6 +60,10 @@ void PrintText(const BenchResult& r, std::FILE* out) {
                           r.ReadsPerOp(), r.ops ? static_cast<double>(d.table_reads) / r.ops : 0,
                           r.ops ? static_cast<double>(d.vlog_reads) / r.ops : 0,
                           r.ReadBytesPerOp() / 1024);
+  }
+  if (r.os_read_bytes != 0) {
+    absl::StrAppendFormat(&detail, "\n    storage read by the process (/proc/self/io): %.1f KiB/op",
+                          r.OsReadBytesPerOp() / 1024);
   }
   if (r.space_measured) {
     absl::StrAppendFormat(&detail,
@@ -89,9 +97,12 @@ void PrintJson(const BenchResult& r, std::FILE* out) {
   std::string json = absl::StrFormat(
       "{\"benchmark\":\"%s\",\"engine\":\"%s\",\"threads\":%d,\"ops\":%d,\"found\":%d,"
       "\"seconds\":%.6f,\"ops_per_sec\":%.1f,\"mb_per_sec\":%.3f,\"bytes\":%d,"
+      "\"settle_seconds\":%.6f,\"settled_ops_per_sec\":%.1f,\"settled_mb_per_sec\":%.3f,"
+      "\"os_read_bytes\":%d,\"os_read_bytes_per_op\":%.1f,"
       "\"latency_us\":{\"mean\":%.3f,\"p50\":%.3f,\"p99\":%.3f,\"p999\":%.3f,\"max\":%.3f},",
       r.benchmark, r.engine, r.threads, r.ops, r.found, r.seconds, r.OpsPerSec(), r.MiBPerSec(),
-      r.bytes, r.latency.Mean() / 1e3, r.latency.Percentile(50) / 1e3,
+      r.bytes, r.settle_seconds, r.SettledOpsPerSec(), r.SettledMiBPerSec(), r.os_read_bytes,
+      r.OsReadBytesPerOp(), r.latency.Mean() / 1e3, r.latency.Percentile(50) / 1e3,
       r.latency.Percentile(99) / 1e3, r.latency.Percentile(99.9) / 1e3, r.latency.max() / 1e3);
   absl::StrAppendFormat(
       &json,

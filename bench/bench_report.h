@@ -21,6 +21,14 @@ struct BenchResult {
   uint64_t found = 0;  // reads that found their key
   uint64_t bytes = 0;  // user bytes read and written by the timed operations
   double seconds = 0;
+  // Write phases: seconds spent after the last operation waiting for the
+  // flush and the compactions (and, for cairn, GC) the phase left behind.
+  // A load's honest throughput counts them: see SettledOpsPerSec.
+  double settle_seconds = 0;
+  // Bytes this process read from storage during the benchmark, from
+  // /proc/self/io (read_bytes: O_DIRECT and page-cache misses alike, every
+  // thread including io_uring workers), the same measure on every engine.
+  uint64_t os_read_bytes = 0;
   Histogram latency;  // per operation (per batch for multireadrandom)
   uint64_t writer_ops = 0;  // readwhilewriting: the background writer's puts
 
@@ -37,6 +45,16 @@ struct BenchResult {
 
   double OpsPerSec() const { return seconds > 0 ? ops / seconds : 0; }
   double MiBPerSec() const { return seconds > 0 ? bytes / seconds / 1048576.0 : 0; }
+  // Throughput over the operations and the settle that followed them.
+  double SettledOpsPerSec() const {
+    return seconds + settle_seconds > 0 ? ops / (seconds + settle_seconds) : 0;
+  }
+  double SettledMiBPerSec() const {
+    return seconds + settle_seconds > 0 ? bytes / (seconds + settle_seconds) / 1048576.0 : 0;
+  }
+  double OsReadBytesPerOp() const {
+    return ops == 0 ? 0 : static_cast<double>(os_read_bytes) / ops;
+  }
   // Device bytes written per user byte written in this benchmark (0 when it
   // wrote nothing).
   double WriteAmp(uint64_t component_bytes) const;

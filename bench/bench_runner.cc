@@ -17,6 +17,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// read_bytes of /proc/self/io: what this process has read from storage
+// (0 where the file is missing, as outside Linux or in some containers).
+uint64_t ProcessStorageReadBytes() {
+  std::FILE* f = std::fopen("/proc/self/io", "r");
+  if (f == nullptr) return 0;
+  char line[128];
+  unsigned long long bytes = 0;
+  while (std::fgets(line, sizeof(line), f) != nullptr) {
+    if (std::sscanf(line, "read_bytes: %llu", &bytes) == 1) break;
+  }
+  std::fclose(f);
+  return bytes;
+}
+
 uint64_t NanosSince(Clock::time_point start) {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
@@ -127,8 +141,10 @@ absl::StatusOr<BenchResult> BenchRunner::Run(std::string_view name) {
   result.engine = engine_->Name();
   result.threads = config_.threads;
   const EngineStats before = engine_->Stats();
+  const uint64_t os_read_before = ProcessStorageReadBytes();
   absl::Status s = Dispatch(name, &result);
   if (!s.ok()) return s;
+  const Clock::time_point settle_start = Clock::now();
   if (IsLoadPhase(name)) {
     // Space is measured on the tables, not the memtable: write it out.
     s = engine_->Flush();
@@ -137,8 +153,10 @@ absl::StatusOr<BenchResult> BenchRunner::Run(std::string_view name) {
   if (Writes(name)) {
     s = engine_->WaitForCompactions();
     if (!s.ok()) return s;
+    result.settle_seconds = NanosSince(settle_start) / 1e9;
   }
   result.delta = Subtract(engine_->Stats(), before);
+  result.os_read_bytes = ProcessStorageReadBytes() - os_read_before;
   if (IsLoadPhase(name)) {
     // After the counters are taken: the engine may scan to count live bytes.
     s = engine_->MeasureLiveBytes(config_.use_existing_db ? 0 : tracker_.live_bytes());
