@@ -232,6 +232,11 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     gc_bytes_read_.fetch_add(r.bytes_read, std::memory_order_relaxed);
     gc_bytes_relocated_.fetch_add(r.bytes_relocated, std::memory_order_relaxed);
     gc_records_dropped_.fetch_add(r.records_dropped, std::memory_order_relaxed);
+    gc_scan_micros_.fetch_add(r.scan_micros, std::memory_order_relaxed);
+    gc_liveness_micros_.fetch_add(r.liveness_micros, std::memory_order_relaxed);
+    gc_write_micros_.fetch_add(r.write_micros, std::memory_order_relaxed);
+    gc_rewrite_micros_.fetch_add(r.rewrite_micros, std::memory_order_relaxed);
+    gc_throttled_micros_.fetch_add(r.throttled_micros, std::memory_order_relaxed);
     DeleteObsoleteSegments();
     if (!manual) break;  // background: one victim per pass, then re-check
   }

@@ -343,6 +343,9 @@ class DBImpl final : public DB {
   std::vector<ObsoleteSegment> obsolete_segments_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
+  // Where GC jobs spent their time (gc::GcJobResult).
+  std::atomic<uint64_t> gc_scan_micros_{0}, gc_liveness_micros_{0}, gc_write_micros_{0};
+  std::atomic<uint64_t> gc_rewrite_micros_{0}, gc_throttled_micros_{0};
   // Garbage found at open that nothing had counted (CountUnaccountedGarbage).
   std::atomic<uint64_t> gc_leaked_bytes_recounted_{0};
 

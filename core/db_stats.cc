@@ -100,6 +100,11 @@ Stats DBImpl::GetStats() {
   st.gc_bytes_relocated = gc_bytes_relocated_.load();
   st.gc_records_dropped = gc_records_dropped_.load();
   st.gc_micros = gc_micros_.load();
+  st.gc_scan_micros = gc_scan_micros_.load();
+  st.gc_liveness_micros = gc_liveness_micros_.load();
+  st.gc_write_micros = gc_write_micros_.load();
+  st.gc_rewrite_micros = gc_rewrite_micros_.load();
+  st.gc_throttled_micros = gc_throttled_micros_.load();
   st.gc_relocated_per_user_byte =
       st.user_bytes_written == 0
           ? 0
@@ -156,6 +161,12 @@ std::string FormatStats(const Stats& st) {
                         st.gc_bytes_relocated / 1048576.0, st.gc_records_dropped,
                         st.gc_micros / 1e6, st.gc_relocated_per_user_byte,
                         st.gc_recounted_bytes / 1048576.0, st.vlog_space_amplification);
+  absl::StrAppendFormat(&out,
+                        "gc time: scan %.2f s, liveness %.2f s, write %.2f s, rewrite %.2f s, "
+                        "throttled %.2f s\n",
+                        st.gc_scan_micros / 1e6, st.gc_liveness_micros / 1e6,
+                        st.gc_write_micros / 1e6, st.gc_rewrite_micros / 1e6,
+                        st.gc_throttled_micros / 1e6);
   absl::StrAppendFormat(&out,
                         "stalls: %d slowdowns, %d stops, %.3f s (longest wait %.3f s); delayed "
                         "write rate %.1f MiB/s; pending compaction %.1f MiB\n",

@@ -60,6 +60,25 @@ class Throttle {
   absl::Duration slept_;
 };
 
+// Adds the wall time of its scope, less the throttle's sleep in it, to
+// *micros.
+class PhaseTimer {
+ public:
+  PhaseTimer(const Throttle& throttle, uint64_t* micros)
+      : throttle_(throttle), micros_(micros), start_(absl::Now()),
+        slept_before_(throttle.slept()) {}
+  ~PhaseTimer() {
+    const absl::Duration d = absl::Now() - start_ - (throttle_.slept() - slept_before_);
+    *micros_ += static_cast<uint64_t>(std::max<int64_t>(0, absl::ToInt64Microseconds(d)));
+  }
+
+ private:
+  const Throttle& throttle_;
+  uint64_t* const micros_;
+  const absl::Time start_;
+  const absl::Duration slept_before_;
+};
+
 // The directory holding path ("." for a bare name).
 std::string DirName(const std::string& path) {
   const size_t slash = path.rfind('/');
@@ -85,12 +104,19 @@ class GcJob {
               [](const Record& a, const Record& b) { return a.key < b.key; });
     vlog::SegmentEdit final_edit;
     if (!live_.empty()) {
-      absl::Status s = WriteOutput();
+      absl::Status s;
+      {
+        PhaseTimer t(throttle_, &result_->write_micros);
+        s = WriteOutput();
+      }
       if (!s.ok()) {
         AbandonOutput();
         return s;
       }
-      s = RewriteAll();
+      {
+        PhaseTimer t(throttle_, &result_->rewrite_micros);
+        s = RewriteAll();
+      }
       if (!s.ok()) {
         // Some rewrites may be durable, so the output must stay. Its copies
         // that no pointer will ever name are garbage: count them now, or
@@ -116,6 +142,13 @@ class GcJob {
 
  private:
   absl::Status ScanVictim() {
+    // Scan time is the whole less the liveness checks inside it.
+    const uint64_t liveness_before = result_->liveness_micros;
+    uint64_t whole = 0;
+    absl::Cleanup account = [&] {
+      result_->scan_micros += whole - std::min(whole, result_->liveness_micros - liveness_before);
+    };
+    PhaseTimer t(throttle_, &whole);
     vlog::SegmentScannerOptions so;
     so.read_size = options_.read_size;
     so.category = io::IoCategory::kGc;
@@ -150,7 +183,10 @@ class GcJob {
       pointers.push_back(r.old_pointer);
     }
     std::vector<bool> live;
-    CAIRN_RETURN_IF_ERROR(index_->CheckLive(keys, pointers, &live));
+    {
+      PhaseTimer t(throttle_, &result_->liveness_micros);
+      CAIRN_RETURN_IF_ERROR(index_->CheckLive(keys, pointers, &live));
+    }
     if (live.size() != batch->size()) {
       return absl::InternalError(absl::StrCat("CheckLive answered ", live.size(), " of ",
                                               batch->size(), " records"));
@@ -301,10 +337,11 @@ class GcJob {
 std::string GcJobResult::DebugString() const {
   return absl::StrFormat(
       "gc victim %d -> output %d: read %d bytes, %d records scanned, %d live (%d bytes "
-      "relocated, %d written), %d dropped, %d rewrites lost (%d bytes), %d us (%d us throttled)",
+      "relocated, %d written), %d dropped, %d rewrites lost (%d bytes), %d us (%d us throttled; "
+      "scan %d, liveness %d, write %d, rewrite %d)",
       victim_id, output_segment_id, bytes_read, records_scanned, live_records, bytes_relocated,
       bytes_written, records_dropped, rewrites_lost, garbage_bytes_lost, micros,
-      throttled_micros);
+      throttled_micros, scan_micros, liveness_micros, write_micros, rewrite_micros);
 }
 
 absl::Status ValidateGcJobOptions(const GcJobOptions& options) {

@@ -75,6 +75,11 @@ struct GcJobResult {
   uint64_t garbage_bytes_lost = 0; // their record bytes, logged as garbage
   uint64_t micros = 0;             // wall time of the job
   uint64_t throttled_micros = 0;   // of which asleep for the byte budget
+  // Where the wall time went (each excludes the throttle's sleep in it):
+  uint64_t scan_micros = 0;      // reading and parsing the victim
+  uint64_t liveness_micros = 0;  // IndexView::CheckLive
+  uint64_t write_micros = 0;     // creating, filling, syncing the output
+  uint64_t rewrite_micros = 0;   // IndexView::RewritePointers
 
   // One line for logs.
   std::string DebugString() const;

@@ -515,6 +515,21 @@ TEST_F(GcJobTest, ByteBudgetKeepsTheJobUnderItsRate) {
   EXPECT_EQ(unlimited.result_.throttled_micros, 0u);
 }
 
+TEST_F(GcJobTest, PhaseTimesAccountForTheJobOutsideItsSleep) {
+  WriteVictim(/*compress=*/false, /*value_size=*/4000);
+  GcJobOptions options;
+  options.bytes_per_second = 4 << 20;  // some sleep, to be left out of the phases
+  ASSERT_TRUE(RunJob(options).ok());
+  const GcJobResult& r = result_;
+  EXPECT_GT(r.scan_micros, 0u);
+  EXPECT_GT(r.liveness_micros + r.write_micros + r.rewrite_micros, 0u);
+  // The phases do not overlap and exclude the throttle's sleep.
+  EXPECT_LE(r.scan_micros + r.liveness_micros + r.write_micros + r.rewrite_micros +
+                r.throttled_micros,
+            r.micros + 4);  // rounding: one microsecond per phase
+  EXPECT_NE(r.DebugString().find("scan "), std::string::npos) << r.DebugString();
+}
+
 TEST_F(GcJobTest, InvalidOptionsAreRejectedBeforeAnyIo) {
   WriteVictim();
   GcJobOptions options;

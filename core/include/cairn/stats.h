@@ -88,6 +88,13 @@ struct Stats {
   uint64_t gc_bytes_relocated = 0;
   uint64_t gc_records_dropped = 0;
   uint64_t gc_micros = 0;
+  // Of which: reading the victims, checking liveness, writing and syncing
+  // the outputs, rewriting pointers, and asleep for gc_bytes_per_sec.
+  uint64_t gc_scan_micros = 0;
+  uint64_t gc_liveness_micros = 0;
+  uint64_t gc_write_micros = 0;
+  uint64_t gc_rewrite_micros = 0;
+  uint64_t gc_throttled_micros = 0;
   // GC bytes relocated per user byte written: what GC costs this workload
   // (lower under skewed updates, whose hot keys die before GC copies them).
   double gc_relocated_per_user_byte = 0;
