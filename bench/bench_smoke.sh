@@ -22,7 +22,8 @@ check_json() {  # $1: file of JSON lines, $2: expected line count
     python3 - "$1" <<'PY'
 import json, sys
 need = ["benchmark", "engine", "ops", "ops_per_sec", "mb_per_sec", "latency_us", "write_amp",
-        "read_amp", "space_amp", "stall_micros", "gc_bytes"]
+        "read_amp", "space_amp", "stall_micros", "gc_bytes", "settle_seconds",
+        "settled_ops_per_sec", "os_read_bytes", "os_read_bytes_per_op"]
 for line in open(sys.argv[1]):
     r = json.loads(line)
     missing = [k for k in need if k not in r]
