@@ -155,6 +155,7 @@ class GcJob {
     so.direct_reads = options_.direct_io;
     so.allow_torn_tail = false;  // sealed: every byte must be good
     so.uncompress_values = false;
+    so.read_ahead = true;  // the next chunk arrives while liveness is checked
     CAIRN_ASSIGN_OR_RETURN(
         std::unique_ptr<vlog::SegmentScanner> scanner,
         vlog::SegmentScanner::Open(fs_, segment_path_(victim_id_), victim_id_, so));

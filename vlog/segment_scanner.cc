@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "io/coding.h"
 #include "io/status_macros.h"
 
@@ -22,8 +23,10 @@ absl::StatusOr<std::unique_ptr<SegmentScanner>> SegmentScanner::Open(
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> file,
                          fs->NewRandomAccessFile(path, file_options));
   CAIRN_ASSIGN_OR_RETURN(uint64_t file_size, file->Size());
-  auto scanner = std::unique_ptr<SegmentScanner>(
-      new SegmentScanner(std::move(file), std::move(path), options, file_size));
+  std::unique_ptr<io::ReadQueue> queue;
+  if (options.read_ahead) queue = fs->NewReadQueue();
+  auto scanner = std::unique_ptr<SegmentScanner>(new SegmentScanner(
+      std::move(file), std::move(path), options, file_size, std::move(queue)));
   CAIRN_ASSIGN_OR_RETURN(std::string_view head, scanner->Bytes(0, kSegmentHeaderSize));
   if (head.size() < kSegmentHeaderSize && options.allow_torn_tail) {
     // The header is synced when the segment is created, so a short one means
@@ -44,9 +47,53 @@ absl::StatusOr<std::unique_ptr<SegmentScanner>> SegmentScanner::Open(
 }
 
 SegmentScanner::SegmentScanner(std::unique_ptr<io::RandomAccessFile> file, std::string path,
-                               const SegmentScannerOptions& options, uint64_t file_size)
+                               const SegmentScannerOptions& options, uint64_t file_size,
+                               std::unique_ptr<io::ReadQueue> queue)
     : file_(std::move(file)), path_(std::move(path)), options_(options),
-      file_size_(file_size) {}
+      file_size_(file_size), queue_(std::move(queue)) {}
+
+void SegmentScanner::StartReadAhead() {
+  if (queue_ == nullptr || ahead_in_flight_ || ahead_ready_) return;
+  const uint64_t from = window_offset_ + window_.size();
+  if (from >= file_size_) return;
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(options_.read_size, file_size_ - from));
+  ahead_buf_.resize(n);
+  ahead_ = io::ReadRequest{from, n, ahead_buf_.data(), 0, absl::OkStatus()};
+  io::FileReadRequest request{file_.get(), &ahead_};
+  queue_->Submit(absl::MakeConstSpan(&request, 1));
+  ahead_in_flight_ = true;
+}
+
+void SegmentScanner::FinishReadAhead() {
+  if (!ahead_in_flight_) return;
+  queue_->Wait(&ahead_);
+  ahead_in_flight_ = false;
+  ahead_ready_ = true;
+}
+
+absl::Status SegmentScanner::ReadInto(uint64_t offset, size_t n, char* dst, size_t* got) {
+  FinishReadAhead();
+  if (ahead_ready_) {
+    ahead_ready_ = false;
+    // Used only when it starts where this read does and its read went well
+    // (an error is met again, and reported, by the read below).
+    if (ahead_.offset == offset && ahead_.status.ok()) {
+      const size_t have = std::min(n, ahead_.result);
+      std::memcpy(dst, ahead_buf_.data(), have);
+      *got = have;
+      if (have == n || ahead_.result < ahead_.len) return absl::OkStatus();  // or end of file
+      size_t more = 0;
+      CAIRN_RETURN_IF_ERROR(ReadInto(offset + have, n - have, dst + have, &more));
+      *got += more;
+      return absl::OkStatus();
+    }
+  }
+  std::string_view result;
+  CAIRN_RETURN_IF_ERROR(file_->Read(offset, n, dst, &result));
+  if (!result.empty() && result.data() != dst) std::memmove(dst, result.data(), result.size());
+  *got = result.size();
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::string_view> SegmentScanner::Bytes(uint64_t offset, uint64_t n) {
   n = std::min(n, file_size_ - offset);
@@ -65,20 +112,18 @@ absl::StatusOr<std::string_view> SegmentScanner::Bytes(uint64_t offset, uint64_t
                                            file_size_ - offset);
   window_.resize(want);
   window_offset_ = offset;
-  std::string_view got;
-  absl::Status s = file_->Read(offset + keep, want - keep, window_.data() + keep, &got);
+  size_t got = 0;
+  absl::Status s = ReadInto(offset + keep, want - keep, window_.data() + keep, &got);
   if (!s.ok()) {
     window_.clear();
     return s;
   }
-  if (!got.empty() && got.data() != window_.data() + keep) {
-    std::memmove(window_.data() + keep, got.data(), got.size());
-  }
-  if (got.size() < want - keep) {
+  if (got < want - keep) {
     // The file shrank under us: scan only what is there.
-    window_.resize(keep + got.size());
+    window_.resize(keep + got);
     file_size_ = offset + window_.size();
   }
+  StartReadAhead();
   return std::string_view(window_).substr(0, std::min<uint64_t>(n, window_.size()));
 }
 

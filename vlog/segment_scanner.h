@@ -48,6 +48,12 @@ struct SegmentScannerOptions {
   // Fill ScannedRecord::value with the uncompressed value. The garbage
   // collector may leave it off and copy stored bytes as they are.
   bool uncompress_values = true;
+  // Keep the next read_size bytes in flight (an io::ReadQueue of the file
+  // system's) while the caller works on the current ones, so a scan that
+  // does work per record (GC's liveness checks) does not wait for the
+  // device between reads. On backends without a ring the read happens at
+  // the next refill, as without it.
+  bool read_ahead = false;
 };
 
 // One record. The views stay valid until the next call to Next.
@@ -98,11 +104,19 @@ class SegmentScanner {
 
  private:
   SegmentScanner(std::unique_ptr<io::RandomAccessFile> file, std::string path,
-                 const SegmentScannerOptions& options, uint64_t file_size);
+                 const SegmentScannerOptions& options, uint64_t file_size,
+                 std::unique_ptr<io::ReadQueue> queue);
 
   // A view of the bytes [offset, offset + n), shortened at the end of the
   // file, reading into the window as needed. REQUIRES: offset <= file_size_.
   absl::StatusOr<std::string_view> Bytes(uint64_t offset, uint64_t n);
+  // Reads n bytes at offset into dst (from the read-ahead when it holds
+  // them); *got is how many (fewer only at the end of the file).
+  absl::Status ReadInto(uint64_t offset, size_t n, char* dst, size_t* got);
+  // Starts reading the read_size bytes after the window, when read_ahead.
+  void StartReadAhead();
+  // Waits for a read-ahead in flight; its bytes are kept for ReadInto.
+  void FinishReadAhead();
   // Parses the record at offset (views into the window).
   absl::StatusOr<RecordCheck> CheckAt(uint64_t offset, ParsedRecord* record);
   // Decides between torn tail and corruption for a bad record at offset.
@@ -118,6 +132,14 @@ class SegmentScanner {
   std::string window_;         // file bytes [window_offset_, + window_.size())
   uint64_t window_offset_ = 0;
   std::string value_;          // uncompressed value of the current record
+
+  // Read-ahead: the bytes after the window, in flight or arrived. The buffer
+  // is declared before the queue, whose destructor waits for its reads.
+  std::string ahead_buf_;
+  io::ReadRequest ahead_;
+  bool ahead_in_flight_ = false;
+  bool ahead_ready_ = false;
+  std::unique_ptr<io::ReadQueue> queue_;  // null without read_ahead
 
   uint64_t pos_ = 0;           // offset of the next record
   uint64_t records_read_ = 0;
