@@ -506,6 +506,7 @@ void Checker::CheckOrphans() {
         break;
       case lsm::FileType::kCurrent:
       case lsm::FileType::kLock:
+      case lsm::FileType::kOptions:
       case lsm::FileType::kUnknown:
         break;
     }
