@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/db_impl.h"
 #include "core/options_file.h"
 #include "core/write_batch_internal.h"
@@ -135,6 +137,7 @@ absl::StatusOr<std::unique_ptr<DB>> OpenForReadOnlyWithFileSystem(
   if (path.empty()) return absl::InvalidArgumentError("DB::OpenForReadOnly: empty path");
   absl::Status last;
   for (int attempt = 0; attempt < kReadOnlyOpenAttempts; ++attempt) {
+    if (attempt > 0) absl::SleepFor(absl::Milliseconds(5 * attempt));
     // The files are listed before and after: when the set is the same, no
     // file was created or deleted while recovery read them, so the manifest,
     // the tables and the WALs it read belong together (WALs only grow).
@@ -143,16 +146,23 @@ absl::StatusOr<std::unique_ptr<DB>> OpenForReadOnlyWithFileSystem(
     absl::Status s = db->Recover();
     if (!before.ok()) return s.ok() ? before.status() : s;
     absl::StatusOr<std::vector<std::string>> after = SortedNames(fs.get(), path);
-    if (after.ok() && *after == *before) {
-      if (!s.ok()) return s;
-      return db;
+    const bool unchanged = after.ok() && *after == *before;
+    if (unchanged && s.ok()) return db;
+    // Refusals about the database as a whole (no database, a newer format)
+    // do not change by waiting. Anything else may be a writer caught half
+    // way, e.g. a manifest record being appended that names a table
+    // already on disk: it is tried again, and reported if it stays.
+    if (!s.ok() && (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s) ||
+                    !fs->FileExists(lsm::CurrentFileName(path)))) {
+      return s;
     }
     last = s.ok() ? absl::UnavailableError("files changed during the open") : s;
+    if (unchanged && attempt + 1 == kReadOnlyOpenAttempts) return s;
   }
   return absl::Status(last.code(),
-                      absl::StrCat(path, ": the database's files changed during each of ",
-                                   kReadOnlyOpenAttempts,
-                                   " read-only open attempts (a busy writer); last: ",
+                      absl::StrCat(path, ": a read-only open failed ", kReadOnlyOpenAttempts,
+                                   " times while the database's files changed (a busy writer?); "
+                                   "last: ",
                                    last.message()));
 }
 

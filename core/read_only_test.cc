@@ -200,6 +200,24 @@ TEST_F(ReadOnlyTest, DamageIsRefusedWithDataLossNamingTheFileAndLeftAlone) {
   EXPECT_EQ(HashFiles(fs_.get(), "/db"), before);
 }
 
+TEST_F(ReadOnlyTest, AManifestRecordBeingAppendedIsToleratedAndLeftAlone) {
+  MakeDatabase(300);
+  const std::string manifest = io::JoinPath("/db", NewestFile(lsm::FileType::kManifest));
+  {
+    // The first bytes of a record a writer is appending.
+    auto f = fs_->ReopenWritableFile(manifest, {});
+    ASSERT_OK(f);
+    ASSERT_OK((*f)->Append(std::string("\x11\x22\x33\x44\x55\x66\x77", 7)));
+    ASSERT_OK((*f)->Close());
+  }
+  const auto before = HashFiles(fs_.get(), "/db");
+  auto db = OpenForReadOnlyWithFileSystem(SmallOptions(), "/db", fs_);
+  ASSERT_OK(db);
+  ASSERT_OK(CheckKeys(**db, 300));
+  db->reset();
+  EXPECT_EQ(HashFiles(fs_.get(), "/db"), before);
+}
+
 TEST_F(ReadOnlyTest, TornWalTailEndsTheReplay) {
   MakeDatabase(200);
   auto db = OpenWithFileSystem(SmallOptions(), "/db", fs_);
