@@ -41,17 +41,16 @@ absl::Status DestroyDBWithFileSystem(const std::string& path, io::FileSystem* fs
   }
   if (!has_current && (ours.empty() || !foreign.empty())) {
     return absl::FailedPreconditionError(absl::StrCat(
-        path, ": not a cairn database (no CURRENT file", foreign.empty() ? ""
-                                                                         : absl::StrCat("; holds ", foreign),
-        "); DestroyDB deleted nothing"));
+        path, ": not a cairn database (no CURRENT file",
+        foreign.empty() ? "" : absl::StrCat("; holds ", foreign), "); DestroyDB deleted nothing"));
   }
   // Excludes every open DB of this process and of others; refused, nothing
   // was deleted.
   absl::StatusOr<std::unique_ptr<io::FileLock>> lock = fs->LockFile(lsm::LockFileName(path));
   if (!lock.ok()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        path, ": the database is open (its LOCK is held); DestroyDB deleted nothing: ",
-        lock.status().message()));
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, ": the database is open (its LOCK is held); DestroyDB deleted nothing: ",
+                     lock.status().message()));
   }
   if (has_current) ours.push_back(std::string("CURRENT"));
   for (const std::string& name : ours) {

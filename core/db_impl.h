@@ -156,7 +156,8 @@ class DBImpl final : public DB {
   // first, into *mem. With edit non-null a full memtable is written to an L0
   // table recorded in *edit (garbage in *garbage); with null every write
   // stays in memory (read-only). Sets *max_sequence to the last replayed.
-  absl::Status ReplayLogs(const std::vector<std::string>& names, std::shared_ptr<lsm::MemTable>* mem,
+  absl::Status ReplayLogs(const std::vector<std::string>& names,
+                          std::shared_ptr<lsm::MemTable>* mem,
                           lsm::SequenceNumber* max_sequence, lsm::VersionEdit* edit,
                           ValueLog::GarbageMeter* garbage);
   // db_stats.cc: key and value bytes of the live entries, separated values

@@ -69,7 +69,8 @@ TEST_F(LifecycleTest, CloseReportsAFailedFinalSync) {
   auto db = OpenWithFileSystem(Options(), "/db", faulty);
   ASSERT_OK(db);
   ASSERT_OK((*db)->Put({}, "a", "v"));
-  faulty->FailAfter(0, io::InjectedIoError("final sync"), io::FaultKind::kSync, /*persistent=*/true);
+  faulty->FailAfter(0, io::InjectedIoError("final sync"), io::FaultKind::kSync,
+                    /*persistent=*/true);
   absl::Status s = (*db)->Close();
   EXPECT_FALSE(s.ok());
   EXPECT_EQ((*db)->Close(), s);  // the second Close says the same

@@ -392,7 +392,8 @@ absl::Status DBImpl::Recover() {
 }
 
 absl::Status DBImpl::RecoverManifest(std::vector<std::string>* names) {
-  CAIRN_ASSIGN_OR_RETURN(std::optional<uint64_t> options_file, LatestOptionsFile(fs_.get(), dbname_));
+  CAIRN_ASSIGN_OR_RETURN(std::optional<uint64_t> options_file,
+                         LatestOptionsFile(fs_.get(), dbname_));
   if (options_file.has_value()) {
     CAIRN_ASSIGN_OR_RETURN(std::string text, ReadOptionsFile(fs_.get(), dbname_, *options_file));
     CAIRN_RETURN_IF_ERROR(CheckOptionsFile(text, lsm::OptionsFileName(dbname_, *options_file)));

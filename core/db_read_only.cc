@@ -18,8 +18,8 @@ absl::Status DBImpl::RecoverReadOnly() {
     if (!fs_->FileExists(dbname_)) {
       return absl::NotFoundError(absl::StrCat(dbname_, ": does not exist"));
     }
-    return absl::NotFoundError(
-        absl::StrCat(dbname_, ": no cairn database (no CURRENT file); a read-only open creates none"));
+    return absl::NotFoundError(absl::StrCat(
+        dbname_, ": no cairn database (no CURRENT file); a read-only open creates none"));
   }
   std::vector<std::string> names;
   CAIRN_RETURN_IF_ERROR(RecoverManifest(&names));

@@ -25,9 +25,7 @@ namespace {
 
 constexpr size_t kMaxOptionsFileSize = 1 << 20;
 
-const char* CompressionName(Compression c) {
-  return c == Compression::kZstd ? "zstd" : "none";
-}
+const char* CompressionName(Compression c) { return c == Compression::kZstd ? "zstd" : "none"; }
 
 const char* BackendName(IoBackendOption b) {
   switch (b) {
@@ -71,9 +69,7 @@ std::string FormatOptionsFile(const Options& o) {
     absl::StrAppend(&out, name, "=", value, "\n");
   };
   auto add_bool = [&add](const char* name, bool v) { add(name, v ? "true" : "false"); };
-  auto add_double = [&add](const char* name, double v) {
-    add(name, absl::StrFormat("%.17g", v));
-  };
+  auto add_double = [&add](const char* name, double v) { add(name, absl::StrFormat("%.17g", v)); };
   out += "[options]\n";
   add_bool("create_if_missing", o.create_if_missing);
   add_bool("error_if_exists", o.error_if_exists);
@@ -125,18 +121,18 @@ absl::Status CheckOptionsFile(std::string_view text_in, std::string_view path_in
     }
     const size_t eq = line.find('=');
     uint64_t value = 0;
-    const bool numeric = eq != absl::string_view::npos &&
-                         absl::SimpleAtoi(line.substr(eq + 1), &value);
+    const bool numeric =
+        eq != absl::string_view::npos && absl::SimpleAtoi(line.substr(eq + 1), &value);
     if (eq == absl::string_view::npos || eq == 0) {
-      return absl::DataLossError(absl::StrFormat(
-          "%s: line %d is not a comment, a [section] or key=value: \"%s\"", path, line_number,
-          absl::CHexEscape(line)));
+      return absl::DataLossError(
+          absl::StrFormat("%s: line %d is not a comment, a [section] or key=value: \"%s\"", path,
+                          line_number, absl::CHexEscape(line)));
     }
     const absl::string_view key = line.substr(0, eq);
     if (section == "version" && key == "options_file_version") {
       if (!numeric) {
-        return absl::DataLossError(
-            absl::StrFormat("%s: line %d: options_file_version is not a number", path, line_number));
+        return absl::DataLossError(absl::StrFormat(
+            "%s: line %d: options_file_version is not a number", path, line_number));
       }
       if (value > kOptionsFileVersion) {
         return absl::FailedPreconditionError(absl::StrFormat(
@@ -224,7 +220,9 @@ absl::Status WriteOptionsFile(io::FileSystem* fs, const std::string& dbname, uin
   for (const std::string& name : *names) {
     uint64_t n;
     lsm::FileType type;
-    if (lsm::ParseFileName(name, &n, &type) && type == lsm::FileType::kOptions) numbers.push_back(n);
+    if (lsm::ParseFileName(name, &n, &type) && type == lsm::FileType::kOptions) {
+      numbers.push_back(n);
+    }
   }
   std::sort(numbers.begin(), numbers.end(), std::greater<>());
   for (size_t i = 2; i < numbers.size(); ++i) {

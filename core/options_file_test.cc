@@ -95,12 +95,13 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
     EXPECT_NE(s.message().find(c.key), std::string_view::npos) << s;
   }
   // An older format is what an older build wrote: still read.
-  ASSERT_OK(CheckOptionsFile(absl::StrReplaceAll(good, {{"max_key_size=65536", "max_key_size=100"}}),
-                             "OPTIONS-000005"));
+  ASSERT_OK(CheckOptionsFile(
+      absl::StrReplaceAll(good, {{"max_key_size=65536", "max_key_size=100"}}), "OPTIONS-000005"));
 }
 
 TEST(OptionsFileTest, GarbageIsDataLossNamingTheFileAndLine) {
-  absl::Status s = CheckOptionsFile("[version]\noptions_file_version=1\nno equals sign\n", "/db/OPTIONS-000005");
+  absl::Status s =
+      CheckOptionsFile("[version]\noptions_file_version=1\nno equals sign\n", "/db/OPTIONS-000005");
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_NE(s.message().find("/db/OPTIONS-000005: line 3"), std::string_view::npos) << s;
   s = CheckOptionsFile("[format]\nwal_format_version=1\n", "/db/OPTIONS-000005");
@@ -173,7 +174,8 @@ TEST_F(OptionsFileDbTest, OpenRefusesADatabaseWrittenUnderANewerFormat) {
   {
     auto f = fs_->NewWritableFile(path, {});
     ASSERT_OK(f);
-    ASSERT_OK((*f)->Append(absl::StrReplaceAll(*text, {{"table_format_version=1", "table_format_version=2"}})));
+    ASSERT_OK((*f)->Append(
+        absl::StrReplaceAll(*text, {{"table_format_version=1", "table_format_version=2"}})));
     ASSERT_OK((*f)->Close());
   }
   auto names = fs_->ListDir("/db");

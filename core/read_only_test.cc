@@ -177,7 +177,8 @@ TEST_F(ReadOnlyTest, LiveBytesComeFromPointersWithoutReadingValues) {
 }
 
 TEST_F(ReadOnlyTest, MissingDatabaseIsNotFoundAndNothingIsCreated) {
-  absl::StatusOr<std::unique_ptr<DB>> db = OpenForReadOnlyWithFileSystem(SmallOptions(), "/none", fs_);
+  absl::StatusOr<std::unique_ptr<DB>> db =
+      OpenForReadOnlyWithFileSystem(SmallOptions(), "/none", fs_);
   EXPECT_TRUE(absl::IsNotFound(db.status())) << db.status();
   EXPECT_FALSE(fs_->FileExists("/none"));
   ASSERT_OK(fs_->CreateDir("/empty"));
@@ -194,7 +195,8 @@ TEST_F(ReadOnlyTest, DamageIsRefusedWithDataLossNamingTheFileAndLeftAlone) {
   ASSERT_FALSE(table.empty());
   ASSERT_OK(fs_->TruncateFile(io::JoinPath("/db", table), 100));
   const auto before = HashFiles(fs_.get(), "/db");
-  absl::StatusOr<std::unique_ptr<DB>> db = OpenForReadOnlyWithFileSystem(SmallOptions(), "/db", fs_);
+  absl::StatusOr<std::unique_ptr<DB>> db =
+      OpenForReadOnlyWithFileSystem(SmallOptions(), "/db", fs_);
   EXPECT_TRUE(absl::IsDataLoss(db.status())) << db.status();
   EXPECT_NE(db.status().message().find(table), std::string_view::npos) << db.status();
   EXPECT_EQ(HashFiles(fs_.get(), "/db"), before);

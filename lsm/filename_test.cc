@@ -50,7 +50,8 @@ TEST(FileNameTest, ParseFileNameInvertsEveryNamingFunction) {
 
 TEST(FileNameTest, ParseFileNameRejectsForeignNames) {
   for (const char* name :
-       {"", "foo", "CURRENT.bak", "LOCK2", "MANIFEST-", "MANIFEST-12x", "MANIFEST12", "OPTIONS-", "OPTIONS-1x",
+       {"", "foo", "CURRENT.bak", "LOCK2", "MANIFEST-", "MANIFEST-12x", "MANIFEST12",
+        "OPTIONS-", "OPTIONS-1x",
         ".sst", "12.", "12.sstx", "12.SST", "-1.log", "x12.log", "12", "1 2.log",
         "18446744073709551616.sst", "99999999999999999999.log", "000001.sst.tmp"}) {
     uint64_t number = 0;

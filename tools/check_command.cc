@@ -104,7 +104,9 @@ class Checker {
   // writes nothing.
   void CheckOpens() {
     absl::StatusOr<std::unique_ptr<DB>> db = DB::OpenForReadOnly(Options(), dbname_);
-    if (!db.ok()) Problem(dbname_, absl::StrCat("a read-only open refuses it: ", db.status().ToString()));
+    if (!db.ok()) {
+      Problem(dbname_, absl::StrCat("a read-only open refuses it: ", db.status().ToString()));
+    }
   }
 
   // Counts a problem; prints it unless file already printed kMaxPrinted
