@@ -104,9 +104,11 @@ class DB {
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // "cairn.stats" (text report), "cairn.num-files-at-level<N>",
-  // "cairn.io-backend", "cairn.live-bytes" (scans the whole database for the
-  // key and value bytes of live entries; feeds space amplification). False
-  // for an unknown name.
+  // "cairn.io-backend", "cairn.live-bytes" (scans the LSM tree for the key
+  // and value bytes of live entries, a separated value counted by its
+  // pointer's record size, so the stored, possibly compressed, bytes, and
+  // no value read; feeds space amplification), "cairn.options" (the newest
+  // OPTIONS file's text, docs/options_format.md). False for an unknown name.
   virtual bool GetProperty(std::string_view name, std::string* value) = 0;
   virtual Stats GetStats() = 0;
 };
