@@ -175,6 +175,7 @@ void DBImpl::RemoveObsoleteFiles() {
 }
 
 absl::Status DBImpl::Flush() {
+  CAIRN_RETURN_IF_ERROR(CheckWritable("Flush"));
   CAIRN_RETURN_IF_ERROR(WriteImpl(WriteOptions(), nullptr));
   absl::MutexLock l(&mu_);
   while (!imm_.empty() && bg_error_.ok() && !shutting_down_) background_cv_.Wait(&mu_);
@@ -345,6 +346,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
 }
 
 absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* end) {
+  CAIRN_RETURN_IF_ERROR(CheckWritable("CompactRange"));
   CAIRN_RETURN_IF_ERROR(Flush());
   absl::MutexLock l(&mu_);
   ++manual_compactions_;
@@ -391,6 +393,8 @@ bool DBImpl::GcBehind() {
 }
 
 absl::Status DBImpl::WaitForBackgroundWork() {
+  CAIRN_RETURN_IF_ERROR(CheckNotClosed());
+  if (read_only_) return absl::OkStatus();  // it runs none
   for (int settle = 0;; ++settle) {
     {
       absl::MutexLock l(&mu_);

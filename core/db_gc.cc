@@ -251,6 +251,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
 }
 
 absl::StatusOr<GcResult> DBImpl::RunGC() {
+  CAIRN_RETURN_IF_ERROR(CheckWritable("RunGC"));
   const uint64_t freed_before = gc_segments_freed_.load();
   CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
   // Victims whose old pointers are still in unflushed WALs go once those

@@ -48,6 +48,13 @@ namespace cairn {
 absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
                                                        const std::string& path,
                                                        std::shared_ptr<io::FileSystem> fs);
+// DB::OpenForReadOnly on a given file system (db_read_only.cc).
+absl::StatusOr<std::unique_ptr<DB>> OpenForReadOnlyWithFileSystem(
+    const Options& options, const std::string& path, std::shared_ptr<io::FileSystem> fs);
+// The io layer's name for an Options::io_backend value.
+io::IoBackend ToIoBackend(IoBackendOption o);
+// DestroyDB on a given file system (db_destroy.cc).
+absl::Status DestroyDBWithFileSystem(const std::string& path, io::FileSystem* fs);
 
 class SnapshotImpl : public Snapshot {
  public:
@@ -58,7 +65,8 @@ class SnapshotImpl : public Snapshot {
 
 class DBImpl final : public DB {
  public:
-  DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs);
+  DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs,
+         bool read_only = false);
   ~DBImpl() override;
 
   absl::Status Put(const WriteOptions& options, std::string_view key,
@@ -78,8 +86,9 @@ class DBImpl final : public DB {
   absl::Status WaitForBackgroundWork() override;
   bool GetProperty(std::string_view name, std::string* value) override;
   Stats GetStats() override;
+  absl::Status Close() override;
 
-  // Opening: db_open.cc.
+  // Opening: db_open.cc (db_read_only.cc for a read-only DB).
   absl::Status Recover();
 
  private:
@@ -139,6 +148,28 @@ class DBImpl final : public DB {
   // For recovery's errors: says the manifest ended in a dropped torn record.
   std::string TornManifestNote() const;
   absl::Status NewLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Recovery, up to the WALs: CURRENT and the manifest, the newest OPTIONS
+  // file checked against this build, the files the manifest lists. Sets
+  // *names to the directory's entries. Reads only.
+  absl::Status RecoverManifest(std::vector<std::string>* names);
+  // Replays the WALs from the manifest's log number on (in names), oldest
+  // first, into *mem. With edit non-null a full memtable is written to an L0
+  // table recorded in *edit (garbage in *garbage); with null every write
+  // stays in memory (read-only). Sets *max_sequence to the last replayed.
+  absl::Status ReplayLogs(const std::vector<std::string>& names,
+                          std::shared_ptr<lsm::MemTable>* mem,
+                          lsm::SequenceNumber* max_sequence, lsm::VersionEdit* edit,
+                          ValueLog::GarbageMeter* garbage);
+  // db_stats.cc: key and value bytes of the live entries, separated values
+  // counted by their pointers' record sizes (nothing read from the value
+  // log).
+  absl::StatusOr<uint64_t> LiveBytesFromPointers();
+  // db_read_only.cc: Recover for a read-only DB; writes nothing.
+  absl::Status RecoverReadOnly();
+  // FailedPrecondition when the DB is closed or (for what) read-only.
+  absl::Status CheckWritable(std::string_view what) const;
+  // FailedPrecondition when the DB is closed.
+  absl::Status CheckNotClosed() const;
 
   // db_write.cc
   absl::Status CheckBatch(const WriteBatch& batch) const;
@@ -325,8 +356,13 @@ class DBImpl final : public DB {
   std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
   std::vector<std::thread> background_threads_;
   // Set once Recover has made the recovered state durable; until then the
-  // destructor deletes and writes nothing.
+  // destructor deletes and writes nothing. Never set on a read-only DB.
   bool recovered_ = false;
+  const bool read_only_;
+  // Set by the first Close; every later call but ReleaseSnapshot refuses.
+  std::atomic<bool> closed_{false};
+  absl::Mutex close_mu_;
+  absl::Status close_status_ ABSL_GUARDED_BY(close_mu_);
 
   // Garbage collection.
   absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one collection at a time

@@ -4,7 +4,10 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/db_impl.h"
+#include "core/options_file.h"
 #include "core/write_batch_internal.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
@@ -81,6 +84,20 @@ absl::Status ValidateOptions(const Options& o) {
   return absl::OkStatus();
 }
 
+
+// A writer that switches WALs, flushes or compacts while the open reads
+// creates or deletes files; the open then retries on a fresh DBImpl, at
+// most this many times in all.
+constexpr int kReadOnlyOpenAttempts = 10;
+
+absl::StatusOr<std::vector<std::string>> SortedNames(io::FileSystem* fs, const std::string& dir) {
+  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, fs->ListDir(dir));
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
 io::IoBackend ToIoBackend(IoBackendOption o) {
   switch (o) {
     case IoBackendOption::kUring: return io::IoBackend::kUring;
@@ -89,8 +106,6 @@ io::IoBackend ToIoBackend(IoBackendOption o) {
   }
   return io::IoBackend::kAuto;
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<DB>> DB::Open(const Options& options, const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
@@ -108,12 +123,57 @@ absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
   return db;
 }
 
-DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs)
+absl::StatusOr<std::unique_ptr<DB>> DB::OpenForReadOnly(const Options& options,
+                                                        const std::string& path) {
+  // The backend's own setup (a ring) touches no file of the database.
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
+                         io::NewFileSystem(ToIoBackend(options.io_backend)));
+  return OpenForReadOnlyWithFileSystem(options, path, std::move(fs));
+}
+
+absl::StatusOr<std::unique_ptr<DB>> OpenForReadOnlyWithFileSystem(
+    const Options& options, const std::string& path, std::shared_ptr<io::FileSystem> fs) {
+  CAIRN_RETURN_IF_ERROR(ValidateOptions(options));
+  if (path.empty()) return absl::InvalidArgumentError("DB::OpenForReadOnly: empty path");
+  absl::Status last;
+  for (int attempt = 0; attempt < kReadOnlyOpenAttempts; ++attempt) {
+    if (attempt > 0) absl::SleepFor(absl::Milliseconds(5 * attempt));
+    // The files are listed before and after: when the set is the same, no
+    // file was created or deleted while recovery read them, so the manifest,
+    // the tables and the WALs it read belong together (WALs only grow).
+    absl::StatusOr<std::vector<std::string>> before = SortedNames(fs.get(), path);
+    auto db = std::make_unique<DBImpl>(options, path, fs, /*read_only=*/true);
+    absl::Status s = db->Recover();
+    if (!before.ok()) return s.ok() ? before.status() : s;
+    absl::StatusOr<std::vector<std::string>> after = SortedNames(fs.get(), path);
+    const bool unchanged = after.ok() && *after == *before;
+    if (unchanged && s.ok()) return db;
+    // Refusals about the database as a whole (no database, a newer format)
+    // do not change by waiting. Anything else may be a writer caught half
+    // way, e.g. a manifest record being appended that names a table
+    // already on disk: it is tried again, and reported if it stays.
+    if (!s.ok() && (absl::IsFailedPrecondition(s) || absl::IsInvalidArgument(s) ||
+                    !fs->FileExists(lsm::CurrentFileName(path)))) {
+      return s;
+    }
+    last = s.ok() ? absl::UnavailableError("files changed during the open") : s;
+    if (unchanged && attempt + 1 == kReadOnlyOpenAttempts) return s;
+  }
+  return absl::Status(last.code(),
+                      absl::StrCat(path, ": a read-only open failed ", kReadOnlyOpenAttempts,
+                                   " times while the database's files changed (a busy writer?); "
+                                   "last: ",
+                                   last.message()));
+}
+
+DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs,
+               bool read_only)
     : options_(options), dbname_(std::move(dbname)), fs_(std::move(fs)),
       gc_controller_(gc::GcControllerOptions{
           .space_amp_trigger = options.gc_space_amp_trigger,
           .min_garbage_ratio = options.gc_min_garbage_ratio,
-          .bytes_per_second = options.gc_bytes_per_sec}) {
+          .bytes_per_second = options.gc_bytes_per_sec}),
+      read_only_(read_only) {
   table_options_.block_size = options_.block_size;
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
@@ -148,47 +208,79 @@ absl::Status DBImpl::LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit
   return absl::OkStatus();
 }
 
-DBImpl::~DBImpl() {
+DBImpl::~DBImpl() { Close().IgnoreError(); }
+
+absl::Status DBImpl::CheckNotClosed() const {
+  if (closed_.load(std::memory_order_acquire)) {
+    return absl::FailedPreconditionError(absl::StrCat(dbname_, ": the database is closed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::CheckWritable(std::string_view what) const {
+  CAIRN_RETURN_IF_ERROR(CheckNotClosed());
+  if (read_only_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(dbname_, ": ", absl::string_view(what.data(), what.size()),
+                     " refused: the database is open read-only"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::Close() {
+  absl::MutexLock close_lock(&close_mu_);
+  if (closed_.exchange(true, std::memory_order_acq_rel)) return close_status_;
   {
     absl::MutexLock l(&mu_);
     shutting_down_ = true;
     background_cv_.SignalAll();
   }
   for (auto& t : background_threads_) t.join();
-  // A failed open deletes nothing: the version it read may be missing what
-  // the files on disk hold (that may be why it failed).
-  if (!recovered_) return;
-  // Tables a reader or a compaction still held when they became obsolete
-  // go now rather than at the next open.
-  RemoveObsoleteFiles();
+  background_threads_.clear();
+  absl::Status status;
+  // A failed open (and a read-only DB) deletes and writes nothing: the
+  // version it read may be missing what the files on disk hold (that may be
+  // why it failed).
+  if (recovered_) {
+    // Tables a reader or a compaction still held when they became obsolete
+    // go now rather than at the next open.
+    RemoveObsoleteFiles();
+  }
   absl::MutexLock l(&mu_);
   // Never released; live, so the cast is safe.
   for (const Snapshot* snapshot : live_snapshots_) delete static_cast<const SnapshotImpl*>(snapshot);
   live_snapshots_.clear();
-  if (log_ != nullptr && bg_error_.ok() &&
-      last_sequence_.load() > versions_->LoggedLastSequence()) {
+  if (!recovered_) return close_status_ = status;
+  if (!bg_error_.ok()) {
+    // Writes stopped at the failure; what is on disk is what the crash rules
+    // recover, and the caller should know.
+    status = bg_error_;
+  } else if (log_ != nullptr && last_sequence_.load() > versions_->LoggedLastSequence()) {
     // A clean close makes what it leaves verifiable: the WAL and the values
     // are synced and the manifest records the last sequence, so damage to
     // either later fails the open (replay ends short of that sequence)
     // instead of reading as a torn tail. The active segment stays unsealed:
     // the next open continues it (docs/gc.md, "Segments that outlive a
     // session"). A failure leaves the crash rules in force.
-    absl::Status s = vlog_->Sync();
-    if (s.ok()) s = log_->Sync();
-    if (s.ok()) {
+    status = vlog_->Sync();
+    if (status.ok()) status = log_->Sync();
+    if (status.ok()) {
       versions_->SetLastSequence(last_sequence_.load());
       lsm::VersionEdit edit;
-      LogAndApply(&edit, nullptr).IgnoreError();
+      status = LogAndApply(&edit, nullptr);
     }
   }
   if (log_ != nullptr) {
     // Every acknowledged write already reached the kernel; closing adds
-    // nothing a crash could lose, so its error has no one to go to.
-    log_->Close().IgnoreError();
+    // nothing a crash could lose, but a failure is still reported.
+    absl::Status closed = log_->Close();
+    if (status.ok()) status = closed;
   }
+  return close_status_ = status;
 }
 
 absl::Status DBImpl::Recover() {
+  if (read_only_) return RecoverReadOnly();
   if (!fs_->FileExists(dbname_)) {
     if (!options_.create_if_missing) {
       return absl::NotFoundError(absl::StrCat(dbname_, ": does not exist (create_if_missing is false)"));
@@ -241,63 +333,13 @@ absl::Status DBImpl::Recover() {
     return absl::AlreadyExistsError(absl::StrCat(dbname_, ": database exists (error_if_exists)"));
   }
 
-  CAIRN_RETURN_IF_ERROR(versions_->Recover([this](uint32_t tag, std::string_view payload) {
-    if (vlog::IsSegmentEditTag(tag)) return vlog_->ApplyManifestRecord(tag, payload);
-    return absl::FailedPreconditionError(absl::StrCat(
-        "manifest holds an extension record (tag ", tag,
-        ") that this build does not know: written by a newer cairn?"));
-  }));
-  CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dbname_));
-  CAIRN_RETURN_IF_ERROR(CheckRecoveredFiles(names));
-
-  // Replay every WAL the manifest does not cover, oldest first.
-  std::vector<uint64_t> logs;
-  for (const std::string& name : names) {
-    uint64_t number;
-    FileType type;
-    if (!lsm::ParseFileName(name, &number, &type)) continue;
-    versions_->MarkFileNumberUsed(number);
-    if (type == FileType::kLog && number >= versions_->LogNumber()) logs.push_back(number);
-  }
-  std::sort(logs.begin(), logs.end());
-  // Every write up to here was durable when the manifest was last written
-  // (the manifest's last sequence only counts synced writes).
-  const SequenceNumber durable_sequence = versions_->LastSequence();
-  SequenceNumber max_sequence = durable_sequence;
-  last_sequence_.store(max_sequence);
+  std::vector<std::string> names;
+  CAIRN_RETURN_IF_ERROR(RecoverManifest(&names));
+  SequenceNumber max_sequence = 0;
   lsm::VersionEdit edit;
   ValueLog::GarbageMeter garbage;
-  auto mem = std::make_shared<lsm::MemTable>();
-  LogReplay previous;  // the last WAL that held a write
-  uint64_t previous_log = 0;
-  for (size_t i = 0; i < logs.size(); ++i) {
-    LogReplay replay;
-    absl::Status s = ReplayLog(logs[i], i + 1 == logs.size(), mem.get(), &max_sequence, &replay);
-    if (s.ok()) s = CheckLogContinuity(previous_log, previous, logs[i], replay, durable_sequence);
-    // A record the manifest lost (a segment it added, say) shows up here.
-    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), TornManifestNote()));
-    if (replay.last_sequence != 0) {
-      previous = replay;
-      previous_log = logs[i];
-    }
-    if (mem->ApproximateMemoryUsage() >= options_.memtable_size) {
-      CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
-      mem = std::make_shared<lsm::MemTable>();
-    }
-  }
-  if (previous.last_sequence != 0 && previous.last_sequence < durable_sequence) {
-    // The WALs replayed hold the newest writes; the manifest says writes up
-    // to durable_sequence were synced, so a crash cannot have taken them.
-    const std::string path = lsm::LogFileName(dbname_, previous_log);
-    return absl::DataLossError(absl::StrCat(
-        path, ": replay ends at sequence ", previous.last_sequence,
-        previous.cut_short ? absl::StrCat(" (", previous.cut_reason, " at offset ",
-                                          previous.cut_offset, ")")
-                           : std::string(" (at the end of the file)"),
-        ", but ", lsm::ManifestFileName(dbname_, versions_->ManifestFileNumber()),
-        " records writes up to sequence ", durable_sequence,
-        " as synced: acknowledged writes are missing", TornManifestNote()));
-  }
+  std::shared_ptr<lsm::MemTable> mem;
+  CAIRN_RETURN_IF_ERROR(ReplayLogs(names, &mem, &max_sequence, &edit, &garbage));
   if (!mem->empty()) CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
   // Replay has decided which value-log records are referenced; seal the
   // segment that was being written and drop segments nobody logged.
@@ -316,6 +358,9 @@ absl::Status DBImpl::Recover() {
                          lsm::LogWriter::Create(std::move(file), log_number));
   CAIRN_RETURN_IF_ERROR(log->Sync());
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
+  // The options of this open, numbered before the edit below so that the
+  // manifest's next file number covers it.
+  CAIRN_RETURN_IF_ERROR(WriteOptionsFile(fs_.get(), dbname_, versions_->NewFileNumber(), options_));
   edit.SetLogNumber(log_number);
   versions_->SetLastSequence(max_sequence);
   CAIRN_RETURN_IF_ERROR(LogAndApply(&edit, &segment_edit));
@@ -343,6 +388,78 @@ absl::Status DBImpl::Recover() {
     background_threads_.emplace_back([this] { CompactionThread(); });
   }
   if (options_.gc_space_amp_trigger > 0) background_threads_.emplace_back([this] { GcThread(); });
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::RecoverManifest(std::vector<std::string>* names) {
+  CAIRN_ASSIGN_OR_RETURN(std::optional<uint64_t> options_file,
+                         LatestOptionsFile(fs_.get(), dbname_));
+  if (options_file.has_value()) {
+    CAIRN_ASSIGN_OR_RETURN(std::string text, ReadOptionsFile(fs_.get(), dbname_, *options_file));
+    CAIRN_RETURN_IF_ERROR(CheckOptionsFile(text, lsm::OptionsFileName(dbname_, *options_file)));
+  }
+  CAIRN_RETURN_IF_ERROR(versions_->Recover([this](uint32_t tag, std::string_view payload) {
+    if (vlog::IsSegmentEditTag(tag)) return vlog_->ApplyManifestRecord(tag, payload);
+    return absl::FailedPreconditionError(absl::StrCat(
+        "manifest holds an extension record (tag ", tag,
+        ") that this build does not know: written by a newer cairn?"));
+  }));
+  CAIRN_ASSIGN_OR_RETURN(*names, fs_->ListDir(dbname_));
+  return CheckRecoveredFiles(*names);
+}
+
+absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
+                                std::shared_ptr<lsm::MemTable>* mem_out,
+                                SequenceNumber* max_sequence_out, lsm::VersionEdit* edit,
+                                ValueLog::GarbageMeter* garbage) {
+  // Replay every WAL the manifest does not cover, oldest first.
+  std::vector<uint64_t> logs;
+  for (const std::string& name : names) {
+    uint64_t number;
+    FileType type;
+    if (!lsm::ParseFileName(name, &number, &type)) continue;
+    versions_->MarkFileNumberUsed(number);
+    if (type == FileType::kLog && number >= versions_->LogNumber()) logs.push_back(number);
+  }
+  std::sort(logs.begin(), logs.end());
+  // Every write up to here was durable when the manifest was last written
+  // (the manifest's last sequence only counts synced writes).
+  const SequenceNumber durable_sequence = versions_->LastSequence();
+  SequenceNumber max_sequence = durable_sequence;
+  last_sequence_.store(max_sequence);
+  auto mem = std::make_shared<lsm::MemTable>();
+  LogReplay previous;  // the last WAL that held a write
+  uint64_t previous_log = 0;
+  for (size_t i = 0; i < logs.size(); ++i) {
+    LogReplay replay;
+    absl::Status s = ReplayLog(logs[i], i + 1 == logs.size(), mem.get(), &max_sequence, &replay);
+    if (s.ok()) s = CheckLogContinuity(previous_log, previous, logs[i], replay, durable_sequence);
+    // A record the manifest lost (a segment it added, say) shows up here.
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(s.message(), TornManifestNote()));
+    if (replay.last_sequence != 0) {
+      previous = replay;
+      previous_log = logs[i];
+    }
+    if (edit != nullptr && mem->ApproximateMemoryUsage() >= options_.memtable_size) {
+      CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), edit, garbage));
+      mem = std::make_shared<lsm::MemTable>();
+    }
+  }
+  if (previous.last_sequence != 0 && previous.last_sequence < durable_sequence) {
+    // The WALs replayed hold the newest writes; the manifest says writes up
+    // to durable_sequence were synced, so a crash cannot have taken them.
+    const std::string path = lsm::LogFileName(dbname_, previous_log);
+    return absl::DataLossError(absl::StrCat(
+        path, ": replay ends at sequence ", previous.last_sequence,
+        previous.cut_short ? absl::StrCat(" (", previous.cut_reason, " at offset ",
+                                          previous.cut_offset, ")")
+                           : std::string(" (at the end of the file)"),
+        ", but ", lsm::ManifestFileName(dbname_, versions_->ManifestFileNumber()),
+        " records writes up to sequence ", durable_sequence,
+        " as synced: acknowledged writes are missing", TornManifestNote()));
+  }
+  *mem_out = std::move(mem);
+  *max_sequence_out = max_sequence;
   return absl::OkStatus();
 }
 

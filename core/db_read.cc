@@ -74,6 +74,7 @@ absl::Status DBImpl::GetFromView(const ReadView& view, std::string_view key, std
 }
 
 absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::string* value) {
+  CAIRN_RETURN_IF_ERROR(CheckNotClosed());
   if (key.size() > kMaxKeySize) {
     return absl::InvalidArgumentError(
         absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
@@ -87,6 +88,10 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::
 std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
                                            const std::vector<std::string_view>& keys,
                                            std::vector<std::string>* values) {
+  if (absl::Status closed = CheckNotClosed(); !closed.ok()) {
+    values->assign(keys.size(), std::string());
+    return std::vector<absl::Status>(keys.size(), closed);
+  }
   // One read view for the whole batch, so all keys see the same state. Each
   // value-log read goes out as soon as its key's LSM lookup finds a pointer
   // (a few at a time, one submission each), so the device works while the
@@ -153,6 +158,9 @@ std::unique_ptr<lsm::InternalIterator> DBImpl::NewInternalIterator(const ReadVie
 }
 
 std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
+  if (absl::Status closed = CheckNotClosed(); !closed.ok()) {
+    return NewDBIterator(lsm::NewErrorIterator(closed), 0, nullptr, nullptr, ValuePrefetch());
+  }
   auto view = std::make_shared<ReadView>(GetReadView(options));
   ValuePrefetch prefetch;
   if (options.value_prefetch_depth > 1) {
@@ -168,6 +176,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
 }
 
 const Snapshot* DBImpl::GetSnapshot() {
+  if (!CheckNotClosed().ok()) return nullptr;
   absl::MutexLock l(&mu_);
   const SequenceNumber seq = last_sequence_.load(std::memory_order_acquire);
   snapshots_.insert(seq);

@@ -1,11 +1,17 @@
 // Stats and properties: the engine's own measurements, from the io layer's
 // byte counters and the read path's counters.
 #include <cstdio>
+#include <optional>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/db_impl.h"
+#include "core/options_file.h"
+#include "io/status_macros.h"
+#include "lsm/dbformat.h"
+#include "vlog/value_pointer.h"
+#include "vlog/vlog_format.h"
 
 namespace cairn {
 
@@ -186,20 +192,61 @@ std::string FormatStats(const Stats& st) {
 
 }  // namespace
 
+absl::StatusOr<uint64_t> DBImpl::LiveBytesFromPointers() {
+  const ReadView view = GetReadView(ReadOptions());
+  std::unique_ptr<lsm::InternalIterator> it = NewInternalIterator(view);
+  uint64_t bytes = 0;
+  std::string last_key;
+  bool have_last = false;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    lsm::ParsedInternalKey ikey;
+    if (!lsm::ParseInternalKey(it->key(), &ikey)) {
+      return absl::DataLossError("cairn.live-bytes: an entry with a malformed internal key");
+    }
+    // The newest version at or below the view's sequence decides a key.
+    if (ikey.sequence > view.sequence) continue;
+    if (have_last && ikey.user_key == last_key) continue;
+    last_key.assign(ikey.user_key);
+    have_last = true;
+    switch (ikey.type) {
+      case lsm::ValueType::kDeletion: break;
+      case lsm::ValueType::kValue: bytes += ikey.user_key.size() + it->value().size(); break;
+      case lsm::ValueType::kValuePointer: {
+        // The record holds the key and the value as stored (compressed,
+        // when it is): its size less the header, read from the pointer.
+        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(it->value());
+        if (!ptr.ok()) return ptr.status();
+        bytes += ptr->size - vlog::kRecordHeaderSize;
+        break;
+      }
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(it->status());
+  return bytes;
+}
+
 bool DBImpl::GetProperty(std::string_view name, std::string* value) {
   value->clear();
+  if (!CheckNotClosed().ok()) return false;
+  if (name == "cairn.options") {
+    absl::StatusOr<std::optional<uint64_t>> number = LatestOptionsFile(fs_.get(), dbname_);
+    if (!number.ok() || !number->has_value()) return false;
+    absl::StatusOr<std::string> text = ReadOptionsFile(fs_.get(), dbname_, **number);
+    if (!text.ok()) return false;
+    *value = *std::move(text);
+    return true;
+  }
   if (name == "cairn.stats") {
     *value = FormatStats(GetStats());
     return true;
   }
   if (name == "cairn.live-bytes") {
-    // Scans the whole database: key and value bytes of every live entry.
-    auto it = NewIterator(ReadOptions());
-    uint64_t bytes = 0;
-    for (it->SeekToFirst(); it->Valid(); it->Next()) bytes += it->key().size() + it->value().size();
-    if (!it->status().ok()) return false;
-    live_user_bytes_.store(bytes);
-    *value = absl::StrCat(bytes);
+    // Scans the LSM tree only: the sizes of separated values come from
+    // their pointers, so no value is read.
+    absl::StatusOr<uint64_t> bytes = LiveBytesFromPointers();
+    if (!bytes.ok()) return false;
+    live_user_bytes_.store(*bytes);
+    *value = absl::StrCat(*bytes);
     return true;
   }
   if (name == "cairn.io-backend") {

@@ -55,6 +55,7 @@ absl::Status DBImpl::CheckBatch(const WriteBatch& batch) const {
 }
 
 absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch) {
+  CAIRN_RETURN_IF_ERROR(CheckWritable("write"));
   CAIRN_RETURN_IF_ERROR(CheckBatch(batch));
   if (batch.Count() == 0) return absl::OkStatus();
   return WriteImpl(options, &batch);

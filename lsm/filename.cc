@@ -14,6 +14,7 @@ namespace cairn::lsm {
 namespace {
 
 constexpr std::string_view kManifestPrefix = "MANIFEST-";
+constexpr std::string_view kOptionsPrefix = "OPTIONS-";
 constexpr std::string_view kCurrentName = "CURRENT";
 constexpr std::string_view kLockName = "LOCK";
 
@@ -55,6 +56,7 @@ std::string_view FileTypeName(FileType type) {
     case FileType::kCurrent: return "current";
     case FileType::kLock: return "lock";
     case FileType::kTemp: return "temp";
+    case FileType::kOptions: return "options";
     case FileType::kUnknown: break;
   }
   return "unknown";
@@ -75,6 +77,10 @@ std::string TempFileName(std::string_view dbname, uint64_t number) {
 std::string ManifestFileName(std::string_view dbname, uint64_t number) {
   return io::JoinPath(dbname, ManifestBaseName(number));
 }
+std::string OptionsFileName(std::string_view dbname, uint64_t number) {
+  return io::JoinPath(dbname, absl::StrFormat("%s%06u", kOptionsPrefix, number));
+}
+
 std::string CurrentFileName(std::string_view dbname) {
   return io::JoinPath(dbname, kCurrentName);
 }
@@ -99,6 +105,13 @@ bool ParseFileName(std::string_view name, uint64_t* number, FileType* type) {
     if (!ConsumeNumber(&rest, &n) || !rest.empty()) return false;
     *number = n;
     *type = FileType::kManifest;
+    return true;
+  }
+  if (rest.substr(0, kOptionsPrefix.size()) == kOptionsPrefix) {
+    rest.remove_prefix(kOptionsPrefix.size());
+    if (!ConsumeNumber(&rest, &n) || !rest.empty()) return false;
+    *number = n;
+    *type = FileType::kOptions;
     return true;
   }
   if (!ConsumeNumber(&rest, &n)) return false;

@@ -5,6 +5,7 @@
 //   NNNNNN.vlog      value-log segment        NNNNNN.tmp   temporary file
 //   MANIFEST-NNNNNN  version edits            CURRENT      "MANIFEST-NNNNNN\n"
 //   LOCK             held while a DB is open
+//   OPTIONS-NNNNNN   the options of an open (docs/options_format.md)
 //
 // NNNNNN is a file number, at least six decimal digits. All numbered files of
 // one database share a single number space (VersionSet::NewFileNumber).
@@ -33,6 +34,7 @@ enum class FileType : uint8_t {
   kLock = 5,
   kTemp = 6,
   kUnknown = 7,
+  kOptions = 8,
 };
 
 std::string_view FileTypeName(FileType type);
@@ -43,6 +45,7 @@ std::string LogFileName(std::string_view dbname, uint64_t number);
 std::string ValueLogFileName(std::string_view dbname, uint64_t number);
 std::string ManifestFileName(std::string_view dbname, uint64_t number);
 std::string TempFileName(std::string_view dbname, uint64_t number);
+std::string OptionsFileName(std::string_view dbname, uint64_t number);
 std::string CurrentFileName(std::string_view dbname);
 std::string LockFileName(std::string_view dbname);
 

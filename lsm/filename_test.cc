@@ -17,6 +17,7 @@ TEST(FileNameTest, NamesAreZeroPaddedUnderTheDatabaseDirectory) {
   EXPECT_EQ(ValueLogFileName("/db", 1234567), "/db/1234567.vlog");
   EXPECT_EQ(TempFileName("/db", 3), "/db/000003.tmp");
   EXPECT_EQ(ManifestFileName("/db", 1), "/db/MANIFEST-000001");
+  EXPECT_EQ(OptionsFileName("/db", 7), "/db/OPTIONS-000007");
   EXPECT_EQ(CurrentFileName("/db"), "/db/CURRENT");
   EXPECT_EQ(LockFileName("/db"), "/db/LOCK");
 }
@@ -33,6 +34,7 @@ TEST(FileNameTest, ParseFileNameInvertsEveryNamingFunction) {
       {"1234567.vlog", 1234567, FileType::kValueLog},
       {"000003.tmp", 3, FileType::kTemp},
       {"MANIFEST-000001", 1, FileType::kManifest},
+      {"OPTIONS-000042", 42, FileType::kOptions},
       {"CURRENT", 0, FileType::kCurrent},
       {"LOCK", 0, FileType::kLock},
       {"18446744073709551615.sst", 18446744073709551615ull, FileType::kTable},
@@ -49,6 +51,7 @@ TEST(FileNameTest, ParseFileNameInvertsEveryNamingFunction) {
 TEST(FileNameTest, ParseFileNameRejectsForeignNames) {
   for (const char* name :
        {"", "foo", "CURRENT.bak", "LOCK2", "MANIFEST-", "MANIFEST-12x", "MANIFEST12",
+        "OPTIONS-", "OPTIONS-1x",
         ".sst", "12.", "12.sstx", "12.SST", "-1.log", "x12.log", "12", "1 2.log",
         "18446744073709551616.sst", "99999999999999999999.log", "000001.sst.tmp"}) {
     uint64_t number = 0;

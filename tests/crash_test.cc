@@ -118,7 +118,8 @@ DirCounts CountFiles(const std::string& db) {
       case lsm::FileType::kLog: ++c.wals; break;
       case lsm::FileType::kManifest: ++c.manifests; break;
       case lsm::FileType::kCurrent:
-      case lsm::FileType::kLock: break;
+      case lsm::FileType::kLock:
+      case lsm::FileType::kOptions: break;
       default: ++c.other; break;
     }
   }

@@ -1,6 +1,8 @@
 // `cairn check <db-dir>`: verifies a closed database without taking its LOCK
 // and without writing a byte (VersionSet::Recover only reads; every file is
 // opened for reading). In order:
+//   0. the database opens with DB::OpenForReadOnly (the open's own rules,
+//      including the OPTIONS file's format check);
 //   1. CURRENT and the manifest decode and their edits fit together; the
 //      value log's extension records replay into a SegmentSet;
 //   2. every segment in the set scans cleanly (a torn tail only on a segment
@@ -37,6 +39,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cairn/db.h"
 #include "core/write_batch_internal.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
@@ -63,6 +66,7 @@ class Checker {
 
   // Runs every check; returns the exit code after printing the summary.
   int Run() {
+    CheckOpens();
     if (CheckManifest()) {
       CheckSegments();
       CheckWals();
@@ -94,6 +98,16 @@ class Checker {
     vlog::ValuePointer pointer;
     bool from_wal;
   };
+
+  // The open's own verdict: DB::OpenForReadOnly applies the recovery rules
+  // (the OPTIONS check, the files the manifest lists, WAL replay) and
+  // writes nothing.
+  void CheckOpens() {
+    absl::StatusOr<std::unique_ptr<DB>> db = DB::OpenForReadOnly(Options(), dbname_);
+    if (!db.ok()) {
+      Problem(dbname_, absl::StrCat("a read-only open refuses it: ", db.status().ToString()));
+    }
+  }
 
   // Counts a problem; prints it unless file already printed kMaxPrinted
   // (a deleted segment would otherwise print one line per pointer).
@@ -506,6 +520,7 @@ void Checker::CheckOrphans() {
         break;
       case lsm::FileType::kCurrent:
       case lsm::FileType::kLock:
+      case lsm::FileType::kOptions:
       case lsm::FileType::kUnknown:
         break;
     }

@@ -1,9 +1,11 @@
-// `cairn stats [--json] <db-dir>`: opens the database through the public API
-// (which takes its LOCK, so the database must not be open elsewhere, and
-// which, like any open, may start a new WAL and manifest), runs the
-// cairn.live-bytes scan so space amplification is measured, and prints
-// GetProperty("cairn.stats") and cairn.live-bytes, or with --json GetStats()
-// as one JSON object.
+// `cairn stats [--json] <db-dir>`: opens the database read-only
+// (DB::OpenForReadOnly: no LOCK, nothing written, no background work, so it
+// works on a database another process has open), runs the cairn.live-bytes
+// scan (the LSM tree only: separated values are counted by their pointers'
+// sizes, none is read) so space amplification is measured, and prints
+// GetProperty("cairn.stats"), cairn.live-bytes and the newest OPTIONS file,
+// or with --json GetStats() as one JSON object with "options" holding the
+// OPTIONS file's text.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -117,17 +119,21 @@ std::string StatsToJson(const Stats& s) {
 
 int RunStats(const Args& args) {
   if (args.size() != 1) return UsageError(kCommand, "expects exactly one database directory");
-  Options options;
-  options.create_if_missing = false;
-  absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(options, args[0]);
+  absl::StatusOr<std::unique_ptr<DB>> db = DB::OpenForReadOnly(Options(), args[0]);
   if (!db.ok()) return Fail(kCommand, db.status());
 
   std::string live_bytes;
   if (!(*db)->GetProperty("cairn.live-bytes", &live_bytes)) {
     return Fail(kCommand, absl::InternalError("the DB does not know cairn.live-bytes"));
   }
+  // A database created before OPTIONS files existed has none.
+  std::string options_text;
+  const bool has_options = (*db)->GetProperty("cairn.options", &options_text);
   if (absl::GetFlag(FLAGS_json)) {
-    absl::PrintF("%s\n", StatsToJson((*db)->GetStats()));
+    std::string json = StatsToJson((*db)->GetStats());
+    json.pop_back();  // the closing brace
+    absl::PrintF("%s, \"options\": %s}\n", json,
+                 has_options ? JsonString(options_text) : std::string("null"));
     return kExitOk;
   }
   std::string stats;
@@ -137,6 +143,11 @@ int RunStats(const Args& args) {
   absl::PrintF("%s", stats);
   if (!stats.empty() && stats.back() != '\n') absl::PrintF("\n");
   absl::PrintF("cairn.live-bytes: %s\n", live_bytes);
+  if (has_options) {
+    absl::PrintF("** options (newest OPTIONS file) **\n%s", options_text);
+  } else {
+    absl::PrintF("** options **\nno OPTIONS file (written at the next read-write open)\n");
+  }
   return kExitOk;
 }
 

@@ -34,11 +34,36 @@ class DB {
   // DB may hold a path at a time, in this process or any other.
   static absl::StatusOr<std::unique_ptr<DB>> Open(const Options& options,
                                                   const std::string& path);
+  // Opens the database in directory path for reading only: nothing is
+  // written, created, deleted or truncated, no background work runs, and the
+  // LOCK is not taken, so a process may read a database another one is
+  // writing. The view is the state at open: the manifest as it was, plus
+  // every write the WALs held then, replayed into memory (a torn WAL tail
+  // ends the replay); later writes of the other process are not seen, and a
+  // file it deletes afterwards (compaction, GC) fails the reads that need
+  // it with NotFound or DataLoss. Damage is refused as Open refuses it
+  // (DataLoss naming the file). Put, Delete, Write, Flush, CompactRange and
+  // RunGC return FailedPrecondition. options.create_if_missing and
+  // error_if_exists are ignored; a missing database is NotFound.
+  static absl::StatusOr<std::unique_ptr<DB>> OpenForReadOnly(const Options& options,
+                                                             const std::string& path);
   DB() = default;
   DB(const DB&) = delete;
   DB& operator=(const DB&) = delete;
-  // Waits for background work, then closes every file.
+  // Closes the database if Close has not: waits for background work, then
+  // closes every file. A failure is lost; call Close to see it.
   virtual ~DB() = default;
+
+  // Waits for background work to stop, syncs the WAL and the value log,
+  // records the last sequence in the manifest and closes every file.
+  // Returns the first failure of those steps, or the background error that
+  // stopped writes earlier (then the state on disk is what the crash rules
+  // recover). REQUIRES: no other call on this DB is in flight; iterators may
+  // outlive it but should be destroyed first. A second Close returns the
+  // first one's status; after Close every other call fails with
+  // FailedPrecondition ("closed"; GetSnapshot returns null, GetProperty
+  // false). A read-only DB closes with OK.
+  virtual absl::Status Close() = 0;
 
   virtual absl::Status Put(const WriteOptions& options, std::string_view key,
                            std::string_view value) = 0;
@@ -79,12 +104,25 @@ class DB {
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // "cairn.stats" (text report), "cairn.num-files-at-level<N>",
-  // "cairn.io-backend", "cairn.live-bytes" (scans the whole database for the
-  // key and value bytes of live entries; feeds space amplification). False
-  // for an unknown name.
+  // "cairn.io-backend", "cairn.live-bytes" (scans the LSM tree for the key
+  // and value bytes of live entries, a separated value counted by its
+  // pointer's record size, so the stored, possibly compressed, bytes, and
+  // no value read; feeds space amplification), "cairn.options" (the newest
+  // OPTIONS file's text, docs/options_format.md). False for an unknown name.
   virtual bool GetProperty(std::string_view name, std::string* value) = 0;
   virtual Stats GetStats() = 0;
 };
+
+// Deletes the database in directory path: every file with a cairn file name
+// (CURRENT last but LOCK), then the directory when nothing else is in it;
+// files cairn did not name stay, and so does the directory then. Refuses,
+// deleting nothing: NotFound when path does not exist; FailedPrecondition
+// when it is not a cairn database (no CURRENT file, and empty or holding a
+// file cairn did not name: a directory of cairn files only is what an
+// interrupted DestroyDB leaves, and goes) or when the database is open (its
+// LOCK is held, in this process or another). options.io_backend picks the
+// file system.
+absl::Status DestroyDB(const Options& options, const std::string& path);
 
 }  // namespace cairn
 

@@ -1,0 +1,38 @@
+// Opening a database read-only (DB::OpenForReadOnly): the recovery of
+// db_open.cc up to the WAL replay, kept in memory. Nothing is created,
+// written, truncated or deleted, and the LOCK is not taken, so another
+// process may be writing the database meanwhile (docs/architecture.md,
+// "Read-only open").
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/db_impl.h"
+#include "io/status_macros.h"
+#include "lsm/filename.h"
+
+namespace cairn {
+absl::Status DBImpl::RecoverReadOnly() {
+  if (!fs_->FileExists(lsm::CurrentFileName(dbname_))) {
+    if (!fs_->FileExists(dbname_)) {
+      return absl::NotFoundError(absl::StrCat(dbname_, ": does not exist"));
+    }
+    return absl::NotFoundError(absl::StrCat(
+        dbname_, ": no cairn database (no CURRENT file); a read-only open creates none"));
+  }
+  std::vector<std::string> names;
+  CAIRN_RETURN_IF_ERROR(RecoverManifest(&names));
+  std::shared_ptr<lsm::MemTable> mem;
+  lsm::SequenceNumber max_sequence = 0;
+  // No table is written: every replayed write stays in this one memtable,
+  // however large. The value log is read as it is; its active segment's
+  // torn tail is neither cut nor continued.
+  CAIRN_RETURN_IF_ERROR(ReplayLogs(names, &mem, &max_sequence, /*edit=*/nullptr, nullptr));
+  absl::MutexLock l(&mu_);
+  mem_ = std::move(mem);
+  last_sequence_.store(max_sequence);
+  return absl::OkStatus();
+}
+
+}  // namespace cairn
