@@ -6,7 +6,7 @@
 // Files: db_open.cc (open, recovery, close), db_write.cc (write queue, group
 // commit, memtable switch, stalls), db_read.cc (Get, MultiGet, iterators,
 // snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
-// db_stats.cc (stats and properties).
+// db_stats.cc (stats and properties), db_checkpoint.cc (checkpoints).
 //
 // Thread safety: mu_ guards the mutable state below; the WAL is written by
 // the write-group leader alone, outside mu_.
@@ -76,6 +76,7 @@ class DBImpl final : public DB {
   absl::StatusOr<GcResult> RunGC() override;
   absl::Status CompactRange(const std::string* begin, const std::string* end) override;
   absl::Status WaitForBackgroundWork() override;
+  absl::StatusOr<CheckpointResult> CreateCheckpoint(const std::string& dir) override;
   bool GetProperty(std::string_view name, std::string* value) override;
   Stats GetStats() override;
 
@@ -224,6 +225,11 @@ class DBImpl final : public DB {
   std::optional<uint64_t> Level0ValueBytes(const lsm::Version& v)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GcThread();
+
+  // db_checkpoint.cc
+  // Opens and closes a checkpoint built in dir, which settles its space
+  // ledger (see the definition).
+  absl::Status OpenCheckpointOnce(const std::string& dir);
 
   // db_background.cc
   void BackgroundThread();
