@@ -136,6 +136,7 @@ absl::Status DBImpl::OpenCheckpointOnce(const std::string& dir) {
   Options o = options_;
   o.create_if_missing = false;
   o.error_if_exists = false;
+  o.listeners.clear();  // the application's listeners watch its database
   o.gc_space_amp_trigger = 0;
   o.level0_compaction_trigger = o.level0_slowdown_trigger = o.level0_stop_trigger = 1 << 30;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<DB> db, OpenWithFileSystem(o, dir, fs_));

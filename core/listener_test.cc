@@ -15,7 +15,9 @@
 #include "cairn/listener.h"
 #include "core/info_log.h"
 #include "gtest/gtest.h"
+#include "io/fault_file_system.h"
 #include "io/file_system.h"
+#include "io/memory_file_system.h"
 #include "io/testing/status_matchers.h"
 
 namespace cairn {
@@ -138,6 +140,71 @@ TEST(ListenerTest, InfoLogRecordsEventsAndRotatesBySize) {
   ASSERT_OK(log.status());
   EXPECT_NE(log->find("open: /db on memory (recovering the database)"), std::string::npos) << *log;
   EXPECT_NE(log->find("open: done in"), std::string::npos) << *log;
+}
+
+TEST(ListenerTest, FirstBackgroundErrorIsReportedOnce) {
+  auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());
+  auto recorder = std::make_shared<Recorder>();
+  Options o = ListenerOptions(fault, recorder);
+  o.max_info_log_size = 0;
+  auto db = DB::Open(o, "/db");
+  ASSERT_OK(db.status());
+  ASSERT_OK((*db)->Put({}, "before", "v"));
+  fault->FailAfter(0, io::InjectedIoError("wal"), io::FaultKind::kAnyWrite, /*persistent=*/true);
+  EXPECT_FALSE((*db)->Put({}, "k", "v").ok());
+  EXPECT_FALSE((*db)->Put({}, "k2", "v").ok());  // the sticky error; no second report
+  EXPECT_EQ(recorder->events(), std::vector<std::string>{"error"});
+  fault->ClearFaults();
+}
+
+class StallRecorder : public EventListener {
+ public:
+  void OnStallConditionsChanged(const StallConditionInfo& info) override {
+    absl::MutexLock l(&mu_);
+    changes_.push_back(info);
+  }
+  std::vector<StallConditionInfo> changes() {
+    absl::MutexLock l(&mu_);
+    return changes_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<StallConditionInfo> changes_;
+};
+
+TEST(ListenerTest, StallChangesChainAndNameTheirCause) {
+  auto recorder = std::make_shared<StallRecorder>();
+  Options o;
+  o.file_system = NewMemoryFileSystem();
+  o.listeners.push_back(recorder);
+  o.memtable_size = 64 << 10;
+  o.level0_compaction_trigger = 1;
+  // Any compaction owed slows writes until it is done.
+  o.soft_pending_compaction_bytes_limit = 1;
+  auto db = DB::Open(o, "/db");
+  ASSERT_OK(db.status());
+  for (int round = 0; round < 200; ++round) {
+    ASSERT_OK((*db)->Put({}, absl::StrCat("k", round), std::string(100, 'v')));
+    ASSERT_OK((*db)->Flush());
+    ASSERT_OK((*db)->Put({}, absl::StrCat("j", round), "v"));  // races the compaction
+    const std::vector<StallConditionInfo> changes = recorder->changes();
+    if (changes.size() >= 2) break;
+  }
+  ASSERT_OK((*db)->WaitForBackgroundWork());
+  ASSERT_OK((*db)->Put({}, "last", "v"));
+  const std::vector<StallConditionInfo> changes = recorder->changes();
+  ASSERT_GE(changes.size(), 2u) << "no write ever found a compaction owed";
+  StallCondition current = StallCondition::kNormal;
+  for (const StallConditionInfo& c : changes) {
+    EXPECT_EQ(c.previous, current);  // each change starts where the last one ended
+    EXPECT_NE(c.current, c.previous);
+    EXPECT_EQ(c.cause.empty(), c.current == StallCondition::kNormal) << c.cause;
+    current = c.current;
+  }
+  EXPECT_EQ(changes[0].current, StallCondition::kDelayed);
+  EXPECT_EQ(changes[0].cause, "pending compaction bytes at the soft limit");
+  EXPECT_EQ(current, StallCondition::kNormal);  // nothing owed at the last write
 }
 
 TEST(ListenerTest, NoInfoLogWhenTheSizeIsZero) {
