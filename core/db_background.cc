@@ -19,7 +19,20 @@ void DBImpl::SetBackgroundError(const absl::Status& s) {
     bg_error_ = absl::Status(s.code(), absl::StrCat("writes stopped until the database is reopened: ",
                                                     s.message()));
     background_cv_.SignalAll();
+    info_log_->Log("background error: %s", bg_error_.ToString());
+    NotifyListeners([&](EventListener& l) { l.OnBackgroundError(bg_error_); });
   }
+}
+
+void DBImpl::SetStallCondition(StallCondition condition, std::string_view cause) {
+  if (condition == stall_condition_) return;
+  StallConditionInfo info{.previous = stall_condition_, .current = condition,
+                          .cause = std::string(cause)};
+  stall_condition_ = condition;
+  static constexpr const char* kNames[] = {"normal", "delayed", "stopped"};
+  info_log_->Log("stall: %s -> %s%s%s", kNames[static_cast<int>(info.previous)],
+                 kNames[static_cast<int>(condition)], cause.empty() ? "" : ": ", info.cause);
+  NotifyListeners([&](EventListener& l) { l.OnStallConditionsChanged(info); });
 }
 
 void DBImpl::BackgroundThread() {
@@ -43,6 +56,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     mem = imm_.front().mem;
     flush_running_ = true;
   }
+  const auto start = std::chrono::steady_clock::now();
   lsm::VersionEdit edit;
   ValueLog::GarbageMeter garbage;
   uint64_t value_bytes = 0;
@@ -57,6 +71,21 @@ absl::Status DBImpl::FlushOldestImmutable() {
     ValueLog::FinishGarbageMeter(&garbage);
     s = LogAndApply(&edit, &garbage.edit());
   }
+  if (s.ok()) {
+    // Before the flush is seen as done (Flush returns once imm_ shrinks).
+    FlushJobInfo info;
+    info.value_log_bytes = value_bytes;
+    info.micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::steady_clock::now() - start)
+                                            .count());
+    for (const auto& [level, f] : edit.new_files()) {
+      info.file_number = f.number;
+      info.file_bytes = f.file_size;
+    }
+    info_log_->Log("flush: table %06d, %d bytes, naming %d value-log bytes, in %d us",
+                   info.file_number, info.file_bytes, info.value_log_bytes, info.micros);
+    NotifyListeners([&](EventListener& l) { l.OnFlushCompleted(info); });
+  }
   {
     absl::MutexLock l(&mu_);
     flush_running_ = false;
@@ -70,7 +99,9 @@ absl::Status DBImpl::FlushOldestImmutable() {
     UpdatePendingCompactionBytes();
     background_cv_.SignalAll();
   }
-  if (s.ok()) RemoveObsoleteFiles();
+  if (s.ok()) {
+    RemoveObsoleteFiles();
+  }
   return s;
 }
 
@@ -339,9 +370,25 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
     }
     UpdatePendingCompactionBytes();
   }
-  // Outputs of a failed job were removed by the job; the inputs of a good
-  // one are now obsolete.
-  if (s.ok()) RemoveObsoleteFiles();
+  if (s.ok()) {
+    CompactionJobInfo info{.level = stats.level,
+                           .output_level = stats.output_level,
+                           .trivial_move = stats.trivial_move,
+                           .input_files = stats.input_files[0] + stats.input_files[1],
+                           .input_bytes = stats.input_bytes[0] + stats.input_bytes[1],
+                           .output_files = stats.output_files,
+                           .output_bytes = stats.output_bytes,
+                           .micros = stats.micros};
+    info_log_->Log("compaction: L%d -> L%d%s, %d files (%d bytes) in, %d files (%d bytes) out, "
+                   "in %d us",
+                   info.level, info.output_level, info.trivial_move ? " (trivial move)" : "",
+                   info.input_files, info.input_bytes, info.output_files, info.output_bytes,
+                   info.micros);
+    NotifyListeners([&](EventListener& l) { l.OnCompactionCompleted(info); });
+    // Outputs of a failed job were removed by the job; the inputs of a good
+    // one are now obsolete.
+    RemoveObsoleteFiles();
+  }
   return s;
 }
 

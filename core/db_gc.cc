@@ -247,6 +247,14 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
                      std::chrono::steady_clock::now() - start)
                      .count();
   gc_micros_.fetch_add(total.micros, std::memory_order_relaxed);
+  if (total.victims > 0) {
+    info_log_->Log(
+        "gc: %d segments collected, %d bytes read, %d bytes (%d records) relocated, %d garbage "
+        "records dropped, %d rewrites lost to newer writes, %d segments freed, in %d us",
+        total.victims, total.bytes_read, total.bytes_relocated, total.records_relocated,
+        total.records_dropped, total.rewrites_lost, total.segments_freed, total.micros);
+    NotifyListeners([&](EventListener& l) { l.OnGcCompleted(total); });
+  }
   return total;
 }
 

@@ -6,7 +6,7 @@
 // Files: db_open.cc (open, recovery, close), db_write.cc (write queue, group
 // commit, memtable switch, stalls), db_read.cc (Get, MultiGet, iterators,
 // snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
-// db_stats.cc (stats and properties).
+// db_stats.cc (stats and properties), db_checkpoint.cc (checkpoints).
 //
 // Thread safety: mu_ guards the mutable state below; the WAL is written by
 // the write-group leader alone, outside mu_.
@@ -29,6 +29,8 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/db.h"
+#include "cairn/listener.h"
+#include "core/info_log.h"
 #include "core/value_log.h"
 #include "gc/gc_controller.h"
 #include "io/file_system.h"
@@ -84,12 +86,15 @@ class DBImpl final : public DB {
   absl::StatusOr<GcResult> RunGC() override;
   absl::Status CompactRange(const std::string* begin, const std::string* end) override;
   absl::Status WaitForBackgroundWork() override;
+  absl::StatusOr<CheckpointResult> CreateCheckpoint(const std::string& dir) override;
   bool GetProperty(std::string_view name, std::string* value) override;
   Stats GetStats() override;
   absl::Status Close() override;
 
   // Opening: db_open.cc (db_read_only.cc for a read-only DB).
   absl::Status Recover();
+  // Writes the open's summary to the info log.
+  void LogOpen(uint64_t micros);
 
  private:
   struct Writer;
@@ -256,6 +261,11 @@ class DBImpl final : public DB {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GcThread();
 
+  // db_checkpoint.cc
+  // Opens and closes a checkpoint built in dir, which settles its space
+  // ledger (see the definition).
+  absl::Status OpenCheckpointOnce(const std::string& dir);
+
   // db_background.cc
   void BackgroundThread();
   void CompactionThread();
@@ -286,12 +296,22 @@ class DBImpl final : public DB {
                                 uint64_t* value_bytes = nullptr);
   void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Logs and tells the listeners when the write stall condition changes.
+  void SetStallCondition(StallCondition condition, std::string_view cause)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls fn(listener) for every Options::listeners entry.
+  template <typename Fn>
+  void NotifyListeners(Fn fn) const {
+    for (const auto& listener : options_.listeners) fn(*listener);
+  }
   lsm::SequenceNumber OldestSnapshot() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   const std::string dbname_;
   const std::shared_ptr<io::FileSystem> fs_;
   std::unique_ptr<io::FileLock> lock_;
+  // LOG in the database directory (set up once the LOCK is held).
+  std::unique_ptr<InfoLog> info_log_;
   lsm::TableOptions table_options_;
   lsm::ReadCounters read_counters_;
   std::unique_ptr<lsm::BlockCache> block_cache_;
@@ -350,6 +370,7 @@ class DBImpl final : public DB {
   gc::GcController gc_controller_ ABSL_GUARDED_BY(mu_);
   // Whether the last user write found the value log past the slowdown mark.
   bool write_delayed_ ABSL_GUARDED_BY(mu_) = false;
+  StallCondition stall_condition_ ABSL_GUARDED_BY(mu_) = StallCondition::kNormal;
   // Of the current memtable, kept by the write leader and reset with it:
   // value-log bytes its pointers name, and bytes of pointers in it that
   // newer entries in it superseded (garbage once it is flushed).

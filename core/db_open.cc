@@ -1,8 +1,10 @@
 // Opening a database: validating options, taking the LOCK, creating or
 // recovering the manifest, replaying the WALs, and closing.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -108,6 +110,7 @@ io::IoBackend ToIoBackend(IoBackendOption o) {
 }
 
 absl::StatusOr<std::unique_ptr<DB>> DB::Open(const Options& options, const std::string& path) {
+  if (options.file_system != nullptr) return OpenWithFileSystem(options, path, options.file_system);
   CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
                          io::NewFileSystem(ToIoBackend(options.io_backend)));
   return OpenWithFileSystem(options, path, std::move(fs));
@@ -119,7 +122,11 @@ absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
   CAIRN_RETURN_IF_ERROR(ValidateOptions(options));
   if (path.empty()) return absl::InvalidArgumentError("DB::Open: empty path");
   auto db = std::make_unique<DBImpl>(options, path, std::move(fs));
+  const auto start = std::chrono::steady_clock::now();
   CAIRN_RETURN_IF_ERROR(db->Recover());
+  db->LogOpen(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                        std::chrono::steady_clock::now() - start)
+                                        .count()));
   return db;
 }
 
@@ -182,6 +189,7 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   table_cache_ = std::make_unique<lsm::TableCache>(fs_.get(), dbname_, table_options_,
                                                    block_cache_.get(), &read_counters_);
   versions_ = std::make_unique<lsm::VersionSet>(fs_.get(), dbname_);
+  info_log_ = InfoLog::Open(fs_.get(), dbname_, /*max_size=*/0);  // the real one once locked
   compaction_options_.level0_trigger = options_.level0_compaction_trigger;
   compaction_options_.multiplier = options_.level_size_multiplier;
   compaction_options_.target_file_size = options_.target_file_size;
@@ -206,6 +214,20 @@ absl::Status DBImpl::LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit
   CAIRN_RETURN_IF_ERROR(versions_->LogAndApply(edit));
   if (segment_edit != nullptr) return vlog_->Apply(*segment_edit);
   return absl::OkStatus();
+}
+
+void DBImpl::LogOpen(uint64_t micros) {
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  std::string levels;
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    absl::StrAppend(&levels, level == 0 ? "" : " ", v->NumFiles(level));
+  }
+  const ValueLog::Totals vlog = vlog_->GetTotals();
+  info_log_->Log(
+      "open: done in %d us; last sequence %d, WAL %06d, manifest %06d; tables per level [%s]; "
+      "%d value-log segments, %d bytes (%d garbage); %d garbage bytes recounted",
+      micros, last_sequence_.load(), versions_->LogNumber(), versions_->ManifestFileNumber(), levels,
+      vlog.segments, vlog.bytes, vlog.garbage_bytes, gc_leaked_bytes_recounted_.load());
 }
 
 DBImpl::~DBImpl() { Close().IgnoreError(); }
@@ -308,6 +330,7 @@ absl::Status DBImpl::Recover() {
     for (const std::string& name : names) {
       uint64_t number;
       FileType type;
+      if (name == "LOG" || absl::StartsWith(name, "LOG.old.")) continue;  // the info log
       if (lsm::ParseFileName(name, &number, &type)) {
         if (type == FileType::kLock) continue;
         if (type == FileType::kTemp || (type == FileType::kManifest && number == 1)) {
@@ -320,6 +343,9 @@ absl::Status DBImpl::Recover() {
     }
   }
   CAIRN_ASSIGN_OR_RETURN(lock_, fs_->LockFile(lsm::LockFileName(dbname_)));
+  info_log_ = InfoLog::Open(fs_.get(), dbname_, options_.max_info_log_size);
+  info_log_->Log("open: %s on %s (%s)", dbname_, fs_->Name(),
+                 exists ? "recovering the database" : "creating a database");
   if (!exists) {
     if (!options_.create_if_missing) {
       return absl::NotFoundError(absl::StrCat(dbname_, ": no database (create_if_missing is false)"));

@@ -286,6 +286,7 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
       gc_controller_.WriteDelay(amp, bytes, absl::Now(), gc_can_collect_);
   write_delayed_ = delay > absl::ZeroDuration() || amp > gc_controller_.slowdown_mark();
   if (delay <= absl::ZeroDuration()) return absl::OkStatus();
+  SetStallCondition(StallCondition::kDelayed, "value-log space: GC is behind");
   stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
   mu_.Unlock();
   const auto start = std::chrono::steady_clock::now();
@@ -327,17 +328,27 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
                         pending_compaction_bytes_ >= options_.soft_pending_compaction_bytes_limit)) {
       // Near the stop trigger: give each write a 1 ms delay rather than stop
       // one write for seconds later.
+      SetStallCondition(StallCondition::kDelayed,
+                        l0_files >= options_.level0_slowdown_trigger
+                            ? "level-0 files at the slowdown trigger"
+                            : "pending compaction bytes at the soft limit");
       SlowDownWrite();
       allow_delay = false;
       continue;
     }
     if (!force && mem_->ApproximateMemoryUsage() < options_.memtable_size &&
         !MemTableValueBytesFull()) {
+      if (allow_delay && !write_delayed_) SetStallCondition(StallCondition::kNormal, "");
       return absl::OkStatus();
     }
     if (imm_.size() >= 2 || l0_files >= options_.level0_stop_trigger ||
         pending_compaction_bytes_ >= options_.hard_pending_compaction_bytes_limit) {
       // Flushes (or L0 compactions) are behind: wait for them.
+      SetStallCondition(StallCondition::kStopped,
+                        imm_.size() >= 2 ? "memtables waiting for their flush"
+                        : l0_files >= options_.level0_stop_trigger
+                            ? "level-0 files at the stop trigger"
+                            : "pending compaction bytes at the hard limit");
       stall_stops_.fetch_add(1, std::memory_order_relaxed);
       const auto start = std::chrono::steady_clock::now();
       background_cv_.Wait(&mu_);

@@ -51,7 +51,7 @@ absl::Status InjectedNoSpaceError(std::string_view context) {
 // The operations BeforeOp tells apart; Matches() sorts them into FaultKinds.
 enum class fault_internal::Op : uint8_t {
   kAppend, kFlush, kSync, kClose, kSyncFiles, kRead,
-  kOpenWritable, kOpenReadable, kRename, kRemove, kTruncate, kGetSize,
+  kOpenWritable, kOpenReadable, kRename, kLink, kRemove, kTruncate, kGetSize,
   kListDir, kCreateDir, kRemoveDir, kSyncDir, kLock,
 };
 
@@ -462,6 +462,20 @@ absl::Status FaultFileSystem::RenameFile(const std::string& from, const std::str
   }
   MoveState(from, to);
   pending_.push_back(DirOp{DirOp::Type::kRename, DirName(to), from, to, std::move(trash)});
+  return absl::OkStatus();
+}
+
+absl::Status FaultFileSystem::LinkFile(const std::string& from, const std::string& to) {
+  absl::ReaderMutexLock crash_lock(&crash_mu_);
+  CAIRN_RETURN_IF_ERROR(BeforeOp(Op::kLink, generation(), to));
+  CAIRN_RETURN_IF_ERROR(base_->LinkFile(from, to));
+  absl::MutexLock l(&mu_);
+  // The new name shares the file's bytes; what a crash keeps of them is
+  // tracked once, under the name they were written through. The name itself
+  // is a create that a SyncDir makes durable.
+  if (options_.drop_unsynced_dir_entries) {
+    pending_.push_back(DirOp{DirOp::Type::kCreate, DirName(to), to, "", ""});
+  }
   return absl::OkStatus();
 }
 

@@ -104,6 +104,7 @@ class FaultFileSystem : public FileSystem {
   // The base syncs them together; on success each counts as synced.
   absl::Status SyncFiles(absl::Span<WritableFile* const> files) override;
   absl::Status RenameFile(const std::string& from, const std::string& to) override;
+  absl::Status LinkFile(const std::string& from, const std::string& to) override;
   absl::Status RemoveFile(const std::string& path) override;
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;

@@ -205,6 +205,25 @@ TEST_P(FaultFileSystemTest, CreatedFileWithoutDirSyncVanishesWhenTracked) {
   EXPECT_EQ(Contents(Path("000006.log")), "linked");
 }
 
+TEST_P(FaultFileSystemTest, LinkIsACreateThatADirSyncMakesDurable) {
+  UseDirTracking();
+  WriteBaseFile(Path("000003.sst"), "table");
+  ASSERT_TRUE(fs_->LinkFile(Path("000003.sst"), Path("000004.sst")).ok());
+  ASSERT_TRUE(fs_->SyncDir(dir_).ok());
+  ASSERT_TRUE(fs_->LinkFile(Path("000003.sst"), Path("000005.sst")).ok());
+  ASSERT_TRUE(fs_->SimulateCrash(CrashMode::kDropUnsynced, 3).ok());
+  EXPECT_EQ(Contents(Path("000004.sst")), "table");
+  EXPECT_FALSE(base_->FileExists(Path("000005.sst")));
+  EXPECT_TRUE(base_->FileExists(Path("000003.sst")));
+}
+
+TEST_P(FaultFileSystemTest, LinkFailsWhenAFaultFires) {
+  WriteBaseFile(Path("000003.sst"), "table");
+  fs_->FailAfter(0, InjectedIoError("link"), FaultKind::kAny, /*persistent=*/false);
+  EXPECT_FALSE(fs_->LinkFile(Path("000003.sst"), Path("000004.sst")).ok());
+  EXPECT_FALSE(base_->FileExists(Path("000004.sst")));
+}
+
 TEST_P(FaultFileSystemTest, CreatedFileSurvivesWhenDirTrackingIsOff) {
   auto f = NewFile(Path("000005.log"));
   ASSERT_TRUE(f->Append("synced").ok());

@@ -151,7 +151,13 @@ class FileSystem {
   // fdatasyncs are in flight at once. OK only when every one succeeded.
   virtual absl::Status SyncFiles(absl::Span<WritableFile* const> files);
 
+  // Renames a file, or a directory to a name that does not exist.
   virtual absl::Status RenameFile(const std::string& from, const std::string& to) = 0;
+  // Makes to a second name (a hard link) of the existing file from; to must
+  // not exist (AlreadyExists). Unimplemented when these two paths cannot be
+  // linked (different file systems, EXDEV; or no hard links there, EPERM or
+  // EOPNOTSUPP): the caller copies instead.
+  virtual absl::Status LinkFile(const std::string& from, const std::string& to) = 0;
   virtual absl::Status RemoveFile(const std::string& path) = 0;
   virtual absl::Status TruncateFile(const std::string& path, uint64_t size) = 0;
   virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;

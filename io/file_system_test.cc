@@ -428,6 +428,28 @@ TEST_P(FileSystemTest, RenameRemoveListTruncateExistsAndSize) {
   EXPECT_TRUE(fs_->ListDir(dir_)->empty());
 }
 
+TEST_P(FileSystemTest, LinkSharesContentsAndRefusesAnExistingTarget) {
+  WriteFile("a", "linked");
+  ASSERT_TRUE(fs_->LinkFile(Path("a"), Path("b")).ok());
+  EXPECT_EQ(Contents("b"), "linked");
+  EXPECT_EQ(fs_->LinkFile(Path("a"), Path("b")).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(fs_->LinkFile(Path("missing"), Path("c")).code(), absl::StatusCode::kNotFound);
+  // The second name outlives the first, as an inode's does.
+  ASSERT_TRUE(fs_->RemoveFile(Path("a")).ok());
+  EXPECT_EQ(Contents("b"), "linked");
+}
+
+TEST_P(FileSystemTest, DirectoryRenamesWithItsFiles) {
+  ASSERT_TRUE(fs_->CreateDir(Path("d")).ok());
+  ASSERT_TRUE(fs_->CreateDir(Path("d/inner")).ok());
+  WriteFile("d/x", "x");
+  WriteFile("d/inner/y", "yy");
+  ASSERT_TRUE(fs_->RenameFile(Path("d"), Path("e")).ok());
+  EXPECT_FALSE(fs_->FileExists(Path("d")));
+  EXPECT_THAT(*fs_->ListDir(Path("e")), ElementsAre("inner", "x"));
+  EXPECT_EQ(Contents("e/inner/y"), "yy");
+}
+
 TEST_P(FileSystemTest, OpenFileSurvivesRenameAndRemoval) {
   WriteFile("a", "contents");
   auto reader = fs_->NewRandomAccessFile(Path("a"), options_);
@@ -655,6 +677,14 @@ TEST(MemoryFileSystemTest, OverwrittenBytesAreVisibleToOpenReaders) {
   EXPECT_EQ(fs.Name(), "memory");
   EXPECT_TRUE(absl::IsNotFound(fs.WriteFileFromString("/no/f", "x")));
   EXPECT_TRUE(absl::IsNotFound(fs.ReadFileToString("/g").status()));
+}
+
+TEST(MemoryFileSystemTest, LinksTurnedOffAreUnimplemented) {
+  MemoryFileSystem fs;
+  ASSERT_TRUE(WriteStringToFile(&fs, "/a", "a", /*sync=*/false).ok());
+  fs.SetLinksSupported(false);
+  EXPECT_EQ(fs.LinkFile("/a", "/b").code(), absl::StatusCode::kUnimplemented);
+  EXPECT_FALSE(fs.FileExists("/b"));
 }
 
 TEST(MemoryFileSystemTest, PathsAreNormalized) {

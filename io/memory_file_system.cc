@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
 
@@ -227,6 +228,7 @@ absl::Status MemoryFileSystem::RenameFile(const std::string& from, const std::st
   const std::string f = Normalize(from);
   const std::string t = Normalize(to);
   absl::MutexLock l(&mu_);
+  if (dirs_.contains(f)) return RenameDir(f, t);
   auto it = files_.find(f);
   if (it == files_.end()) {
     return absl::NotFoundError(absl::StrCat("rename ", from, " to ", to, ": no such file"));
@@ -240,6 +242,63 @@ absl::Status MemoryFileSystem::RenameFile(const std::string& from, const std::st
   std::shared_ptr<FileData> data = std::move(it->second);
   files_.erase(it);
   files_[t] = std::move(data);  // Replaces an existing target, as rename(2) does.
+  return absl::OkStatus();
+}
+
+absl::Status MemoryFileSystem::RenameDir(const std::string& from, const std::string& to) {
+  if (from == "/" || absl::StartsWith(to, absl::StrCat(from, "/"))) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rename ", from, " to ", to, ": a directory cannot move into itself"));
+  }
+  CAIRN_RETURN_IF_ERROR(CheckParentExists(to));
+  if (dirs_.contains(to) || files_.contains(to)) {
+    // rename(2) would replace an empty directory; nothing here needs that.
+    return absl::AlreadyExistsError(absl::StrCat("rename ", from, " to ", to, ": target exists"));
+  }
+  const std::string prefix = absl::StrCat(from, "/");
+  auto moved = [&](const std::string& path) {
+    return absl::StrCat(to, path.substr(from.size()));
+  };
+  std::vector<std::string> dirs = {from};
+  for (auto it = dirs_.lower_bound(prefix); it != dirs_.end() && absl::StartsWith(*it, prefix);
+       ++it) {
+    dirs.push_back(*it);
+  }
+  for (const std::string& d : dirs) {
+    dirs_.erase(d);
+    dirs_.insert(moved(d));
+  }
+  std::vector<std::string> files;
+  for (auto it = files_.lower_bound(prefix); it != files_.end() && absl::StartsWith(it->first, prefix);
+       ++it) {
+    files.push_back(it->first);
+  }
+  for (const std::string& f : files) {
+    auto node = files_.extract(f);
+    node.key() = moved(f);
+    files_.insert(std::move(node));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MemoryFileSystem::LinkFile(const std::string& from, const std::string& to) {
+  if (!links_supported_.load()) {
+    return absl::UnimplementedError(
+        absl::StrCat("link ", from, " to ", to, ": links are turned off (copy instead)"));
+  }
+  const std::string f = Normalize(from);
+  const std::string t = Normalize(to);
+  absl::MutexLock l(&mu_);
+  auto it = files_.find(f);
+  if (it == files_.end()) {
+    return absl::NotFoundError(absl::StrCat("link ", from, " to ", to, ": no such file"));
+  }
+  CAIRN_RETURN_IF_ERROR(CheckParentExists(t));
+  if (files_.contains(t) || dirs_.contains(t)) {
+    return absl::AlreadyExistsError(absl::StrCat("link ", from, " to ", to, ": target exists"));
+  }
+  std::shared_ptr<FileData> data = it->second;  // Inserting below moves btree nodes.
+  files_[t] = std::move(data);  // Both names share the contents, as an inode.
   return absl::OkStatus();
 }
 

@@ -2,7 +2,8 @@
 // follows the real backends' semantics: a file's size counts every appended
 // byte, an open file survives rename and removal of its name (as an inode
 // does), files live only in directories that exist ("/" always does), ListDir
-// names direct children, and LockFile excludes other holders in this
+// names direct children, a hard link shares the file's contents, a
+// directory renames with everything in it, and LockFile excludes other holders in this
 // instance. There is no buffering and no crash simulation: an appended byte
 // is immediately readable. The fault-injecting wrapper does crashes.
 //
@@ -13,6 +14,7 @@
 #ifndef CAIRN_IO_MEMORY_FILE_SYSTEM_H_
 #define CAIRN_IO_MEMORY_FILE_SYSTEM_H_
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +45,7 @@ class MemoryFileSystem : public FileSystem {
       const std::string& path, const FileOptions& options) override;
 
   absl::Status RenameFile(const std::string& from, const std::string& to) override;
+  absl::Status LinkFile(const std::string& from, const std::string& to) override;
   absl::Status RemoveFile(const std::string& path) override;
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;
@@ -62,6 +65,9 @@ class MemoryFileSystem : public FileSystem {
   // tests can corrupt bytes under a reader.
   absl::StatusOr<std::string> ReadFileToString(const std::string& path);
   absl::Status WriteFileFromString(const std::string& path, std::string_view contents);
+  // Makes LinkFile answer Unimplemented, as across two real file systems,
+  // so tests reach their callers' copy path.
+  void SetLinksSupported(bool supported) { links_supported_.store(supported); }
 
   // The contents of one file; shared by its name and every open handle.
   struct FileData {
@@ -79,6 +85,9 @@ class MemoryFileSystem : public FileSystem {
   // NotFound unless the parent directory of path exists.
   absl::Status CheckParentExists(const std::string& path) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool DirExists(const std::string& dir) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // RenameFile of a directory (normalized paths), with everything under it.
+  absl::Status RenameDir(const std::string& from, const std::string& to)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Sorted names of the files and directories directly in dir.
   std::vector<std::string> Children(const std::string& dir) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -87,6 +96,7 @@ class MemoryFileSystem : public FileSystem {
   absl::StatusOr<std::shared_ptr<FileData>> OpenForWrite(const std::string& path, bool create,
                                                          bool truncate);
 
+  std::atomic<bool> links_supported_{true};
   const std::shared_ptr<IoStats> stats_;
   const std::shared_ptr<LockSet> locks_;
   mutable absl::Mutex mu_;

@@ -437,6 +437,18 @@ absl::Status PosixFileSystem::RenameFile(const std::string& from, const std::str
   return absl::OkStatus();
 }
 
+absl::Status PosixFileSystem::LinkFile(const std::string& from, const std::string& to) {
+  if (::link(from.c_str(), to.c_str()) < 0) {
+    const int e = errno;
+    if (e == EXDEV || e == EPERM || e == EOPNOTSUPP) {
+      return absl::UnimplementedError(
+          absl::StrCat("link ", from, " to ", to, ": ", std::strerror(e), " (copy instead)"));
+    }
+    return ErrnoError(e, absl::StrCat("link ", from, " to ", to));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status PosixFileSystem::RemoveFile(const std::string& path) {
   if (::unlink(path.c_str()) < 0) return ErrnoError(errno, absl::StrCat("unlink ", path));
   return absl::OkStatus();

@@ -142,6 +142,7 @@ class PosixFileSystem : public FileSystem {
       const std::string& path, const FileOptions& options) override;
 
   absl::Status RenameFile(const std::string& from, const std::string& to) override;
+  absl::Status LinkFile(const std::string& from, const std::string& to) override;
   absl::Status RemoveFile(const std::string& path) override;
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;

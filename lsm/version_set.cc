@@ -100,12 +100,13 @@ void VersionSet::Install(std::shared_ptr<const Version> v) {
 
 std::string VersionSet::SnapshotRecord(
     const Version& v, uint64_t log_number, uint64_t next_file,
-    const std::array<std::string, kNumLevels>& compact_pointers) const {
+    const std::array<std::string, kNumLevels>& compact_pointers,
+    SequenceNumber last_sequence) const {
   VersionEdit snapshot;
   snapshot.SetComparatorName(kComparatorName);
   snapshot.SetLogNumber(log_number);
   snapshot.SetNextFileNumber(next_file);
-  snapshot.SetLastSequence(LastSequence());
+  snapshot.SetLastSequence(std::max(LastSequence(), last_sequence));
   for (int level = 0; level < kNumLevels; ++level) {
     if (!compact_pointers[level].empty()) {
       snapshot.SetCompactPointer(level, compact_pointers[level]);
@@ -141,6 +142,26 @@ absl::Status VersionSet::WriteNewManifest(uint64_t number, const std::vector<std
   // From here CURRENT may name the new manifest even if this fails, so the
   // file must stay.
   return SetCurrentFile(fs_, dbname_, number);
+}
+
+absl::StatusOr<VersionSet::CheckpointState> VersionSet::CaptureCheckpointState(
+    uint64_t next_file, SequenceNumber last_sequence) {
+  absl::MutexLock lock(&apply_mu_);
+  if (!opened_) {
+    return absl::FailedPreconditionError("VersionSet::CaptureCheckpointState: not open");
+  }
+  CheckpointState state;
+  std::array<std::string, kNumLevels> compact_pointers;
+  {
+    absl::MutexLock l(&mu_);
+    state.version = current_;
+    state.log_number = log_number_;
+    compact_pointers = compact_pointers_;
+  }
+  state.snapshot_record = SnapshotRecord(*state.version, state.log_number,
+                                         std::max(next_file, NextFileNumber()), compact_pointers,
+                                         last_sequence);
+  return state;
 }
 
 absl::Status VersionSet::CreateNew() {

@@ -141,6 +141,21 @@ class VersionSet {
   // Where the next compaction of level starts (empty: at the beginning).
   std::string CompactPointer(int level) const;
 
+  // The durable state as a checkpoint's manifest needs it, all taken at one
+  // point between edits: the current version (hold it while its files are
+  // copied), the log number, and the snapshot record of that version with
+  // next_file as the next file number, last_sequence raised to at least
+  // last_sequence, and the extension snapshotter's records. The caller
+  // serializes the snapshotter's state with LogAndApply (as for a new
+  // manifest). FailedPrecondition before CreateNew/Recover.
+  struct CheckpointState {
+    std::shared_ptr<const Version> version;
+    uint64_t log_number = 0;
+    std::string snapshot_record;
+  };
+  absl::StatusOr<CheckpointState> CaptureCheckpointState(uint64_t next_file,
+                                                         SequenceNumber last_sequence);
+
   // Adds every file number referenced by any version still held by anyone,
   // the current one included (for obsolete-file deletion).
   void AddLiveFiles(absl::flat_hash_set<uint64_t>* live) const;
@@ -149,7 +164,8 @@ class VersionSet {
   // The snapshot record: every file of v and all counters, plus the
   // snapshotter's extension records.
   std::string SnapshotRecord(const Version& v, uint64_t log_number, uint64_t next_file,
-                             const std::array<std::string, kNumLevels>& compact_pointers) const
+                             const std::array<std::string, kNumLevels>& compact_pointers,
+                             SequenceNumber last_sequence = 0) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(apply_mu_);
   // Writes manifest `number` holding records, syncs it and points CURRENT at
   // it. On success *writer is the open manifest.

@@ -103,6 +103,17 @@ class DB {
   // Waits until no flush or compaction is pending or running.
   virtual absl::Status WaitForBackgroundWork() = 0;
 
+  // Writes an openable copy of the database to the new directory dir (on
+  // this DB's file system) while writes and GC go on: the copy holds every
+  // write acknowledged before the call (and perhaps some that raced with
+  // it, never part of a batch). Flushes the memtable first; tables and
+  // sealed value-log segments are hard-linked (copied across file
+  // systems), the segment being written is copied. Built in
+  // dir + ".checkpoint-tmp" and renamed into place, so dir appears whole or
+  // not at all. AlreadyExists when dir (or that temporary) exists.
+  // docs/checkpoint.md.
+  virtual absl::StatusOr<CheckpointResult> CreateCheckpoint(const std::string& dir) = 0;
+
   // "cairn.stats" (text report), "cairn.num-files-at-level<N>",
   // "cairn.io-backend", "cairn.live-bytes" (scans the LSM tree for the key
   // and value bytes of live entries, a separated value counted by its

@@ -6,10 +6,15 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <vector>
 
 namespace cairn {
 
 class Snapshot;
+class EventListener;  // cairn/listener.h
+namespace io {
+class FileSystem;  // cairn/file_system.h
+}  // namespace io
 
 // Values of at least this many bytes go to the value log; kInlineValues keeps
 // every value in the LSM tree (inline-value mode, like LevelDB and RocksDB).
@@ -98,6 +103,17 @@ struct Options {
   uint64_t gc_bytes_per_sec = uint64_t{256} << 20;
   // Threads for compaction (flush has its own). Default: 1.
   int max_background_compactions = 1;
+
+  // The file system to run on (cairn/file_system.h: the real one, or one in
+  // memory for tests); null: the real one on io_backend. Default: null.
+  std::shared_ptr<io::FileSystem> file_system;
+  // Told of flushes, compactions, GC runs, stalls and background errors
+  // (cairn/listener.h). Default: none.
+  std::vector<std::shared_ptr<EventListener>> listeners;
+  // The info log, LOG in the database directory, is renamed to LOG.old.1
+  // once it passes this many bytes (and at each open); the three newest
+  // old ones are kept. 0 writes no info log. Default: 4 MiB.
+  uint64_t max_info_log_size = uint64_t{4} << 20;
 };
 
 struct ReadOptions {

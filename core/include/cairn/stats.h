@@ -35,6 +35,14 @@ struct GcResult {
   uint64_t micros = 0;
 };
 
+// What one DB::CreateCheckpoint did.
+struct CheckpointResult {
+  uint64_t files_linked = 0, bytes_linked = 0;  // hard links: no bytes moved
+  uint64_t files_copied = 0, bytes_copied = 0;
+  uint64_t sequence = 0;  // the last sequence number when the state was taken
+  uint64_t micros = 0;
+};
+
 struct Stats {
   std::string io_backend;  // "io_uring" or "posix"
 
