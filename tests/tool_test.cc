@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -243,14 +244,29 @@ TEST_F(ToolTest, DumpVlogPrintsRecordsAndATornTail) {
 
 TEST_F(ToolTest, StatsPrintsTheReportAndJson) {
   CreateDatabase();
+  // Name and contents of every file: stats opens read-only and changes none.
+  auto snapshot = [&] {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      std::ifstream in(e.path(), std::ios::binary);
+      files[e.path().filename().string()] =
+          std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    return files;
+  };
+  const auto before = snapshot();
   RunResult r = RunTool({"stats", dir_});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cairn.live-bytes: "));
+  EXPECT_THAT(r.output, HasSubstr("** options (newest OPTIONS file) **"));
+  EXPECT_THAT(r.output, HasSubstr("[format]\nwal_format_version=1"));
   RunResult json = RunTool({"stats", "--json", dir_});
   EXPECT_EQ(json.exit_code, 0) << json.output;
   EXPECT_EQ(json.output.front(), '{') << json.output;
   EXPECT_THAT(json.output, HasSubstr("\"io_backend\": \""));
   EXPECT_THAT(json.output, HasSubstr("\"levels\": [{\"level\": 0"));
+  EXPECT_THAT(json.output, HasSubstr("\"options\": \"# cairn OPTIONS file"));
+  EXPECT_EQ(snapshot(), before);
 }
 
 TEST_F(ToolTest, CheckNamesACorruptSst) {
