@@ -81,6 +81,8 @@ absl::Status ValidateOptions(const Options& o) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
 io::IoBackend ToIoBackend(IoBackendOption o) {
   switch (o) {
     case IoBackendOption::kUring: return io::IoBackend::kUring;
@@ -89,8 +91,6 @@ io::IoBackend ToIoBackend(IoBackendOption o) {
   }
   return io::IoBackend::kAuto;
 }
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<DB>> DB::Open(const Options& options, const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
