@@ -99,8 +99,20 @@ class Repairer {
                                                      /*block_cache=*/nullptr,
                                                      /*counters=*/nullptr, /*max_open_files=*/16);
     CompareWithManifest(names);
-    for (uint64_t number : tables) ReadTable(number);
-    for (uint64_t number : logs) ReadWal(number);
+    for (uint64_t number : tables) {
+      if (live_tables_.has_value() && !live_tables_->contains(number)) {
+        Skipped(lsm::TableFileName(dbname_, number), "not in the manifest's current version");
+        continue;
+      }
+      ReadTable(number);
+    }
+    for (uint64_t number : logs) {
+      if (number < min_log_) {
+        Skipped(lsm::LogFileName(dbname_, number), "below the manifest's log number");
+        continue;
+      }
+      ReadWal(number);
+    }
     table_cache_.reset();
     CAIRN_RETURN_IF_ERROR(BuildNewDatabase());
     lock.reset();
@@ -109,6 +121,9 @@ class Repairer {
 
  private:
   void Lost(std::string line) { report_->lost.push_back(std::move(line)); }
+  void Skipped(const std::string& path, std::string_view why) {
+    report_->skipped.push_back(absl::StrCat(BaseName(path), ": ", std::string(why)));
+  }
 
   void Keep(std::string_view user_key, lsm::SequenceNumber seq, lsm::ValueType type,
             std::string_view value, const std::string& source) {
@@ -158,6 +173,16 @@ class Repairer {
       if (!info.obsolete && !present.contains(name)) {
         Lost(absl::StrCat(name, ": a live segment of the manifest, but missing"));
       }
+    }
+    // The manifest read to its end: trust it about which files are live, so
+    // that an obsolete table a crash left behind cannot bring back a key
+    // whose deletion a compaction already dropped.
+    if (!versions.RecoveredTornTail().has_value()) {
+      live_tables_.emplace();
+      for (int level = 0; level < lsm::kNumLevels; ++level) {
+        for (const auto& f : v->files(level)) live_tables_->insert(f->number);
+      }
+      min_log_ = versions.LogNumber();
     }
     bool live_wal = false;
     for (const std::string& name : names) {
@@ -358,6 +383,10 @@ class Repairer {
   const std::shared_ptr<io::FileSystem> fs_;
   RepairReport* const report_;
   std::vector<std::string> originals_;  // names of every database file found
+  // From a manifest that read to its end: the tables of its current version
+  // and its log number. Without one, every table and WAL is read.
+  std::optional<absl::flat_hash_set<uint64_t>> live_tables_;
+  uint64_t min_log_ = 0;
   absl::btree_map<std::string, Salvaged> keys_;
   // Segment readers opened for salvaged pointers, and the segments that
   // could not be opened (each pointer into them is a lost value).
@@ -378,6 +407,10 @@ std::string RepairReport::ToString() const {
   absl::StrAppend(&out, lost.empty() ? "nothing was lost\n"
                                      : absl::StrCat("lost (", lost.size(), "):\n"));
   for (const std::string& line : lost) absl::StrAppend(&out, "  ", line, "\n");
+  if (!skipped.empty()) {
+    absl::StrAppend(&out, "not read (obsolete per the manifest; moved with the originals):\n");
+    for (const std::string& line : skipped) absl::StrAppend(&out, "  ", line, "\n");
+  }
   return out;
 }
 

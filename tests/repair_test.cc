@@ -182,6 +182,69 @@ TEST_F(RepairTest, MissingCurrentIsRebuiltFromTheFiles) {
   EXPECT_EQ(RepairAndVerify("CURRENT"), 0);
 }
 
+// Without CURRENT every table and WAL is read, overwrites and deletions
+// spread over SSTs of several levels and the WAL: the newest entry of each
+// key must win, and a deleted key must stay deleted.
+TEST_F(RepairTest, NewestEntryWinsAcrossTablesAndWalAndDeletionsStay) {
+  std::map<std::string, std::string> model;
+  for (int i = 0; i < kKeys; ++i) model[Key(i)] = Value(i);
+  {
+    auto db = DB::Open(TestOptions(), db_);
+    ASSERT_OK(db);
+    for (int round = 0; round < 3; ++round) {
+      for (int i = round; i < kKeys; i += 3 + round) {
+        if ((i + round) % 4 == 0) {
+          ASSERT_OK((*db)->Delete(WriteOptions(), Key(i)));
+          model.erase(Key(i));
+        } else {
+          const std::string v = absl::StrCat(Value(i), "/round", round);
+          ASSERT_OK((*db)->Put(WriteOptions(), Key(i), v));
+          model[Key(i)] = v;
+        }
+      }
+      if (round == 0) {
+        ASSERT_OK((*db)->CompactRange(nullptr, nullptr));
+      } else if (round == 1) {
+        ASSERT_OK((*db)->Flush());
+      }
+    }
+  }
+  fs::remove(fs::path(db_) / "CURRENT");
+  RepairReport report;
+  ASSERT_OK(RepairDB(TestOptions(), db_, &report));
+  EXPECT_GT(report.keys_deleted, 0u);
+  auto db = DB::Open(TestOptions(), db_);
+  ASSERT_OK(db);
+  std::map<std::string, std::string> got;
+  auto it = (*db)->NewIterator(ReadOptions());
+  for (it->SeekToFirst(); it->Valid(); it->Next()) got[std::string(it->key())] = it->value();
+  ASSERT_OK(it->status());
+  EXPECT_EQ(got.size(), model.size());
+  EXPECT_TRUE(got == model) << report.ToString();
+}
+
+// The tool: `cairn repair DIR` prints the report, says where it wrote it,
+// and exits 1 when something was lost; the database then passes check.
+TEST_F(RepairTest, ToolPrintsTheReportAndExitsOneWhenSomethingWasLost) {
+  const std::vector<fs::path> wals = Files(lsm::FileType::kLog);
+  ASSERT_FALSE(wals.empty());
+  fs::remove(wals.back());
+  const std::string cmd = absl::StrCat(kCairnTool, " repair '", db_, "' 2>&1");
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), pipe)) > 0) out.append(buf, n);
+  const int status = ::pclose(pipe);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find(wals.back().filename().string()), std::string::npos) << out;
+  EXPECT_NE(out.find("report written to"), std::string::npos) << out;
+  CheckReport check = RunCheckTool(db_);
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
 TEST_F(RepairTest, HeldLockIsRefusedAndNothingMoves) {
   auto db = DB::Open(TestOptions(), db_);
   ASSERT_OK(db);

@@ -4,8 +4,9 @@
 //
 // What it does, in order:
 //   1. Takes the LOCK (a database open elsewhere is refused).
-//   2. Reads every SST and every WAL in the directory, whatever CURRENT and
-//      the manifest say (they may be the damage), and keeps, per user key,
+//   2. Reads every SST and every WAL in the directory (only those the
+//      manifest calls live when CURRENT and the manifest read to their end;
+//      all of them when they do not), and keeps, per user key,
 //      the newest entry that can still be read (highest sequence number;
 //      a deletion counts). An SST whose footer or index cannot be read is
 //      lost whole; one with a bad data block loses the entries from that
@@ -19,10 +20,12 @@
 //      DIR/lost/<time>/ (nothing is deleted) and the new files into DIR.
 //   5. Writes the report to DIR/lost/<time>/REPAIR.txt.
 //
-// Limits: entries of an SST that a compaction already replaced but a crash
-// left on disk can bring back an older value or a deleted key where the
-// newer entry is the one lost; the report counts tables and WALs read so
-// the operator can judge. The salvage rewrites every value once, and holds
+// Limits: without a whole manifest, entries of an SST that a compaction
+// already replaced but a crash left on disk can bring back an older value
+// or a deleted key; and wherever the newer entry of a key is the one lost
+// (a bad SST block), an older entry of it in another file is what remains.
+// The report lists what was lost and what was not read so the operator can
+// judge. The salvage rewrites every value once, and holds
 // the salvaged keys (with inline values) in memory.
 #ifndef CAIRN_REPAIR_H_
 #define CAIRN_REPAIR_H_
@@ -47,6 +50,10 @@ struct RepairReport {
   // One line per loss: the file, the byte range or entries, and why; and
   // per lost value, the key and the pointer.
   std::vector<std::string> lost;
+  // Files not read because a manifest that read to its end calls them
+  // obsolete (a table outside its current version, a WAL below its log
+  // number); they are moved to lost_dir with the rest.
+  std::vector<std::string> skipped;
   std::string lost_dir;     // where the original files went
   std::string report_path;  // the report file written there
 
