@@ -45,6 +45,9 @@
 
 namespace cairn {
 
+// The io::IoBackend an IoBackendOption asks for.
+io::IoBackend ToIoBackend(IoBackendOption o);
+
 // Opens a database on a given file system (tests pass in-memory and
 // fault-injecting ones). DB::Open uses the real one of options.io_backend.
 absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,

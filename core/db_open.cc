@@ -132,6 +132,9 @@ absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
 
 absl::StatusOr<std::unique_ptr<DB>> DB::OpenForReadOnly(const Options& options,
                                                         const std::string& path) {
+  if (options.file_system != nullptr) {
+    return OpenForReadOnlyWithFileSystem(options, path, options.file_system);
+  }
   // The backend's own setup (a ring) touches no file of the database.
   CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
                          io::NewFileSystem(ToIoBackend(options.io_backend)));

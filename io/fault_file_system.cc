@@ -588,6 +588,18 @@ absl::Status FaultFileSystem::CrashFile(const std::string& path, const FileState
       return base_->TruncateFile(path, synced);
     case CrashMode::kKeepRandomPrefix:
       return base_->TruncateFile(path, synced + NextRandom(rng) % (size - synced + 1));
+    case CrashMode::kPowerLoss: {
+      // Half the time nothing unsynced survives; else a random number of
+      // the unsynced pages, the cut on a page boundary or at the end.
+      if (NextRandom(rng) % 2 == 0) return base_->TruncateFile(path, synced);
+      const uint64_t first_boundary = (synced / kPowerLossPageSize + 1) * kPowerLossPageSize;
+      const uint64_t pages =
+          first_boundary >= size ? 0 : (size - first_boundary) / kPowerLossPageSize + 1;
+      const uint64_t k = NextRandom(rng) % (pages + 2);  // 0: none; pages + 1: all
+      const uint64_t cut =
+          k == 0 ? synced : std::min(size, first_boundary + (k - 1) * kPowerLossPageSize);
+      return base_->TruncateFile(path, cut);
+    }
     case CrashMode::kTearLastWrite:
       break;
   }
@@ -625,6 +637,10 @@ absl::Status FaultFileSystem::RevertDirOp(const DirOp& op) {
 }
 
 absl::Status FaultFileSystem::SimulateCrash(CrashMode mode, uint64_t seed) {
+  if (mode == CrashMode::kPowerLoss && !options_.drop_unsynced_dir_entries) {
+    return absl::InvalidArgumentError(
+        "CrashMode::kPowerLoss needs FaultFileSystemOptions::drop_unsynced_dir_entries");
+  }
   absl::WriterMutexLock crash_lock(&crash_mu_);
   absl::MutexLock l(&mu_);
   absl::Status first_error;

@@ -53,7 +53,20 @@ enum class CrashMode : uint8_t {
   // file is torn: a random proper prefix of it survives and the rest of its
   // bytes are zeros or random garbage (chosen at random per file).
   kTearLastWrite = 2,
+  // Power loss, as the page cache loses it: every file keeps its synced
+  // prefix and, at random, none, some or all of the 4 KiB pages (by file
+  // offset) of its unsynced bytes that the kernel might have written back
+  // before the power failed, in file order (the last kept page may be the
+  // file's partial tail). Pages written back out of order (a hole of
+  // zeros before kept bytes) are not modelled. Pair it with
+  // drop_unsynced_dir_entries, so that files whose creation or rename no
+  // directory sync made durable are undone too; SimulateCrash refuses it
+  // (InvalidArgument) otherwise.
+  kPowerLoss = 3,
 };
+
+// The page size kPowerLoss keeps or drops unsynced bytes by.
+inline constexpr uint64_t kPowerLossPageSize = 4096;
 
 // Which operations a fault set by FailAfter counts and fails.
 enum class FaultKind : uint8_t {

@@ -89,10 +89,12 @@ TEST_P(FaultFileSystemTest, NameWrapsTheBaseAndStatsAreTheBases) {
 }
 
 TEST_P(FaultFileSystemTest, SyncedDataSurvivesEveryCrashMode) {
+  UseDirTracking();
   for (CrashMode mode : {CrashMode::kDropUnsynced, CrashMode::kKeepRandomPrefix,
-                         CrashMode::kTearLastWrite}) {
+                         CrashMode::kTearLastWrite, CrashMode::kPowerLoss}) {
     const std::string path = Path(absl::StrCat("mode", static_cast<int>(mode)));
     auto f = NewFile(path);
+    ASSERT_TRUE(fs_->SyncDir(dir_).ok());  // the file's name is durable
     ASSERT_TRUE(f->Append("durable-bytes").ok());
     ASSERT_TRUE(f->Sync().ok());
     ASSERT_TRUE(f->Append("maybe-lost").ok());
@@ -222,6 +224,50 @@ TEST_P(FaultFileSystemTest, LinkFailsWhenAFaultFires) {
   fs_->FailAfter(0, InjectedIoError("link"), FaultKind::kAny, /*persistent=*/false);
   EXPECT_FALSE(fs_->LinkFile(Path("000003.sst"), Path("000004.sst")).ok());
   EXPECT_FALSE(base_->FileExists(Path("000004.sst")));
+}
+
+TEST_P(FaultFileSystemTest, PowerLossKeepsTheSyncedPrefixAndWholePagesOfTheRest) {
+  UseDirTracking();
+  ASSERT_TRUE(fs_->SyncDir(dir_).ok());
+  // 1,000 synced bytes, then 10,000 unsynced: the cut lands at 1,000, at a
+  // page boundary (4096, 8192) or at the end (11,000), nowhere else.
+  std::string all(11000, '\0');
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<char>('a' + i % 26);
+  std::set<size_t> sizes;
+  for (uint64_t seed = 0; seed < 40; ++seed) {
+    auto f = NewFile(Path("log"));
+    ASSERT_TRUE(fs_->SyncDir(dir_).ok());
+    ASSERT_TRUE(f->Append(std::string_view(all).substr(0, 1000)).ok());
+    ASSERT_TRUE(f->Sync().ok());
+    ASSERT_TRUE(f->Append(std::string_view(all).substr(1000)).ok());
+    ASSERT_TRUE(f->Flush().ok());
+    ASSERT_TRUE(fs_->SimulateCrash(CrashMode::kPowerLoss, seed).ok());
+    const std::string got = Contents(Path("log"));
+    EXPECT_EQ(got, all.substr(0, got.size())) << "seed " << seed;
+    sizes.insert(got.size());
+  }
+  EXPECT_EQ(sizes, (std::set<size_t>{1000, 4096, 8192, 11000}));
+}
+
+TEST_P(FaultFileSystemTest, PowerLossUndoesCreatesAndRenamesNoDirSyncCovered) {
+  UseDirTracking();
+  auto a = NewFile(Path("a"));
+  ASSERT_TRUE(a->Append("synced, linked").ok());
+  ASSERT_TRUE(a->Sync().ok());
+  ASSERT_TRUE(fs_->SyncDir(dir_).ok());
+  auto b = NewFile(Path("b.tmp"));
+  ASSERT_TRUE(b->Append("synced, never linked").ok());
+  ASSERT_TRUE(b->Sync().ok());
+  ASSERT_TRUE(b->Close().ok());
+  ASSERT_TRUE(fs_->RenameFile(Path("b.tmp"), Path("b")).ok());
+  ASSERT_TRUE(fs_->SimulateCrash(CrashMode::kPowerLoss, 3).ok());
+  EXPECT_EQ(Contents(Path("a")), "synced, linked");
+  EXPECT_FALSE(base_->FileExists(Path("b")));
+  EXPECT_FALSE(base_->FileExists(Path("b.tmp")));
+}
+
+TEST_P(FaultFileSystemTest, PowerLossRefusesWithoutDirTracking) {
+  EXPECT_TRUE(absl::IsInvalidArgument(fs_->SimulateCrash(CrashMode::kPowerLoss, 1)));
 }
 
 TEST_P(FaultFileSystemTest, CreatedFileSurvivesWhenDirTrackingIsOff) {

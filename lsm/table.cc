@@ -341,6 +341,18 @@ absl::Status Table::VerifyAll() const {
   return absl::OkStatus();
 }
 
+absl::StatusOr<std::vector<BlockHandle>> Table::DataBlockHandles() const {
+  const std::string index_origin = BlockOrigin(path(), footer_.index_handle.offset);
+  std::vector<BlockHandle> handles;
+  std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
+  for (index->SeekToFirst(); index->Valid(); index->Next()) {
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), index_origin));
+    handles.push_back(handle);
+  }
+  CAIRN_RETURN_IF_ERROR(index->status());
+  return handles;
+}
+
 std::unique_ptr<InternalIterator> Table::NewIterator(const TableReadOptions& ro) const {
   return std::make_unique<TwoLevelIterator>(this, ro, index_block_->NewIterator(),
                                             BlockOrigin(path(), footer_.index_handle.offset));

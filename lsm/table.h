@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -91,6 +92,11 @@ class Table {
   // iterator; DataLoss naming file and offset when it is bad.
   absl::StatusOr<std::shared_ptr<const Block>> ReadDataBlock(const TableReadOptions& ro,
                                                              const BlockHandle& handle) const;
+
+  // The handle of every data block, in file order, from the index. For
+  // salvage (`cairn repair` reads each with ReadDataBlock and goes on past
+  // a bad one). DataLoss naming the file for a bad index entry.
+  absl::StatusOr<std::vector<BlockHandle>> DataBlockHandles() const;
 
   uint64_t file_number() const { return file_number_; }
   uint64_t file_size() const { return file_size_; }

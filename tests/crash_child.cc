@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 
 #include "absl/strings/numbers.h"
@@ -47,46 +46,6 @@ void AppendRecord(int fd, const std::string& rec) {
   }
 }
 
-uint32_t RandomValueLength(std::mt19937_64& rng) {
-  const int r = static_cast<int>(rng() % 100);
-  if (r < 45) return static_cast<uint32_t>(rng() % 100);          // below the threshold
-  if (r < 85) return static_cast<uint32_t>(100 + rng() % 1900);   // at or above it
-  return static_cast<uint32_t>(2000 + rng() % (20480 - 2000 + 1));  // up to 20 KiB
-}
-
-Update RandomUpdate(std::mt19937_64& rng, bool allow_delete) {
-  Update u;
-  u.key = absl::StrFormat("key%05d", static_cast<int>(rng() % 1500));
-  u.is_put = !allow_delete || rng() % 4 != 0;
-  if (u.is_put) {
-    u.value_len = RandomValueLength(rng);
-    u.value_seed = rng();
-  }
-  return u;
-}
-
-LoggedOp RandomOp(std::mt19937_64& rng, uint64_t index) {
-  LoggedOp op;
-  op.index = index;
-  const int r = static_cast<int>(rng() % 100);
-  if (r < 60) {
-    op.sync = rng() % 8 == 0;
-    op.updates.push_back(RandomUpdate(rng, /*allow_delete=*/false));
-  } else if (r < 80) {
-    op.sync = rng() % 8 == 0;
-    Update u = RandomUpdate(rng, /*allow_delete=*/false);
-    u.is_put = false;
-    u.value_len = 0;
-    u.value_seed = 0;
-    op.updates.push_back(std::move(u));
-  } else {
-    op.sync = rng() % 4 == 0;
-    const int n = 2 + static_cast<int>(rng() % 7);
-    for (int i = 0; i < n; ++i) op.updates.push_back(RandomUpdate(rng, /*allow_delete=*/true));
-  }
-  return op;
-}
-
 int Main(int argc, char** argv) {
   uint64_t seed = 0, threshold = 0, max_ops = 0;
   if (argc != 6 || !absl::SimpleAtoi(argv[3], &seed) || !absl::SimpleAtoi(argv[4], &threshold) ||
@@ -102,14 +61,7 @@ int Main(int argc, char** argv) {
   std::mt19937_64 rng(seed);
   for (uint64_t i = 0; i < max_ops; ++i) {
     const LoggedOp op = RandomOp(rng, i);
-    WriteBatch batch;
-    for (const Update& u : op.updates) {
-      if (u.is_put) {
-        batch.Put(u.key, MakeValue(u.value_seed, u.value_len));
-      } else {
-        batch.Delete(u.key);
-      }
-    }
+    WriteBatch batch = MakeBatch(op);
     AppendRecord(fd, EncodeIntent(op));
     WriteOptions wo;
     wo.sync = op.sync;

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -33,7 +34,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "cairn/options.h"
+#include "cairn/write_batch.h"
 #include "io/checksum.h"
 #include "io/coding.h"
 
@@ -95,6 +98,83 @@ inline void ApplyOp(const LoggedOp& op, Model* m) {
       m->erase(u.key);
     }
   }
+}
+
+inline uint32_t RandomValueLength(std::mt19937_64& rng) {
+  const int r = static_cast<int>(rng() % 100);
+  if (r < 45) return static_cast<uint32_t>(rng() % 100);          // below the threshold
+  if (r < 85) return static_cast<uint32_t>(100 + rng() % 1900);   // at or above it
+  return static_cast<uint32_t>(2000 + rng() % (20480 - 2000 + 1));  // up to 20 KiB
+}
+
+inline Update RandomUpdate(std::mt19937_64& rng, bool allow_delete) {
+  Update u;
+  u.key = absl::StrFormat("key%05d", static_cast<int>(rng() % 1500));
+  u.is_put = !allow_delete || rng() % 4 != 0;
+  if (u.is_put) {
+    u.value_len = RandomValueLength(rng);
+    u.value_seed = rng();
+  }
+  return u;
+}
+
+// The workload both crash suites run: 60% single puts, 20% single deletes,
+// 20% batches of 2-8 puts and deletes; about one write in six is a sync
+// write. Values span both sides of a 100-byte separation threshold.
+inline LoggedOp RandomOp(std::mt19937_64& rng, uint64_t index) {
+  LoggedOp op;
+  op.index = index;
+  const int r = static_cast<int>(rng() % 100);
+  if (r < 60) {
+    op.sync = rng() % 8 == 0;
+    op.updates.push_back(RandomUpdate(rng, /*allow_delete=*/false));
+  } else if (r < 80) {
+    op.sync = rng() % 8 == 0;
+    Update u = RandomUpdate(rng, /*allow_delete=*/false);
+    u.is_put = false;
+    u.value_len = 0;
+    u.value_seed = 0;
+    op.updates.push_back(std::move(u));
+  } else {
+    op.sync = rng() % 4 == 0;
+    const int n = 2 + static_cast<int>(rng() % 7);
+    for (int i = 0; i < n; ++i) op.updates.push_back(RandomUpdate(rng, /*allow_delete=*/true));
+  }
+  return op;
+}
+
+// First difference between two models, for failure messages.
+inline std::string DescribeDiff(const Model& got, const Model& want) {
+  auto g = got.begin();
+  auto w = want.begin();
+  while (g != got.end() || w != want.end()) {
+    if (w == want.end() || (g != got.end() && g->first < w->first)) {
+      return absl::StrCat("unexpected key ", g->first, " (", g->second.size(), " bytes)");
+    }
+    if (g == got.end() || w->first < g->first) {
+      return absl::StrCat("missing key ", w->first, " (", w->second.size(), " bytes)");
+    }
+    if (g->second != w->second) {
+      return absl::StrCat("key ", g->first, ": value of ", g->second.size(),
+                          " bytes differs from the expected ", w->second.size(), " bytes");
+    }
+    ++g;
+    ++w;
+  }
+  return "no difference";
+}
+
+// The batch op stands for.
+inline WriteBatch MakeBatch(const LoggedOp& op) {
+  WriteBatch batch;
+  for (const Update& u : op.updates) {
+    if (u.is_put) {
+      batch.Put(u.key, MakeValue(u.value_seed, u.value_len));
+    } else {
+      batch.Delete(u.key);
+    }
+  }
+  return batch;
 }
 
 inline constexpr uint8_t kIntentRecord = 1;

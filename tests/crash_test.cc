@@ -47,6 +47,7 @@
 #include "io/testing/status_matchers.h"
 #include "lsm/filename.h"
 #include "tests/check_tool.h"
+#include "tests/crash_checks.h"
 #include "tests/crash_op_log.h"
 
 extern char** environ;
@@ -63,11 +64,6 @@ struct CrashParams {
   const char* backend;  // value of CAIRN_IO
   int cycles;           // per CI run; CAIRN_LONG=1 runs 500
 };
-
-bool LongRun() {
-  const char* l = std::getenv("CAIRN_LONG");
-  return l != nullptr && std::string(l) == "1";
-}
 
 std::string ReadWholeFile(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -126,27 +122,6 @@ DirCounts CountFiles(const std::string& db) {
   return c;
 }
 
-// First difference between two models, for failure messages.
-std::string DescribeDiff(const Model& got, const Model& want) {
-  auto g = got.begin();
-  auto w = want.begin();
-  while (g != got.end() || w != want.end()) {
-    if (w == want.end() || (g != got.end() && g->first < w->first)) {
-      return absl::StrCat("unexpected key ", g->first, " (", g->second.size(), " bytes)");
-    }
-    if (g == got.end() || w->first < g->first) {
-      return absl::StrCat("missing key ", w->first, " (", w->second.size(), " bytes)");
-    }
-    if (g->second != w->second) {
-      return absl::StrCat("key ", g->first, ": value of ", g->second.size(),
-                          " bytes differs from the expected ", w->second.size(), " bytes");
-    }
-    ++g;
-    ++w;
-  }
-  return "no difference";
-}
-
 class CrashTest : public ::testing::TestWithParam<CrashParams> {
  protected:
   void SetUp() override {
@@ -198,13 +173,7 @@ class CrashTest : public ::testing::TestWithParam<CrashParams> {
 
 TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   const CrashParams& p = GetParam();
-  uint64_t base_seed;
-  if (const char* s = std::getenv("CAIRN_CRASH_SEED")) {
-    base_seed = std::strtoull(s, nullptr, 10);
-  } else {
-    std::random_device rd;
-    base_seed = (uint64_t{rd()} << 32) | rd();
-  }
+  const uint64_t base_seed = CrashBaseSeed();
   std::printf("crash_test mode=%s backend=%s CAIRN_CRASH_SEED=%llu\n", p.mode, p.backend,
               static_cast<unsigned long long>(base_seed));
   SCOPED_TRACE(absl::StrCat("CAIRN_CRASH_SEED=", base_seed));
@@ -252,13 +221,8 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
     ASSERT_TRUE(db.ok()) << "reopen after kill -9: " << db.status();
     if (backend_used.empty()) (*db)->GetProperty("cairn.io-backend", &backend_used);
     Model recovered;
-    {
-      auto it = (*db)->NewIterator(ReadOptions());
-      for (it->SeekToFirst(); it->Valid(); it->Next()) {
-        recovered.emplace(std::string(it->key()), std::string(it->value()));
-      }
-      ASSERT_OK(it->status());
-    }
+    ScanAll(db->get(), &recovered);
+    ASSERT_FALSE(HasFatalFailure());
     if (recovered == expected) {
       if (parsed->in_flight.has_value()) ++in_flight_dropped;
     } else {
@@ -275,21 +239,8 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
       ++in_flight_applied;
     }
     // Point reads agree with the scan for every key this cycle touched.
-    std::set<std::string> touched;
-    for (const LoggedOp& op : parsed->acknowledged) {
-      for (const Update& u : op.updates) touched.insert(u.key);
-    }
-    for (const std::string& key : touched) {
-      std::string v;
-      const absl::Status s = (*db)->Get(ReadOptions(), key, &v);
-      auto it = recovered.find(key);
-      if (it == recovered.end()) {
-        ASSERT_TRUE(absl::IsNotFound(s)) << key << ": " << s;
-      } else {
-        ASSERT_TRUE(s.ok()) << key << ": " << s;
-        ASSERT_EQ(v, it->second) << key;
-      }
-    }
+    ExpectPointReadsAgree(db->get(), recovered, parsed->acknowledged);
+    ASSERT_FALSE(HasFatalFailure());
     model = std::move(recovered);
     db->reset();
 
