@@ -55,6 +55,11 @@ class CairnEngine : public BenchEngine {
   std::unique_ptr<BenchCursor> NewCursor() override {
     return std::make_unique<CairnCursor>(db_->NewIterator(scan_options_));
   }
+  std::unique_ptr<BenchCursor> NewBoundedCursor(std::string_view upper_bound) override {
+    ReadOptions ro = scan_options_;
+    ro.iterate_upper_bound = &upper_bound;  // copied by NewIterator
+    return std::make_unique<CairnCursor>(db_->NewIterator(ro));
+  }
   absl::Status Flush() override { return db_->Flush(); }
   absl::Status WaitForCompactions() override { return db_->WaitForBackgroundWork(); }
 

@@ -7,10 +7,13 @@
 
 namespace cairn::bench {
 
-absl::Status BenchEngine::Scan(std::string_view start, int nexts, int* entries, uint64_t* bytes) {
+absl::Status BenchEngine::Scan(std::string_view start, int nexts,
+                               std::optional<std::string_view> upper_bound, int* entries,
+                               uint64_t* bytes) {
   *entries = 0;
   *bytes = 0;
-  std::unique_ptr<BenchCursor> cursor = NewCursor();
+  std::unique_ptr<BenchCursor> cursor =
+      upper_bound ? NewBoundedCursor(*upper_bound) : NewCursor();
   cursor->Seek(start);
   for (int i = 0; i <= nexts && cursor->Valid(); ++i) {
     ++*entries;

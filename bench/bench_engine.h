@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -91,10 +92,17 @@ class BenchEngine {
                                              std::vector<std::string>* values) = 0;
   virtual absl::Status Delete(std::string_view key) = 0;
   virtual std::unique_ptr<BenchCursor> NewCursor() = 0;
+  // A cursor that shows only keys below upper_bound, for engines that take
+  // iterator bounds (cairn); others return NewCursor().
+  virtual std::unique_ptr<BenchCursor> NewBoundedCursor(std::string_view upper_bound) {
+    return NewCursor();
+  }
 
-  // Seeks to start and reads up to nexts further entries. Sets *entries to
-  // the entries visited and *bytes to their key + value bytes.
-  absl::Status Scan(std::string_view start, int nexts, int* entries, uint64_t* bytes);
+  // Seeks to start and reads up to nexts further entries, through a bounded
+  // cursor when upper_bound is set. Sets *entries to the entries visited and
+  // *bytes to their key + value bytes.
+  absl::Status Scan(std::string_view start, int nexts, std::optional<std::string_view> upper_bound,
+                    int* entries, uint64_t* bytes);
 
   // Writes the memtable out and waits for it.
   virtual absl::Status Flush() = 0;

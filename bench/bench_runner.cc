@@ -100,7 +100,8 @@ struct BenchRunner::ThreadState {
   absl::InsecureBitGen gen;
   ZipfianGenerator zipf;
   std::string key, value;
-  uint64_t found = 0, bytes = 0;
+  uint64_t found = 0, bytes = 0, scanned = 0;
+  std::string upper;
   Histogram latency;
 };
 
@@ -229,6 +230,7 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   for (const auto& t : states) {
     result->found += t->found;
     result->bytes += t->bytes;
+    result->scanned += t->scanned;
     result->latency.Merge(t->latency);
   }
   return first_error;
@@ -305,13 +307,20 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
   }
   if (name == "seekrandom") {
     return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
-      keys_.Format(absl::Uniform<uint64_t>(t.gen, 0, num), &t.key);
+      const uint64_t index = absl::Uniform<uint64_t>(t.gen, 0, num);
+      keys_.Format(index, &t.key);
       const int nexts = static_cast<int>(absl::Uniform<size_t>(
           absl::IntervalClosed, t.gen, config_.seek_nexts_min, config_.seek_nexts_max));
+      std::optional<std::string_view> upper;
+      if (config_.scan_bounds) {
+        keys_.Format(index + nexts + 1, &t.upper);
+        upper = t.upper;
+      }
       int entries = 0;
       uint64_t bytes = 0;
-      absl::Status s = engine_->Scan(t.key, nexts, &entries, &bytes);
+      absl::Status s = engine_->Scan(t.key, nexts, upper, &entries, &bytes);
       if (!s.ok()) return s;
+      t.scanned += entries;
       if (entries > 0) ++t.found;
       t.bytes += bytes;
       return 1;
@@ -449,7 +458,8 @@ absl::Status BenchRunner::RunYcsb(char workload, BenchResult* result) {
       int entries = 0;
       uint64_t bytes = 0;
       s = engine_->Scan(t.key, absl::Uniform<int>(absl::IntervalClosed, t.gen, 1, 100) - 1,
-                        &entries, &bytes);
+                        std::nullopt, &entries, &bytes);
+      t.scanned += entries;
       if (entries > 0) ++t.found;
       t.bytes += bytes;
     }
