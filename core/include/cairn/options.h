@@ -104,8 +104,10 @@ struct Options {
 struct ReadOptions {
   // Read as of this snapshot; null reads the latest state.
   const Snapshot* snapshot = nullptr;
-  // Verify block checksums on every read (they are always verified on a
-  // cache miss in this version). Default: true.
+  // Verify checksums on every read. SST blocks and whole value records are
+  // always verified on a cache miss in this version; turning this off lets
+  // DB::GetRange read part of a large value without its record's checksum.
+  // Default: true.
   bool verify_checksums = true;
   // Put blocks read for this operation into the block cache. Default: true.
   bool fill_cache = true;
