@@ -48,8 +48,10 @@ check_prefix() {
     for ex in hello_cairn blob_store; do
       LD_LIBRARY_PATH="$libdir" "$out/$how/$ex" "$out/db-$how-$ex" >/dev/null
       if [ "$name" = shared ]; then
-        LD_LIBRARY_PATH="$libdir" ldd "$out/$how/$ex" | grep -q 'libcairn\.so' ||
-          { echo "$name/$how/$ex does not load libcairn.so"; exit 1; }
+        # (Not piped into grep -q: with pipefail its early exit fails ldd.)
+        local deps
+        deps="$(LD_LIBRARY_PATH="$libdir" ldd "$out/$how/$ex")"
+        [[ "$deps" == *libcairn.so* ]] || { echo "$name/$how/$ex does not load libcairn.so"; exit 1; }
       fi
     done
   done
