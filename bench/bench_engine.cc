@@ -23,6 +23,16 @@ absl::Status BenchEngine::Scan(std::string_view start, int nexts,
   return cursor->status();
 }
 
+absl::Status BenchEngine::GetRange(std::string_view key, uint64_t offset, uint64_t length,
+                                   std::string* out) {
+  std::string whole;
+  absl::Status s = Get(key, &whole);
+  if (!s.ok()) return s;
+  out->clear();
+  if (offset < whole.size()) out->assign(whole, offset, length);
+  return absl::OkStatus();
+}
+
 uint64_t DirectoryBytes(const std::string& dir) {
   std::error_code ec;
   uint64_t total = 0;

@@ -91,6 +91,11 @@ class BenchEngine {
   virtual std::vector<absl::Status> MultiGet(const std::vector<std::string_view>& keys,
                                              std::vector<std::string>* values) = 0;
   virtual absl::Status Delete(std::string_view key) = 0;
+  // Bytes [offset, offset + length) of key's value. The default reads the
+  // whole value and slices it; cairn reads only the range (DB::GetRange,
+  // without record checksums, which cover whole records).
+  virtual absl::Status GetRange(std::string_view key, uint64_t offset, uint64_t length,
+                                std::string* out);
   virtual std::unique_ptr<BenchCursor> NewCursor() = 0;
   // A cursor that shows only keys below upper_bound, for engines that take
   // iterator bounds (cairn); others return NewCursor().

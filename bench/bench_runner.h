@@ -37,6 +37,8 @@ struct BenchConfig {
   // seekrandom: give each scan its end as an iterator upper bound (the key
   // after its last entry), so that the engine reads nothing past it.
   bool scan_bounds = false;
+  // getrange: bytes per ranged read.
+  uint64_t range_bytes = 65536;
   int batch_size = 32;
   uint64_t seed = 301;
   bool use_existing_db = false;

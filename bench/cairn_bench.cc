@@ -56,6 +56,7 @@ ABSL_FLAG(int32_t, batch_size, 32, "multireadrandom: keys per MultiGet");
 ABSL_FLAG(uint64_t, seed, 301, "random seed");
 ABSL_FLAG(bool, json, false, "print one JSON object per benchmark instead of a table");
 ABSL_FLAG(int32_t, prefetch_depth, 32, "cairn: iterator value prefetch depth (1: none)");
+ABSL_FLAG(uint64_t, range_bytes, 65536, "getrange: bytes per ranged read");
 ABSL_FLAG(bool, scan_bounds, false,
           "seekrandom: give each scan an iterator upper bound at its end (cairn)");
 ABSL_FLAG(bool, gc, true, "cairn: background value-log garbage collection");
@@ -123,6 +124,7 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   if (!nexts.ok()) return nexts.status();
   std::tie(c.seek_nexts_min, c.seek_nexts_max) = *nexts;
   c.scan_bounds = absl::GetFlag(FLAGS_scan_bounds);
+  c.range_bytes = absl::GetFlag(FLAGS_range_bytes);
   return c;
 }
 
