@@ -249,10 +249,9 @@ absl::Status BenchRunner::PutIndex(ThreadState& t, uint64_t index) {
 
 absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
   const uint64_t num = std::max<uint64_t>(config_.num, 1);
-  // Reads count a found key's value bytes; NotFound is not an error.
-  auto read = [this](ThreadState& t, uint64_t index) -> absl::StatusOr<uint64_t> {
-    keys_.Format(index, &t.key);
-    absl::Status s = engine_->Get(t.key, &t.value);
+  // Reads count a found key's value bytes (in t.value); NotFound is not an
+  // error.
+  auto count_read = [](ThreadState& t, const absl::Status& s) -> absl::StatusOr<uint64_t> {
     if (s.ok()) {
       ++t.found;
       t.bytes += t.key.size() + t.value.size();
@@ -260,6 +259,10 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
       return s;
     }
     return 1;
+  };
+  auto read = [&](ThreadState& t, uint64_t index) -> absl::StatusOr<uint64_t> {
+    keys_.Format(index, &t.key);
+    return count_read(t, engine_->Get(t.key, &t.value));
   };
   if (name == "fillseq") {
     return RunThreads(num, [&](ThreadState& t, uint64_t i) -> absl::StatusOr<uint64_t> {
@@ -293,14 +296,7 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
     return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
       keys_.Format(absl::Uniform<uint64_t>(t.gen, 0, num), &t.key);
       const uint64_t offset = absl::Uniform<uint64_t>(absl::IntervalClosed, t.gen, 0, span);
-      absl::Status s = engine_->GetRange(t.key, offset, config_.range_bytes, &t.value);
-      if (s.ok()) {
-        ++t.found;
-        t.bytes += t.key.size() + t.value.size();
-      } else if (!absl::IsNotFound(s)) {
-        return s;
-      }
-      return 1;
+      return count_read(t, engine_->GetRange(t.key, offset, config_.range_bytes, &t.value));
     }, result);
   }
   if (name == "readrandom") {
