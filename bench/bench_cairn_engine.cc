@@ -52,8 +52,19 @@ class CairnEngine : public BenchEngine {
     return db_->MultiGet(ReadOptions(), keys, values);
   }
   absl::Status Delete(std::string_view key) override { return db_->Delete(write_options_, key); }
+  absl::Status GetRange(std::string_view key, uint64_t offset, uint64_t length,
+                        std::string* out) override {
+    ReadOptions ro;
+    ro.verify_checksums = false;  // else the whole record is read to check it
+    return db_->GetRange(ro, key, offset, length, out);
+  }
   std::unique_ptr<BenchCursor> NewCursor() override {
     return std::make_unique<CairnCursor>(db_->NewIterator(scan_options_));
+  }
+  std::unique_ptr<BenchCursor> NewBoundedCursor(std::string_view upper_bound) override {
+    ReadOptions ro = scan_options_;
+    ro.iterate_upper_bound = &upper_bound;  // copied by NewIterator
+    return std::make_unique<CairnCursor>(db_->NewIterator(ro));
   }
   absl::Status Flush() override { return db_->Flush(); }
   absl::Status WaitForCompactions() override { return db_->WaitForBackgroundWork(); }

@@ -7,10 +7,13 @@
 
 namespace cairn::bench {
 
-absl::Status BenchEngine::Scan(std::string_view start, int nexts, int* entries, uint64_t* bytes) {
+absl::Status BenchEngine::Scan(std::string_view start, int nexts,
+                               std::optional<std::string_view> upper_bound, int* entries,
+                               uint64_t* bytes) {
   *entries = 0;
   *bytes = 0;
-  std::unique_ptr<BenchCursor> cursor = NewCursor();
+  std::unique_ptr<BenchCursor> cursor =
+      upper_bound ? NewBoundedCursor(*upper_bound) : NewCursor();
   cursor->Seek(start);
   for (int i = 0; i <= nexts && cursor->Valid(); ++i) {
     ++*entries;
@@ -18,6 +21,16 @@ absl::Status BenchEngine::Scan(std::string_view start, int nexts, int* entries, 
     if (i < nexts) cursor->Next();
   }
   return cursor->status();
+}
+
+absl::Status BenchEngine::GetRange(std::string_view key, uint64_t offset, uint64_t length,
+                                   std::string* out) {
+  std::string whole;
+  absl::Status s = Get(key, &whole);
+  if (!s.ok()) return s;
+  out->clear();
+  if (offset < whole.size()) out->assign(whole, offset, length);
+  return absl::OkStatus();
 }
 
 uint64_t DirectoryBytes(const std::string& dir) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -90,11 +91,23 @@ class BenchEngine {
   virtual std::vector<absl::Status> MultiGet(const std::vector<std::string_view>& keys,
                                              std::vector<std::string>* values) = 0;
   virtual absl::Status Delete(std::string_view key) = 0;
+  // Bytes [offset, offset + length) of key's value. The default reads the
+  // whole value and slices it; cairn reads only the range (DB::GetRange,
+  // without record checksums, which cover whole records).
+  virtual absl::Status GetRange(std::string_view key, uint64_t offset, uint64_t length,
+                                std::string* out);
   virtual std::unique_ptr<BenchCursor> NewCursor() = 0;
+  // A cursor that shows only keys below upper_bound, for engines that take
+  // iterator bounds (cairn); others return NewCursor().
+  virtual std::unique_ptr<BenchCursor> NewBoundedCursor(std::string_view upper_bound) {
+    return NewCursor();
+  }
 
-  // Seeks to start and reads up to nexts further entries. Sets *entries to
-  // the entries visited and *bytes to their key + value bytes.
-  absl::Status Scan(std::string_view start, int nexts, int* entries, uint64_t* bytes);
+  // Seeks to start and reads up to nexts further entries, through a bounded
+  // cursor when upper_bound is set. Sets *entries to the entries visited and
+  // *bytes to their key + value bytes.
+  absl::Status Scan(std::string_view start, int nexts, std::optional<std::string_view> upper_bound,
+                    int* entries, uint64_t* bytes);
 
   // Writes the memtable out and waits for it.
   virtual absl::Status Flush() = 0;

@@ -60,6 +60,10 @@ void PrintText(const BenchResult& r, std::FILE* out) {
                           r.ReadsPerOp(), r.ops ? static_cast<double>(d.table_reads) / r.ops : 0,
                           r.ops ? static_cast<double>(d.vlog_reads) / r.ops : 0,
                           r.ReadBytesPerOp() / 1024);
+    if (r.scanned != 0) {
+      absl::StrAppendFormat(&detail, "; %d entries scanned, vlog reads per scanned entry %.3f",
+                            r.scanned, static_cast<double>(d.vlog_reads) / r.scanned);
+    }
   }
   if (r.os_read_bytes != 0) {
     absl::StrAppendFormat(&detail, "\n    storage read by the process (/proc/self/io): %.1f KiB/op",

@@ -31,6 +31,7 @@ struct BenchResult {
   uint64_t os_read_bytes = 0;
   Histogram latency;  // per operation (per batch for multireadrandom)
   uint64_t writer_ops = 0;  // readwhilewriting: the background writer's puts
+  uint64_t scanned = 0;     // entries the scans visited (seekrandom, ycsb E)
 
   // Engine counters over the benchmark (after background work for writes).
   EngineStats delta;

@@ -114,13 +114,15 @@ struct BenchRunner::ThreadState {
   absl::InsecureBitGen gen;
   ZipfianGenerator zipf;
   std::string key, value;
-  uint64_t found = 0, bytes = 0;
+  uint64_t found = 0, bytes = 0, scanned = 0;
+  std::string upper;
   Histogram latency;
 };
 
 const std::vector<std::string>& BenchmarkNames() {
   static const std::vector<std::string> names = {
       "fillseq", "fillrandom", "overwrite", "overwritezipf", "readrandom", "readmissing", "readseq",
+      "getrange",
       "seekrandom", "multireadrandom", "readwhilewriting", "deleterandom", "ycsb_load",
       "ycsb_a", "ycsb_b", "ycsb_c", "ycsb_d", "ycsb_e", "ycsb_f"};
   return names;
@@ -247,6 +249,7 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   for (const auto& t : states) {
     result->found += t->found;
     result->bytes += t->bytes;
+    result->scanned += t->scanned;
     result->latency.Merge(t->latency);
   }
   return first_error;
@@ -264,10 +267,9 @@ absl::Status BenchRunner::PutIndex(ThreadState& t, uint64_t index) {
 
 absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
   const uint64_t num = std::max<uint64_t>(config_.num, 1);
-  // Reads count a found key's value bytes; NotFound is not an error.
-  auto read = [this](ThreadState& t, uint64_t index) -> absl::StatusOr<uint64_t> {
-    keys_.Format(index, &t.key);
-    absl::Status s = engine_->Get(t.key, &t.value);
+  // Reads count a found key's value bytes (in t.value); NotFound is not an
+  // error.
+  auto count_read = [](ThreadState& t, const absl::Status& s) -> absl::StatusOr<uint64_t> {
     if (s.ok()) {
       ++t.found;
       t.bytes += t.key.size() + t.value.size();
@@ -275,6 +277,10 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
       return s;
     }
     return 1;
+  };
+  auto read = [&](ThreadState& t, uint64_t index) -> absl::StatusOr<uint64_t> {
+    keys_.Format(index, &t.key);
+    return count_read(t, engine_->Get(t.key, &t.value));
   };
   if (name == "fillseq") {
     return RunThreads(num, [&](ThreadState& t, uint64_t i) -> absl::StatusOr<uint64_t> {
@@ -297,6 +303,18 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
       absl::Status s = PutIndex(t, t.zipf.Next(t.gen, num));
       if (!s.ok()) return s;
       return 1;
+    }, result);
+  }
+  if (name == "getrange") {
+    // range_bytes at a random offset of a random key's value (the value
+    // size is known only for fixed --value_size; offsets past a shorter
+    // value return fewer bytes).
+    const uint64_t span =
+        config_.value_max > config_.range_bytes ? config_.value_max - config_.range_bytes : 0;
+    return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
+      keys_.Format(absl::Uniform<uint64_t>(t.gen, 0, num), &t.key);
+      const uint64_t offset = absl::Uniform<uint64_t>(absl::IntervalClosed, t.gen, 0, span);
+      return count_read(t, engine_->GetRange(t.key, offset, config_.range_bytes, &t.value));
     }, result);
   }
   if (name == "readrandom") {
@@ -323,13 +341,20 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
   }
   if (name == "seekrandom") {
     return RunThreads(Reads(), [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
-      keys_.Format(absl::Uniform<uint64_t>(t.gen, 0, num), &t.key);
+      const uint64_t index = absl::Uniform<uint64_t>(t.gen, 0, num);
+      keys_.Format(index, &t.key);
       const int nexts = static_cast<int>(absl::Uniform<size_t>(
           absl::IntervalClosed, t.gen, config_.seek_nexts_min, config_.seek_nexts_max));
+      std::optional<std::string_view> upper;
+      if (config_.scan_bounds) {
+        keys_.Format(index + nexts + 1, &t.upper);
+        upper = t.upper;
+      }
       int entries = 0;
       uint64_t bytes = 0;
-      absl::Status s = engine_->Scan(t.key, nexts, &entries, &bytes);
+      absl::Status s = engine_->Scan(t.key, nexts, upper, &entries, &bytes);
       if (!s.ok()) return s;
+      t.scanned += entries;
       if (entries > 0) ++t.found;
       t.bytes += bytes;
       return 1;
@@ -467,7 +492,8 @@ absl::Status BenchRunner::RunYcsb(char workload, BenchResult* result) {
       int entries = 0;
       uint64_t bytes = 0;
       s = engine_->Scan(t.key, absl::Uniform<int>(absl::IntervalClosed, t.gen, 1, 100) - 1,
-                        &entries, &bytes);
+                        std::nullopt, &entries, &bytes);
+      t.scanned += entries;
       if (entries > 0) ++t.found;
       t.bytes += bytes;
     }

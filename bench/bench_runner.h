@@ -34,6 +34,11 @@ struct BenchConfig {
   size_t value_min = 1024, value_max = 1024;
   double compression_ratio = 0.5;
   size_t seek_nexts_min = 10, seek_nexts_max = 10;
+  // seekrandom: give each scan its end as an iterator upper bound (the key
+  // after its last entry), so that the engine reads nothing past it.
+  bool scan_bounds = false;
+  // getrange: bytes per ranged read.
+  uint64_t range_bytes = 65536;
   int batch_size = 32;
   uint64_t seed = 301;
   bool use_existing_db = false;

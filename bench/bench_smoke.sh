@@ -8,7 +8,7 @@
 set -euo pipefail
 bench="$1"
 dir="$2"
-all=fillseq,fillrandom,overwrite,readrandom,readmissing,readseq,seekrandom,multireadrandom,readwhilewriting,deleterandom,ycsb_load,ycsb_a,ycsb_b,ycsb_c,ycsb_d,ycsb_e,ycsb_f
+all=fillseq,fillrandom,overwrite,readrandom,readmissing,readseq,getrange,seekrandom,multireadrandom,readwhilewriting,deleterandom,ycsb_load,ycsb_a,ycsb_b,ycsb_c,ycsb_d,ycsb_e,ycsb_f
 common=(--num=2000 --reads=1000 --value_size=1024 --seek_nexts=5-20 --db="$dir/db")
 rm -rf "$dir"
 mkdir -p "$dir"
@@ -45,7 +45,7 @@ run_mode() {  # $1: value mode
   grep -q '^ycsb_f ' "$dir/text.out" || { cat "$dir/text.out"; echo "no ycsb_f row" >&2; return 1; }
   echo "== $1: json"
   "$bench" "${common[@]}" --value_mode="$1" --benchmarks="$all" --json >"$dir/json.out"
-  check_json "$dir/json.out" 17
+  check_json "$dir/json.out" 18
 }
 
 run_mode inline

@@ -39,7 +39,8 @@ ABSL_FLAG(int32_t, threads, 1, "threads running each benchmark");
 ABSL_FLAG(double, duration, 0, "seconds per benchmark (0: run by count)");
 ABSL_FLAG(std::string, db, "/tmp/cairn_bench", "database directory (wiped unless --use_existing_db)");
 ABSL_FLAG(bool, use_existing_db, false, "open the database at --db as it is");
-ABSL_FLAG(std::string, value_mode, "inline", "cairn: separated (value log) or inline");
+ABSL_FLAG(std::string, value_mode, "separated",
+          "cairn: separated (value log, the library's default) or inline");
 ABSL_FLAG(int64_t, value_separation_threshold, -1,
           "cairn separated mode: values of at least this many bytes go to the value log "
           "(-1: 1024)");
@@ -55,6 +56,9 @@ ABSL_FLAG(int32_t, batch_size, 32, "multireadrandom: keys per MultiGet");
 ABSL_FLAG(uint64_t, seed, 301, "random seed");
 ABSL_FLAG(bool, json, false, "print one JSON object per benchmark instead of a table");
 ABSL_FLAG(int32_t, prefetch_depth, 32, "cairn: iterator value prefetch depth (1: none)");
+ABSL_FLAG(uint64_t, range_bytes, 65536, "getrange: bytes per ranged read");
+ABSL_FLAG(bool, scan_bounds, false,
+          "seekrandom: give each scan an iterator upper bound at its end (cairn)");
 ABSL_FLAG(bool, gc, true, "cairn: background value-log garbage collection");
 ABSL_FLAG(double, space_sample_secs, 0,
           "sample bytes on disk every S seconds during each benchmark and print each sample "
@@ -119,6 +123,8 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
       ParseRange("seek_nexts", absl::GetFlag(FLAGS_seek_nexts), 0);
   if (!nexts.ok()) return nexts.status();
   std::tie(c.seek_nexts_min, c.seek_nexts_max) = *nexts;
+  c.scan_bounds = absl::GetFlag(FLAGS_scan_bounds);
+  c.range_bytes = absl::GetFlag(FLAGS_range_bytes);
   return c;
 }
 

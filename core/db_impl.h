@@ -79,6 +79,14 @@ class DBImpl final : public DB {
   absl::Status Delete(const WriteOptions& options, std::string_view key) override;
   absl::Status Write(const WriteOptions& options, const WriteBatch& batch) override;
   absl::Status Get(const ReadOptions& options, std::string_view key, std::string* value) override;
+  // db_blob_read.cc
+  absl::Status Get(const ReadOptions& options, std::string_view key, PinnableValue* value) override;
+  absl::Status GetRange(const ReadOptions& options, std::string_view key, uint64_t offset,
+                        uint64_t length, std::string* out) override;
+  // The LSM half of those two: checks the key, counts the Get, and finds
+  // what the key stores (kDeletion when nothing).
+  absl::Status LookupForValueRead(const ReadOptions& options, std::string_view key,
+                                  lsm::ValueType* type, std::string* stored);
   std::vector<absl::Status> MultiGet(const ReadOptions& options,
                                      const std::vector<std::string_view>& keys,
                                      std::vector<std::string>* values) override;

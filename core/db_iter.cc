@@ -5,6 +5,8 @@
 #include <vector>
 #include <string>
 
+#include "cairn/options.h"
+#include "vlog/value_pointer.h"
 
 namespace cairn {
 namespace {
@@ -15,16 +17,21 @@ using lsm::ValueType;
 
 // Forward: the internal iterator sits on the entry shown (the newest visible
 // version of key()). Reverse: it sits just before every entry of key(), whose
-// newest visible version is saved in saved_key_/saved_value_.
+// newest visible version is saved in saved_key_/saved_value_. Bounds: the
+// forward scan stops at the first entry at or above the upper bound, the
+// reverse scan at the first below the lower bound, and seeks start inside
+// [lower, upper).
 class DBIter final : public Iterator {
  public:
   DBIter(std::unique_ptr<lsm::InternalIterator> iter, SequenceNumber seq,
-         std::shared_ptr<void> keep_alive, ValueResolver resolver, ValuePrefetch prefetch)
+         std::shared_ptr<void> keep_alive, ValueResolver resolver, ValuePrefetch prefetch,
+         IterateBounds bounds)
       : iter_(std::move(iter)),
         sequence_(seq),
         keep_alive_(std::move(keep_alive)),
         resolver_(std::move(resolver)),
-        prefetch_(std::move(prefetch)) {}
+        prefetch_(std::move(prefetch)),
+        bounds_(std::move(bounds)) {}
   ~DBIter() override {
     // Before keep_alive_ releases what they read from; the fetcher waits
     // for its reads in flight.
@@ -45,6 +52,7 @@ class DBIter final : public Iterator {
   }
 
   void SeekToFirst() override {
+    if (bounds_.lower) return Seek(*bounds_.lower);
     ResetPrefetch();
     direction_ = kForward;
     iter_->SeekToFirst();
@@ -53,16 +61,29 @@ class DBIter final : public Iterator {
   void SeekToLast() override {
     ResetPrefetch();
     direction_ = kReverse;
-    iter_->SeekToLast();
+    if (bounds_.upper) {
+      // Every entry before the upper bound's first possible internal key
+      // has a smaller user key.
+      iter_->Seek(lsm::MakeLookupKey(*bounds_.upper, lsm::kMaxSequenceNumber));
+      if (iter_->Valid()) {
+        iter_->Prev();
+      } else if (iter_->status().ok()) {
+        iter_->SeekToLast();
+      }
+    } else {
+      iter_->SeekToLast();
+    }
     FindPrevUserEntry();
   }
   void Seek(std::string_view target) override {
+    if (BelowLower(target)) target = *bounds_.lower;
     ResetPrefetch();
     direction_ = kForward;
     iter_->Seek(lsm::MakeLookupKey(target, sequence_));
     FindNextUserEntry(false, {});
   }
   void SeekForPrev(std::string_view target) override {
+    if (AtOrAboveUpper(target)) return SeekToLast();
     ResetPrefetch();
     direction_ = kReverse;
     std::string k;
@@ -105,6 +126,19 @@ class DBIter final : public Iterator {
  private:
   enum Direction { kForward, kReverse };
 
+  // A value read the prefetch window has started, in key order.
+  struct Pending {
+    std::string stored;  // the pointer
+    uint64_t bytes = 0;  // of its record
+  };
+
+  bool AtOrAboveUpper(std::string_view user_key) const {
+    return bounds_.upper && user_key >= std::string_view(*bounds_.upper);
+  }
+  bool BelowLower(std::string_view user_key) const {
+    return bounds_.lower && user_key < std::string_view(*bounds_.lower);
+  }
+
   bool Parse(ParsedInternalKey* ikey) {
     if (!lsm::ParseInternalKey(iter_->key(), ikey)) {
       status_ = absl::DataLossError("iterator: corrupt internal key");
@@ -121,6 +155,7 @@ class DBIter final : public Iterator {
     for (; iter_->Valid(); iter_->Next()) {
       ParsedInternalKey ikey;
       if (!Parse(&ikey)) return;
+      if (AtOrAboveUpper(ikey.user_key)) return;
       if (ikey.sequence > sequence_) continue;
       if (skipping && ikey.user_key <= std::string_view(skip)) continue;
       if (ikey.type == ValueType::kDeletion) {
@@ -145,6 +180,7 @@ class DBIter final : public Iterator {
     while (iter_->Valid()) {
       ParsedInternalKey ikey;
       if (!Parse(&ikey)) return;
+      if (BelowLower(ikey.user_key)) break;  // iter_ stays before the saved key
       if (ikey.sequence <= sequence_) {
         if (value_type != ValueType::kDeletion &&
             ikey.user_key < std::string_view(saved_key_)) {
@@ -186,8 +222,9 @@ class DBIter final : public Iterator {
 
   // Forgets the prefetch window (a seek or a turn moves the scan elsewhere).
   void ResetPrefetch() const {
-    for (const std::string& stored : window_) fetcher_->Drop(stored);
+    for (const Pending& p : window_) fetcher_->Drop(p.stored);
     window_.clear();
+    window_bytes_ = 0;
     taken_ = 0;
   }
 
@@ -195,38 +232,64 @@ class DBIter final : public Iterator {
     return prefetch_.new_lookahead && prefetch_.new_fetcher && prefetch_.max_depth > 1;
   }
 
+  // Reads the window may hold now. Until the scan has read
+  // kPrefetchAfterValues values it reads them one at a time (no window), so
+  // a short scan reads only what it shows. Unbounded, the window then grows
+  // by one read per two values taken, so that what it reads past the
+  // scan's unknown end stays about a third of what the scan took; with an
+  // upper bound nothing past the end is read, and it grows by two per
+  // value, as fast as before bounds existed.
+  size_t WindowDepth() const {
+    const int grown = bounds_.upper ? 2 + 2 * taken_ : 1 + taken_ / 2;
+    return static_cast<size_t>(std::min(prefetch_.max_depth, grown));
+  }
+
   // Keeps the reads of the next pointer entries in flight, window_ holding
   // them in key order: the lookahead walks ahead of iter_, showing what
   // iter_ will show (the newest visible entry of each key, deletions
-  // hiding theirs), and each pointer it passes is started. The window grows
-  // with every value taken, up to max_depth.
+  // hiding theirs), and each pointer it passes is started. The window
+  // stops at the upper bound and at max_bytes of records (holding at least
+  // one read).
   void FillWindow() const {
-    const size_t depth = static_cast<size_t>(
-        std::min(prefetch_.max_depth, kInitialPrefetchDepth + 2 * taken_));
+    const size_t depth = WindowDepth();
     // Topped up once a quarter is used, so that each submission carries
     // several reads, which the fetcher merges when their records are
     // neighbours (a quarter rather than a half: on randomly placed values
     // the deeper queue gave 3-8% more scans/s).
     if (!window_.empty() && window_.size() > depth * 3 / 4) return;
-    std::vector<std::string> keys, stored;
+    std::vector<std::string> keys;
+    std::vector<Pending> started;
     while (window_.size() + keys.size() < depth && lookahead_->Valid()) {
       ParsedInternalKey ikey;
       if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;  // iter_ reports it
+      if (AtOrAboveUpper(ikey.user_key)) break;
       const bool newest = !lookahead_have_last_ || ikey.user_key != lookahead_last_key_;
       if (ikey.sequence <= sequence_ && newest) {
+        if (ikey.type == ValueType::kValuePointer) {
+          absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(lookahead_->value());
+          const uint64_t bytes = ptr.ok() ? ptr->size : 0;  // a bad one: its Take reports it
+          const bool empty = window_.empty() && keys.empty();
+          if (!empty && window_bytes_ + bytes > prefetch_.max_bytes) break;  // resume here
+          window_bytes_ += bytes;
+          keys.emplace_back(ikey.user_key);
+          started.push_back({std::string(lookahead_->value()), bytes});
+        }
         lookahead_last_key_.assign(ikey.user_key);
         lookahead_have_last_ = true;
-        if (ikey.type == ValueType::kValuePointer) {
-          keys.emplace_back(ikey.user_key);
-          stored.emplace_back(lookahead_->value());
-        }
       }
       lookahead_->Next();
     }
     if (keys.empty()) return;
-    std::vector<std::string_view> kv(keys.begin(), keys.end()), sv(stored.begin(), stored.end());
+    std::vector<std::string_view> kv(keys.begin(), keys.end()), sv;
+    for (const Pending& p : started) sv.push_back(p.stored);
     fetcher_->Start(kv, sv);
-    for (std::string& s : stored) window_.push_back(std::move(s));
+    for (Pending& p : started) window_.push_back(std::move(p));
+  }
+
+  void PopWindowFront(bool drop) const {
+    if (drop) fetcher_->Drop(window_.front().stored);
+    window_bytes_ -= window_.front().bytes;
+    window_.pop_front();
   }
 
   // The value of the pointer entry shown, from the prefetch window; false
@@ -235,19 +298,16 @@ class DBIter final : public Iterator {
     if (!fetcher_) fetcher_ = prefetch_.new_fetcher();
     if (!lookahead_) lookahead_ = prefetch_.new_lookahead();
     // Entries the scan passed without asking for their values.
-    while (!window_.empty() && window_.front() != raw_value_) {
-      fetcher_->Drop(window_.front());
-      window_.pop_front();
-    }
+    while (!window_.empty() && window_.front().stored != raw_value_) PopWindowFront(true);
     if (window_.empty()) {
-      // First value since a seek, or the scan outran the lookahead: start
-      // the lookahead at the entry shown.
+      // The window opens, or the scan outran the lookahead: start the
+      // lookahead at the entry shown.
       lookahead_->Seek(iter_->key());
       lookahead_have_last_ = false;
       FillWindow();
     }
-    if (window_.empty() || window_.front() != raw_value_) return false;
-    window_.pop_front();
+    if (window_.empty() || window_.front().stored != raw_value_) return false;
+    PopWindowFront(false);
     absl::Status s = fetcher_->Take(raw_value_, &resolved_value_);
     ++taken_;
     FillWindow();  // reads for what comes next go out before the value is used
@@ -264,9 +324,12 @@ class DBIter final : public Iterator {
       resolved_value_ = raw_value_;
       return;
     }
-    if (value_type_ == ValueType::kValuePointer && direction_ == kForward && PrefetchEnabled() &&
-        TakePrefetched()) {
-      return;
+    if (value_type_ == ValueType::kValuePointer && direction_ == kForward && PrefetchEnabled()) {
+      if (taken_ >= kPrefetchAfterValues) {
+        if (TakePrefetched()) return;
+      } else {
+        ++taken_;  // read alone below; counts toward opening the window
+      }
     }
     absl::Status s = resolver_(saved_key_, value_type_, raw_value_, &resolved_value_);
     if (!s.ok()) {
@@ -275,7 +338,6 @@ class DBIter final : public Iterator {
     }
   }
 
-  static constexpr int kInitialPrefetchDepth = 4;
 
   std::unique_ptr<lsm::InternalIterator> iter_;
   const SequenceNumber sequence_;
@@ -284,10 +346,12 @@ class DBIter final : public Iterator {
   mutable ValuePrefetch prefetch_;
   mutable std::unique_ptr<lsm::InternalIterator> lookahead_;
   mutable std::unique_ptr<ValueFetcher> fetcher_;
-  mutable std::deque<std::string> window_;  // pointers started, in key order
+  const IterateBounds bounds_;
+  mutable std::deque<Pending> window_;  // reads started, in key order
+  mutable uint64_t window_bytes_ = 0;   // their records' bytes
   mutable std::string lookahead_last_key_;  // the last user key the lookahead passed
   mutable bool lookahead_have_last_ = false;
-  mutable int taken_ = 0;  // values taken from the window since the last seek
+  mutable int taken_ = 0;  // values read since the last seek
   Direction direction_ = kForward;
   bool valid_ = false;
   std::string saved_key_;
@@ -302,9 +366,10 @@ class DBIter final : public Iterator {
 
 std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
                                         SequenceNumber sequence, std::shared_ptr<void> keep_alive,
-                                        ValueResolver resolver, ValuePrefetch prefetch) {
+                                        ValueResolver resolver, ValuePrefetch prefetch,
+                                        IterateBounds bounds) {
   return std::make_unique<DBIter>(std::move(internal), sequence, std::move(keep_alive),
-                                  std::move(resolver), std::move(prefetch));
+                                  std::move(resolver), std::move(prefetch), std::move(bounds));
 }
 
 }  // namespace cairn

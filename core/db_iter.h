@@ -4,7 +4,9 @@
 #ifndef CAIRN_CORE_DB_ITER_H_
 #define CAIRN_CORE_DB_ITER_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,12 +49,22 @@ class ValueFetcher {
 // Value prefetching for forward scans: a second internal iterator over the
 // same sources looks ahead for the next pointer entries and keeps their
 // reads in flight (a sliding window), so that the values are there when the
-// scan reaches them. The window starts at 4 reads and grows with each value
-// the scan takes, up to max_depth.
+// scan reaches them. The window opens after kPrefetchAfterValues values
+// (read one at a time) and grows by one read per two values taken, up to
+// max_depth reads and max_bytes of value records, never past the upper
+// bound.
 struct ValuePrefetch {
   absl::AnyInvocable<std::unique_ptr<lsm::InternalIterator>()> new_lookahead;
   absl::AnyInvocable<std::unique_ptr<ValueFetcher>()> new_fetcher;
   int max_depth = 32;
+  uint64_t max_bytes = uint64_t{4} << 20;
+};
+
+// The user-key range an iterator shows: [lower, upper); nullopt is
+// unbounded on that side.
+struct IterateBounds {
+  std::optional<std::string> lower;
+  std::optional<std::string> upper;
 };
 
 // keep_alive holds whatever the internal iterator reads from (memtables,
@@ -61,7 +73,8 @@ struct ValuePrefetch {
 std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
                                         lsm::SequenceNumber sequence,
                                         std::shared_ptr<void> keep_alive,
-                                        ValueResolver resolver, ValuePrefetch prefetch = {});
+                                        ValueResolver resolver, ValuePrefetch prefetch = {},
+                                        IterateBounds bounds = {});
 
 }  // namespace cairn
 

@@ -157,6 +157,17 @@ std::unique_ptr<lsm::InternalIterator> DBImpl::NewInternalIterator(const ReadVie
   return lsm::NewMergingIterator(std::move(children));
 }
 
+namespace {
+
+IterateBounds BoundsOf(const ReadOptions& options) {
+  IterateBounds bounds;
+  if (options.iterate_lower_bound != nullptr) bounds.lower.emplace(*options.iterate_lower_bound);
+  if (options.iterate_upper_bound != nullptr) bounds.upper.emplace(*options.iterate_upper_bound);
+  return bounds;
+}
+
+}  // namespace
+
 std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   if (absl::Status closed = CheckNotClosed(); !closed.ok()) {
     return NewDBIterator(lsm::NewErrorIterator(closed), 0, nullptr, nullptr, ValuePrefetch());
@@ -165,6 +176,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   ValuePrefetch prefetch;
   if (options.value_prefetch_depth > 1) {
     prefetch.max_depth = options.value_prefetch_depth;
+    prefetch.max_bytes = options.value_prefetch_bytes;
     // The iterator's keep_alive holds view for as long as the lookahead lives.
     prefetch.new_lookahead = [this, v = view.get()] { return NewInternalIterator(*v); };
     prefetch.new_fetcher = [this] { return vlog_->NewFetcher(); };
@@ -172,7 +184,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   return NewDBIterator(NewInternalIterator(*view), view->sequence, view,
                        [this](std::string_view key, ValueType type, std::string_view stored,
                               std::string* out) { return ResolveStoredValue(key, type, stored, out); },
-                       std::move(prefetch));
+                       std::move(prefetch), BoundsOf(options));
 }
 
 const Snapshot* DBImpl::GetSnapshot() {

@@ -12,6 +12,7 @@
 #ifndef CAIRN_CORE_VALUE_LOG_H_
 #define CAIRN_CORE_VALUE_LOG_H_
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -21,6 +22,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/options.h"
+#include "cairn/pinnable_value.h"
 #include "core/db_iter.h"
 #include "io/file_system.h"
 #include "lsm/compaction_iterator.h"
@@ -32,6 +34,13 @@
 #include "vlog/value_pointer.h"
 
 namespace cairn {
+
+// Bytes [offset, offset + length) of value, cut at its end; empty when
+// offset is at or past it (DB::GetRange's contract).
+inline std::string_view ValueRange(std::string_view value, uint64_t offset, uint64_t length) {
+  if (offset >= value.size()) return {};
+  return value.substr(offset, std::min<uint64_t>(length, value.size() - offset));
+}
 
 class ValueLog {
  public:
@@ -84,6 +93,16 @@ class ValueLog {
 
   // Read path: resolves one pointer (value cache, then one device read).
   absl::Status Get(std::string_view key, std::string_view stored, std::string* value);
+  // As Get, sharing a cached value instead of copying it; a value read from
+  // the device goes into the cache (when it has room) and is shared from
+  // there, so it is not copied either (value_log_blob.cc).
+  absl::Status GetPinned(std::string_view key, std::string_view stored, PinnableValue* value);
+  // Bytes [offset, offset + length) of the value (DB::GetRange): from the
+  // cache when it holds the value; else, unless verify, by
+  // SegmentReader::ReadValueRange (the whole record when it is compressed);
+  // else by Get.
+  absl::Status GetRange(std::string_view key, std::string_view stored, uint64_t offset,
+                        uint64_t length, bool verify, std::string* out);
 
   // An asynchronous reader of values for one iterator, with an io::ReadQueue
   // of its own (value_fetcher.cc). Value cache hits are served at Start.

@@ -49,6 +49,18 @@ class SegmentReader {
   absl::Status Read(const ValuePointer& pointer, std::string_view expected_key,
                     std::string* value) const;
 
+  // Reads bytes [offset, offset + length) of the value at pointer into
+  // *out, fewer where the value ends first, by reading the record's header
+  // and key and then only those bytes. Checked: the header's lengths agree
+  // with the pointer, the flags are known, the key is expected_key. Not
+  // checked: the value bytes (the record's checksum covers all of it; Read
+  // verifies it). When the value is a zstd frame, sets *compressed, reads
+  // nothing more and leaves *out empty: the caller reads the record whole.
+  // Errors: as Read.
+  absl::Status ReadValueRange(const ValuePointer& pointer, std::string_view expected_key,
+                              uint64_t offset, uint64_t length, std::string* out,
+                              bool* compressed) const;
+
   // Reads many records with every read in flight at once
   // (io::RandomAccessFile::MultiRead). keys[i] is the key expected at
   // pointers[i]; (*values)[i] and (*statuses)[i] receive the value and the

@@ -17,7 +17,9 @@
 #include "absl/status/statusor.h"
 #include "cairn/iterator.h"
 #include "cairn/options.h"
+#include "cairn/pinnable_value.h"
 #include "cairn/stats.h"
+#include "cairn/version.h"
 #include "cairn/write_batch.h"
 
 namespace cairn {
@@ -73,6 +75,23 @@ class DB {
   // Sets *value; NotFound when the key has no value.
   virtual absl::Status Get(const ReadOptions& options, std::string_view key,
                            std::string* value) = 0;
+  // As Get, into *value: a value from the value cache is shared, not
+  // copied; any other lands in *value's own buffer (docs/blob_reads.md).
+  virtual absl::Status Get(const ReadOptions& options, std::string_view key,
+                           PinnableValue* value) {
+    return Get(options, key, value->OwnBuffer());
+  }
+  // Reads bytes [offset, offset + length) of key's value into *out: fewer
+  // when the value ends first, none when offset is at or past its end.
+  // NotFound when the key has no value. With ReadOptions::verify_checksums
+  // off, a separated, uncompressed value is read in part: the record's
+  // header and key are checked and only the asked-for bytes are read (the
+  // record's checksum covers all of it, so they are not verified). Else,
+  // and for compressed values, the whole record is read and verified
+  // (docs/blob_reads.md).
+  virtual absl::Status GetRange(const ReadOptions& options, std::string_view key, uint64_t offset,
+                                uint64_t length, std::string* out);
+
   // One status per key, in order; values[i] is set where statuses[i] is OK.
   virtual std::vector<absl::Status> MultiGet(const ReadOptions& options,
                                              const std::vector<std::string_view>& keys,

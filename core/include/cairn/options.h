@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 namespace cairn {
@@ -119,16 +120,35 @@ struct Options {
 struct ReadOptions {
   // Read as of this snapshot; null reads the latest state.
   const Snapshot* snapshot = nullptr;
-  // Verify block checksums on every read (they are always verified on a
-  // cache miss in this version). Default: true.
+  // Verify checksums on every read. SST blocks and whole value records are
+  // always verified on a cache miss in this version; turning this off lets
+  // DB::GetRange read part of a large value without its record's checksum.
+  // Default: true.
   bool verify_checksums = true;
   // Put blocks read for this operation into the block cache. Default: true.
   bool fill_cache = true;
   // Forward scans keep up to this many separated values' reads in flight
-  // ahead of the current entry (a window that starts at 4 and grows by 2
-  // with each value read). 1 disables prefetching. Default: 32.
+  // ahead of the current entry. The window opens only once a scan has read
+  // kPrefetchAfterValues values since its seek (so a short scan reads no
+  // value it does not show), then reads one value ahead per two taken, up
+  // to this depth and value_prefetch_bytes. 1 disables prefetching.
+  // Default: 32.
   int value_prefetch_depth = 32;
+  // Value-log bytes the window may have in flight (at least one record).
+  // Default: 4 MiB.
+  size_t value_prefetch_bytes = 4u << 20;
+  // Bounds of an iterator: it shows only keys k with *iterate_lower_bound
+  // <= k < *iterate_upper_bound, never reads a value outside them, and the
+  // prefetch window stops at the upper bound. Null: unbounded on that side.
+  // The bounds are copied when the iterator is made; the pointees need not
+  // outlive NewIterator.
+  const std::string_view* iterate_lower_bound = nullptr;
+  const std::string_view* iterate_upper_bound = nullptr;
 };
+
+// Values a forward scan reads one at a time after each seek before its
+// prefetch window opens (see ReadOptions::value_prefetch_depth).
+inline constexpr int kPrefetchAfterValues = 2;
 
 struct WriteOptions {
   // fdatasync the log before acknowledging. A sync write survives power

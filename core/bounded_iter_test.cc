@@ -1,0 +1,310 @@
+// Iterators with ReadOptions::iterate_lower_bound / iterate_upper_bound:
+// every move matches a std::map model restricted to [lower, upper), at every
+// bound, forward and reverse, at a snapshot and with deletions; and the value
+// prefetch window never reads a value past the upper bound.
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "cairn/db.h"
+#include "core/db_impl.h"
+#include "gtest/gtest.h"
+#include "io/memory_file_system.h"
+#include "io/testing/status_matchers.h"
+
+namespace cairn {
+namespace {
+
+using Model = std::map<std::string, std::string>;
+
+std::string Key(int i) { return absl::StrFormat("k%03d", i); }
+
+Options TestOptions() {
+  Options o;
+  o.memtable_size = 64 << 10;
+  o.block_size = 1024;
+  o.target_file_size = 64 << 10;
+  return o;
+}
+
+// The model's entries in [lower, upper).
+std::vector<std::pair<std::string, std::string>> InRange(const Model& m,
+                                                         const std::optional<std::string>& lower,
+                                                         const std::optional<std::string>& upper) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [k, v] : m) {
+    if (lower && k < *lower) continue;
+    if (upper && k >= *upper) continue;
+    out.emplace_back(k, v);
+  }
+  return out;
+}
+
+class BoundedIterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fs_ = std::make_shared<io::MemoryFileSystem>();
+    auto db = OpenWithFileSystem(TestOptions(), "/db", fs_);
+    ASSERT_OK(db);
+    db_ = std::move(*db);
+  }
+
+  // Puts, overwrites and deletes over 60 keys, inline (300 bytes) and
+  // separated (2,000 bytes) values, some flushed to tables and some left in
+  // the memtable, with a snapshot taken halfway.
+  void Load() {
+    std::mt19937 rng(7);
+    for (int round = 0; round < 2; ++round) {
+      for (int step = 0; step < 150; ++step) {
+        const std::string k = Key(static_cast<int>(rng() % 60));
+        if (rng() % 5 == 0) {
+          ASSERT_OK(db_->Delete({}, k));
+          model_.erase(k);
+        } else {
+          const size_t size = rng() % 3 == 0 ? 300 : 2000;
+          std::string v = absl::StrFormat("%s-%d-%d-", k, round, step);
+          v.resize(size, static_cast<char>('a' + step % 26));
+          ASSERT_OK(db_->Put({}, k, v));
+          model_[k] = v;
+        }
+        if (step == 100) {
+          ASSERT_OK(db_->Flush());
+        }
+      }
+      if (round == 0) {
+        snapshot_ = db_->GetSnapshot();
+        snapshot_model_ = model_;
+      }
+    }
+  }
+
+  void TearDown() override {
+    if (snapshot_ != nullptr) db_->ReleaseSnapshot(snapshot_);
+  }
+
+  // Checks every kind of move of one iterator against the model.
+  void CheckBounds(const Model& model, const Snapshot* snap, int depth,
+                   const std::optional<std::string>& lower,
+                   const std::optional<std::string>& upper) {
+    const std::string where = absl::StrFormat(
+        "lower=%s upper=%s snapshot=%d depth=%d", lower.value_or("<none>"),
+        upper.value_or("<none>"), snap != nullptr, depth);
+    std::string_view lower_view, upper_view;
+    ReadOptions ro;
+    ro.snapshot = snap;
+    ro.value_prefetch_depth = depth;
+    if (lower) {
+      lower_view = *lower;
+      ro.iterate_lower_bound = &lower_view;
+    }
+    if (upper) {
+      upper_view = *upper;
+      ro.iterate_upper_bound = &upper_view;
+    }
+    const auto want = InRange(model, lower, upper);
+    auto it = db_->NewIterator(ro);
+
+    size_t i = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++i) {
+      ASSERT_LT(i, want.size()) << where;
+      ASSERT_EQ(it->key(), want[i].first) << where;
+      ASSERT_EQ(it->value(), want[i].second) << where;
+    }
+    ASSERT_OK(it->status());
+    ASSERT_EQ(i, want.size()) << where;
+
+    i = want.size();
+    for (it->SeekToLast(); it->Valid(); it->Prev()) {
+      ASSERT_GT(i, 0u) << where;
+      --i;
+      ASSERT_EQ(it->key(), want[i].first) << where;
+      ASSERT_EQ(it->value(), want[i].second) << where;
+    }
+    ASSERT_OK(it->status());
+    ASSERT_EQ(i, 0u) << where;
+
+    for (int t = -1; t <= 61; t += 4) {
+      const std::string target = t < 0 ? "" : Key(t) + (t % 8 == 3 ? "x" : "");
+      // Seek: the first entry >= target inside the bounds.
+      auto first = std::lower_bound(want.begin(), want.end(), target,
+                                    [](const auto& e, const std::string& k) { return e.first < k; });
+      it->Seek(target);
+      if (first == want.end()) {
+        ASSERT_FALSE(it->Valid()) << where << " seek " << target;
+      } else {
+        ASSERT_TRUE(it->Valid()) << where << " seek " << target;
+        ASSERT_EQ(it->key(), first->first) << where;
+        ASSERT_EQ(it->value(), first->second) << where;
+        // Two steps on and back: turning at the bound stays exact.
+        it->Next();
+        auto next = std::next(first);
+        ASSERT_EQ(it->Valid(), next != want.end()) << where << " next after " << target;
+        if (next != want.end()) {
+          ASSERT_EQ(it->key(), next->first) << where;
+        }
+        if (it->Valid()) {
+          it->Prev();
+          ASSERT_TRUE(it->Valid()) << where;
+          ASSERT_EQ(it->key(), first->first) << where;
+          ASSERT_EQ(it->value(), first->second) << where;
+        }
+      }
+      // SeekForPrev: the last entry <= target inside the bounds.
+      auto last = std::upper_bound(want.begin(), want.end(), target,
+                                   [](const std::string& k, const auto& e) { return k < e.first; });
+      it->SeekForPrev(target);
+      if (last == want.begin()) {
+        ASSERT_FALSE(it->Valid()) << where << " seek-for-prev " << target;
+      } else {
+        --last;
+        ASSERT_TRUE(it->Valid()) << where << " seek-for-prev " << target;
+        ASSERT_EQ(it->key(), last->first) << where;
+        ASSERT_EQ(it->value(), last->second) << where;
+        it->Prev();
+        ASSERT_EQ(it->Valid(), last != want.begin()) << where << " prev after " << target;
+        if (it->Valid()) {
+          ASSERT_EQ(it->key(), std::prev(last)->first) << where;
+          it->Next();
+          ASSERT_TRUE(it->Valid()) << where;
+          ASSERT_EQ(it->key(), last->first) << where;
+          ASSERT_EQ(it->value(), last->second) << where;
+        }
+      }
+      ASSERT_OK(it->status());
+    }
+  }
+
+  std::shared_ptr<io::MemoryFileSystem> fs_;
+  std::unique_ptr<DB> db_;
+  Model model_, snapshot_model_;
+  const Snapshot* snapshot_ = nullptr;
+};
+
+TEST_F(BoundedIterTest, EveryMoveMatchesTheModelAtEveryBound) {
+  Load();
+  // Bounds on keys that exist, that were deleted, between keys, before the
+  // first and after the last, and equal (an empty range).
+  std::vector<std::optional<std::string>> bounds = {std::nullopt, "", "a", Key(0)};
+  for (int i = 1; i < 60; i += 7) bounds.push_back(Key(i));
+  for (int i = 2; i < 60; i += 13) bounds.push_back(Key(i) + "x");
+  bounds.push_back("z");
+  int checked = 0;
+  for (const auto& lower : bounds) {
+    for (const auto& upper : bounds) {
+      for (int depth : {1, 32}) {
+        CheckBounds(model_, nullptr, depth, lower, upper);
+        CheckBounds(snapshot_model_, snapshot_, depth, lower, upper);
+        if (HasFatalFailure()) return;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, static_cast<int>(bounds.size() * bounds.size() * 2));
+}
+
+TEST_F(BoundedIterTest, LowerAboveUpperShowsNothing) {
+  ASSERT_OK(db_->Put({}, Key(5), "v"));
+  const std::string lower_s = Key(6), upper_s = Key(4);
+  std::string_view lower = lower_s, upper = upper_s;
+  ReadOptions ro;
+  ro.iterate_lower_bound = &lower;
+  ro.iterate_upper_bound = &upper;
+  auto it = db_->NewIterator(ro);
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid());
+  it->SeekToLast();
+  EXPECT_FALSE(it->Valid());
+  it->Seek(Key(5));
+  EXPECT_FALSE(it->Valid());
+  ASSERT_OK(it->status());
+}
+
+// Value-log reads for scans of n entries. Each scanned value is written
+// next to a 5,000-byte padding value of another key range, in a shuffled
+// order, so that no two records of a scan lie within the 4 KiB the fetcher
+// merges into one read: every value read is one device read, and the
+// counts below are exact.
+class ScanReadsTest : public BoundedIterTest {
+ protected:
+  static constexpr int kKeys = 400;
+  void SetUp() override {
+    BoundedIterTest::SetUp();
+    std::vector<int> order(kKeys);
+    for (int i = 0; i < kKeys; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), std::mt19937(11));
+    for (int i : order) {
+      ASSERT_OK(db_->Put({}, Key(i), std::string(3000, 'a' + i % 26)));
+      ASSERT_OK(db_->Put({}, "pad" + Key(i), std::string(5000, 'p')));
+    }
+    ASSERT_OK(db_->Flush());
+    std::string v;
+    ASSERT_OK(db_->Get({}, Key(0), &v));  // opens the segment (reads its header)
+  }
+
+  // Value-log reads of one scan of n entries from Key(start). A bounded
+  // scan ends at the upper bound, the way a caller of a range would; an
+  // unbounded one stops after n entries, without a further Next.
+  uint64_t ScanReads(int start, int n, bool bounded) {
+    const std::string upper_s = Key(start + n);
+    std::string_view upper = upper_s;
+    ReadOptions ro;
+    if (bounded) ro.iterate_upper_bound = &upper;
+    const uint64_t before = db_->GetStats().vlog_reads;
+    {
+      auto it = db_->NewIterator(ro);
+      int seen = 0;
+      for (it->Seek(Key(start)); it->Valid(); ++seen) {
+        EXPECT_EQ(it->key(), Key(start + seen));
+        EXPECT_EQ(it->value().size(), 3000u);
+        if (!bounded && seen + 1 == n) {
+          ++seen;
+          break;
+        }
+        it->Next();
+      }
+      EXPECT_EQ(seen, n);
+      EXPECT_OK(it->status());
+    }
+    return db_->GetStats().vlog_reads - before;
+  }
+};
+
+TEST_F(ScanReadsTest, BoundedScanReadsOnlyTheValuesItShows) {
+  for (int n : {1, 2, 3, 10, 100, 250}) {
+    EXPECT_EQ(ScanReads(17, n, /*bounded=*/true), static_cast<uint64_t>(n)) << n;
+  }
+}
+
+TEST_F(ScanReadsTest, ShortUnboundedScanReadsNoValueAhead) {
+  EXPECT_EQ(ScanReads(30, 1, false), 1u);
+  EXPECT_EQ(ScanReads(30, kPrefetchAfterValues, false),
+            static_cast<uint64_t>(kPrefetchAfterValues));
+  // Longer unbounded scans read ahead about one value per two taken.
+  const uint64_t reads = ScanReads(30, 100, false);
+  EXPECT_GE(reads, 100u);
+  EXPECT_LE(reads, 100u + 1 + 100 / 2);
+}
+
+TEST_F(ScanReadsTest, ByteBudgetCapsTheWindow) {
+  // A budget of one record: the window never holds more than one read, so
+  // an unbounded scan reads at most one value past its end.
+  const uint64_t before = db_->GetStats().vlog_reads;
+  ReadOptions ro;
+  ro.value_prefetch_bytes = 1;
+  {
+    auto it = db_->NewIterator(ro);
+    int seen = 0;
+    for (it->Seek(Key(100)); seen < 50; it->Next(), ++seen) {
+      ASSERT_TRUE(it->Valid());
+      ASSERT_EQ(it->value().size(), 3000u);
+    }
+  }
+  EXPECT_LE(db_->GetStats().vlog_reads - before, 51u);
+}
+
+}  // namespace
+}  // namespace cairn

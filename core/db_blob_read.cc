@@ -1,0 +1,65 @@
+// Reads for blob-sized values: Get into a PinnableValue and GetRange
+// (docs/blob_reads.md). The LSM lookup is the one Get uses (db_read.cc);
+// only the value's resolution differs.
+#include "absl/strings/str_cat.h"
+#include "core/db_impl.h"
+#include "io/status_macros.h"
+
+namespace cairn {
+
+using lsm::ValueType;
+
+// For DB implementations without a ranged read of their own: the whole
+// value, then the slice.
+absl::Status DB::GetRange(const ReadOptions& options, std::string_view key, uint64_t offset,
+                          uint64_t length, std::string* out) {
+  std::string whole;
+  CAIRN_RETURN_IF_ERROR(Get(options, key, &whole));
+  out->assign(ValueRange(whole, offset, length));
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::LookupForValueRead(const ReadOptions& options, std::string_view key,
+                                        ValueType* type, std::string* stored) {
+  if (key.size() > kMaxKeySize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
+  }
+  gets_.fetch_add(1, std::memory_order_relaxed);
+  return LookupInView(GetReadView(options), key, type, stored);
+}
+
+absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, PinnableValue* value) {
+  ValueType type;
+  std::string stored;
+  CAIRN_RETURN_IF_ERROR(LookupForValueRead(options, key, &type, &stored));
+  absl::Status s = type == ValueType::kValuePointer
+                       ? vlog_->GetPinned(key, stored, value)
+                       : ResolveStoredValue(key, type, stored, value->OwnBuffer());
+  if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+absl::Status DBImpl::GetRange(const ReadOptions& options, std::string_view key, uint64_t offset,
+                              uint64_t length, std::string* out) {
+  ValueType type;
+  std::string stored;
+  CAIRN_RETURN_IF_ERROR(LookupForValueRead(options, key, &type, &stored));
+  out->clear();
+  absl::Status s;
+  switch (type) {
+    case ValueType::kValuePointer:
+      s = vlog_->GetRange(key, stored, offset, length, options.verify_checksums, out);
+      break;
+    case ValueType::kValue:
+      out->assign(ValueRange(stored, offset, length));
+      break;
+    case ValueType::kDeletion:
+      s = absl::NotFoundError("key not found");
+      break;
+  }
+  if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+  return s;
+}
+
+}  // namespace cairn
