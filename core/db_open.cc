@@ -144,6 +144,8 @@ absl::Status DBImpl::LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit
     for (auto& [tag, payload] : segment_edit->Encode()) edit->AddExtension(tag, payload);
   }
   CAIRN_RETURN_IF_ERROR(versions_->LogAndApply(edit));
+  // Readers see the new version from their next read on.
+  InstallNewVersion();
   if (segment_edit != nullptr) return vlog_->Apply(*segment_edit);
   return absl::OkStatus();
 }
@@ -322,6 +324,7 @@ absl::Status DBImpl::Recover() {
   {
     absl::MutexLock l(&mu_);
     mem_ = std::make_shared<lsm::MemTable>();
+    InstallSuperVersionLocked();
     log_ = std::move(log);
     log_number_ = log_number;
     last_sequence_.store(max_sequence);
@@ -548,6 +551,7 @@ absl::Status DBImpl::NewLog() {
   imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed)});
   log_number_ = number;
   mem_ = std::make_shared<lsm::MemTable>();
+  InstallSuperVersionLocked();
   mem_value_bytes_.store(0, std::memory_order_relaxed);
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();
