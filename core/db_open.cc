@@ -19,8 +19,8 @@ namespace {
 
 // Every Options field with a limit is checked here (a comparison written as
 // !(in range) also rejects NaN). The rest take any value: the booleans,
-// block_cache_size, value_cache_size and gc_bytes_per_sec (0 turns each
-// off), value_separation_threshold (0 separates every value) and the
+// cache_size, block_cache_size, value_cache_size (0: no cache, or no cache
+// of its own) and gc_bytes_per_sec (0 turns it off), value_separation_threshold (0 separates every value) and the
 // pending-compaction limits (only their order matters).
 absl::Status ValidateOptions(const Options& o) {
   if (o.memtable_size < (64 << 10) || o.memtable_size > (size_t{4} << 30)) {
@@ -118,7 +118,12 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
   table_options_.direct_reads = options_.direct_reads;
-  block_cache_ = std::make_unique<lsm::BlockCache>(options_.block_cache_size);
+  // One budget for blocks and values, unless either kind asks for a cache
+  // of its own (options.h).
+  auto shared_cache = std::make_shared<io::Cache>(options_.cache_size);
+  block_cache_ = options_.block_cache_size > 0
+                     ? std::make_unique<lsm::BlockCache>(options_.block_cache_size)
+                     : std::make_unique<lsm::BlockCache>(shared_cache);
   table_cache_ = std::make_unique<lsm::TableCache>(fs_.get(), dbname_, table_options_,
                                                    block_cache_.get(), &read_counters_);
   versions_ = std::make_unique<lsm::VersionSet>(fs_.get(), dbname_);
@@ -128,7 +133,8 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   // The value log exists in every mode, so a database written with
   // separation still reads in inline mode; only Append creates files.
   vlog_ = std::make_unique<ValueLog>(
-      fs_.get(), dbname_, options_, [this] { return versions_->NewFileNumber(); },
+      fs_.get(), dbname_, options_, std::move(shared_cache),
+      [this] { return versions_->NewFileNumber(); },
       [this](const vlog::SegmentEdit& e) {
         lsm::VersionEdit edit;
         return LogAndApply(&edit, &e);
