@@ -38,6 +38,23 @@ std::unique_ptr<DB> LoadAndReadTwice(const Options& options) {
   return db;
 }
 
+// Where each kind is cached: in the shared budget, or in caches of the
+// given capacities.
+void ExpectCaches(const Stats& st, bool shared, uint64_t block_capacity,
+                  uint64_t value_capacity) {
+  EXPECT_EQ(st.cache_shared, shared);
+  EXPECT_EQ(st.block_cache_capacity, block_capacity);
+  EXPECT_EQ(st.value_cache_capacity, value_capacity);
+}
+
+// Every value was read from the device once, then served from the cache,
+// which holds them all.
+void ExpectEveryValueCachedOnce(const Stats& st) {
+  EXPECT_EQ(st.value_cache_misses, static_cast<uint64_t>(kKeys));
+  EXPECT_EQ(st.value_cache_hits, static_cast<uint64_t>(kKeys));
+  EXPECT_GE(st.value_cache_bytes, kKeys * kValueSize);
+}
+
 Options Base() {
   Options o;
   o.memtable_size = 1 << 20;
@@ -51,13 +68,8 @@ TEST(CacheBudgetTest, BlocksAndValuesShareCacheSizeByDefault) {
   std::unique_ptr<DB> db = LoadAndReadTwice(o);
   ASSERT_NE(db, nullptr);
   const Stats st = db->GetStats();
-  EXPECT_TRUE(st.cache_shared);
-  EXPECT_EQ(st.block_cache_capacity, o.cache_size);
-  EXPECT_EQ(st.value_cache_capacity, o.cache_size);
-  // Every value was read from the device once, then served from the cache.
-  EXPECT_EQ(st.value_cache_misses, static_cast<uint64_t>(kKeys));
-  EXPECT_EQ(st.value_cache_hits, static_cast<uint64_t>(kKeys));
-  EXPECT_GE(st.value_cache_bytes, kKeys * kValueSize);
+  ExpectCaches(st, /*shared=*/true, o.cache_size, o.cache_size);
+  ExpectEveryValueCachedOnce(st);
   EXPECT_GT(st.block_cache_bytes, 0u);
   EXPECT_LE(st.block_cache_bytes + st.value_cache_bytes, o.cache_size);
   std::string text;
@@ -87,10 +99,8 @@ TEST(CacheBudgetTest, ACacheOfItsOwnKeepsAKindOutOfTheSharedBudget) {
   std::unique_ptr<DB> db = LoadAndReadTwice(o);
   ASSERT_NE(db, nullptr);
   const Stats st = db->GetStats();
-  EXPECT_FALSE(st.cache_shared);
-  EXPECT_EQ(st.block_cache_capacity, o.block_cache_size);
+  ExpectCaches(st, /*shared=*/false, o.block_cache_size, 0);
   EXPECT_GT(st.block_cache_bytes, 0u);
-  EXPECT_EQ(st.value_cache_capacity, 0u);
   EXPECT_EQ(st.value_cache_bytes, 0u);
   EXPECT_EQ(st.value_cache_hits, 0u);
 
@@ -99,13 +109,8 @@ TEST(CacheBudgetTest, ACacheOfItsOwnKeepsAKindOutOfTheSharedBudget) {
   db = LoadAndReadTwice(own);
   ASSERT_NE(db, nullptr);
   const Stats st2 = db->GetStats();
-  EXPECT_FALSE(st2.cache_shared);
-  EXPECT_EQ(st2.value_cache_capacity, own.value_cache_size);
-  EXPECT_EQ(st2.block_cache_capacity, own.cache_size);
-  EXPECT_EQ(st2.value_cache_hits, static_cast<uint64_t>(kKeys));
-  // The values' own cache charges nothing to the shared one.
-  EXPECT_LE(st2.block_cache_bytes, own.cache_size);
-  EXPECT_GE(st2.value_cache_bytes, kKeys * kValueSize);
+  ExpectCaches(st2, /*shared=*/false, own.cache_size, own.value_cache_size);
+  ExpectEveryValueCachedOnce(st2);
 }
 
 }  // namespace

@@ -99,40 +99,23 @@ class ShardedLruCache {
     if (found != shard.index.end()) dropped = EraseLocked(shard, found->second);
   }
 
-  // Bytes charged by the entries cached now.
+  // Bytes charged by the entries cached now, and their number; of all kinds
+  // or of one.
   size_t usage() const {
-    size_t total = 0;
-    for (const auto& shard : shards_) {
-      absl::MutexLock lock(&shard->mu);
-      total += shard->usage;
-    }
-    return total;
+    return SumOverShards([](const Shard& s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s.usage; });
   }
   size_t capacity() const { return capacity_; }
   size_t entries() const {
-    size_t total = 0;
-    for (const auto& shard : shards_) {
-      absl::MutexLock lock(&shard->mu);
-      total += shard->lru.size();
-    }
-    return total;
+    return SumOverShards(
+        [](const Shard& s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s.lru.size(); });
   }
-  // Bytes charged, and entries cached, of one kind.
   size_t usage(int kind) const {
-    size_t total = 0;
-    for (const auto& shard : shards_) {
-      absl::MutexLock lock(&shard->mu);
-      total += shard->kind_usage[kind];
-    }
-    return total;
+    return SumOverShards(
+        [kind](const Shard& s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s.kind_usage[kind]; });
   }
   size_t entries(int kind) const {
-    size_t total = 0;
-    for (const auto& shard : shards_) {
-      absl::MutexLock lock(&shard->mu);
-      total += shard->kind_entries[kind];
-    }
-    return total;
+    return SumOverShards(
+        [kind](const Shard& s) ABSL_NO_THREAD_SAFETY_ANALYSIS { return s.kind_entries[kind]; });
   }
 
  private:
@@ -162,6 +145,18 @@ class ShardedLruCache {
     EntryList lru ABSL_GUARDED_BY(mu);
     absl::flat_hash_map<Key, typename EntryList::iterator> index ABSL_GUARDED_BY(mu);
   };
+
+  // Sums f(shard) over the shards, each read under its lock (f runs with
+  // the lock held, which the analysis cannot see through the lambda).
+  template <typename F>
+  size_t SumOverShards(F f) const {
+    size_t total = 0;
+    for (const auto& shard : shards_) {
+      absl::MutexLock lock(&shard->mu);
+      total += f(*shard);
+    }
+    return total;
+  }
 
   Shard& ShardFor(const Key& key) {
     // The low bits of absl::Hash feed the hash table; take the high ones.
