@@ -168,7 +168,8 @@ class DBImpl final : public DB {
   // MultiGet, a GC liveness batch) borrows the thread's cached SuperVersion;
   // owned = true takes a reference of its own (iterators). Takes no lock
   // unless a new SuperVersion was installed since this thread last read.
-  ReadView GetReadView(const ReadOptions& options, bool owned = false) ABSL_LOCKS_EXCLUDED(mu_);
+  // Callable with or without mu_ held.
+  ReadView GetReadView(const ReadOptions& options, bool owned = false);
   // Publishes a SuperVersion built from mem_, imm_, the current version
   // and read_epoch_. Called whenever any of them changes.
   void InstallSuperVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
