@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   Options db_options;
   db_options.create_if_missing = true;
   db_options.memtable_size = options.memtable_bytes;
-  db_options.block_cache_size = options.cache_bytes;
+  db_options.cache_size = options.cache_bytes;
   db_options.bloom_bits_per_key = options.bloom_bits;
   db_options.compression = options.zstd ? Compression::kZstd : Compression::kNone;
   // As BlobDB's blob_compression_type follows --compression, so does the

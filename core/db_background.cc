@@ -93,9 +93,10 @@ absl::Status DBImpl::FlushOldestImmutable() {
       pending_outputs_.erase(f.number);
       if (s.ok()) l0_value_bytes_[f.number] = value_bytes;
     }
-    {
+    if (s.ok()) {
+      imm_.pop_front();
+      InstallSuperVersionLocked();
     }
-    if (s.ok()) imm_.pop_front();
     UpdatePendingCompactionBytes();
     background_cv_.SignalAll();
   }

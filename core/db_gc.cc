@@ -221,6 +221,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       auto next = std::make_shared<ReadEpoch>();
       read_epoch_->next = next;
       read_epoch_ = std::move(next);
+      InstallSuperVersionLocked();
     }
     ++total.victims;
     total.bytes_read += r.bytes_read;

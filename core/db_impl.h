@@ -31,6 +31,7 @@
 #include "cairn/db.h"
 #include "cairn/listener.h"
 #include "core/info_log.h"
+#include "core/super_version.h"
 #include "core/value_log.h"
 #include "gc/gc_controller.h"
 #include "io/file_system.h"
@@ -114,22 +115,14 @@ class DBImpl final : public DB {
     uint64_t log_number;  // the WAL holding its writes
     uint64_t value_bytes;  // value-log bytes its pointers name
   };
-  // What a read needs, captured under mu_ and used without it.
-  // Read views are counted by epoch. Each epoch keeps the next one alive,
-  // so an epoch expires only once no view of it or of any earlier epoch
-  // remains.
-  struct ReadEpoch {
-    std::shared_ptr<const ReadEpoch> next;
-  };
+  // What a read needs: the sequence it reads at and the SuperVersion it
+  // reads through (taken without mu_, see super_version.h). Holding the
+  // view holds the SuperVersion's read epoch: value-log segments collected
+  // after the view was taken are not deleted until it is released.
   struct ReadView {
-    lsm::SequenceNumber sequence;
-    std::shared_ptr<lsm::MemTable> mem;
-    std::vector<std::shared_ptr<lsm::MemTable>> imm;  // newest first
-    std::shared_ptr<const lsm::Version> version;
+    lsm::SequenceNumber sequence = 0;
+    SuperVersionRef sv;
     lsm::TableReadOptions table_read;
-    // Held while the view is in use: value-log segments collected after the
-    // view was taken are not deleted until it is released.
-    std::shared_ptr<const ReadEpoch> epoch;
   };
   // A conditional pointer write-back from the garbage collector.
   struct PointerRewrite {
@@ -218,8 +211,20 @@ class DBImpl final : public DB {
   bool MemTableValueBytesFull() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // db_read.cc
-  ReadView GetReadView(const ReadOptions& options) ABSL_LOCKS_EXCLUDED(mu_);
-  ReadView GetReadViewLocked(const ReadOptions& options) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A view for a read that ends before this thread reads again (Get,
+  // MultiGet, a GC liveness batch) borrows the thread's cached SuperVersion;
+  // owned = true takes a reference of its own (iterators). Takes no lock
+  // unless a new SuperVersion was installed since this thread last read.
+  // Callable with or without mu_ held.
+  ReadView GetReadView(const ReadOptions& options, bool owned = false);
+  // Publishes a SuperVersion built from mem_, imm_, the current version
+  // and read_epoch_. Called whenever any of them changes.
+  void InstallSuperVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // After a version change: the current SuperVersion's memtables and epoch
+  // with the new version. A no-op before the first install (recovery).
+  void InstallNewVersion() ABSL_LOCKS_EXCLUDED(sv_install_mu_);
+  void InstallSuperVersion(std::unique_ptr<SuperVersion> sv)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(sv_install_mu_);
   absl::Status GetFromView(const ReadView& view, std::string_view key, std::string* value);
   // Merges the view's memtables and tables.
   std::unique_ptr<lsm::InternalIterator> NewInternalIterator(const ReadView& view);
@@ -330,6 +335,11 @@ class DBImpl final : public DB {
   std::unique_ptr<lsm::VersionSet> versions_;
   std::unique_ptr<ValueLog> vlog_;
   absl::Mutex manifest_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  // Serializes building and installing SuperVersions, so that an install
+  // for a new version never undoes a memtable switch installed meanwhile.
+  absl::Mutex sv_install_mu_ ABSL_ACQUIRED_AFTER(mu_, manifest_mu_);
+  // Declared after versions_ and table_cache_: destroyed before them.
+  SuperVersionCache sv_cache_;
 
   absl::Mutex mu_;
   absl::CondVar background_cv_;  // signalled when background work finishes or is queued

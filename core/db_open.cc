@@ -24,8 +24,8 @@ namespace {
 
 // Every Options field with a limit is checked here (a comparison written as
 // !(in range) also rejects NaN). The rest take any value: the booleans,
-// block_cache_size, value_cache_size and gc_bytes_per_sec (0 turns each
-// off), value_separation_threshold (0 separates every value) and the
+// cache_size, block_cache_size, value_cache_size (0: no cache, or no cache
+// of its own) and gc_bytes_per_sec (0 turns it off), value_separation_threshold (0 separates every value) and the
 // pending-compaction limits (only their order matters).
 absl::Status ValidateOptions(const Options& o) {
   if (o.memtable_size < (64 << 10) || o.memtable_size > (size_t{4} << 30)) {
@@ -188,7 +188,12 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
   table_options_.direct_reads = options_.direct_reads;
-  block_cache_ = std::make_unique<lsm::BlockCache>(options_.block_cache_size);
+  // One budget for blocks and values, unless either kind asks for a cache
+  // of its own (options.h).
+  auto shared_cache = std::make_shared<io::Cache>(options_.cache_size);
+  block_cache_ = options_.block_cache_size > 0
+                     ? std::make_unique<lsm::BlockCache>(options_.block_cache_size)
+                     : std::make_unique<lsm::BlockCache>(shared_cache);
   table_cache_ = std::make_unique<lsm::TableCache>(fs_.get(), dbname_, table_options_,
                                                    block_cache_.get(), &read_counters_);
   versions_ = std::make_unique<lsm::VersionSet>(fs_.get(), dbname_);
@@ -199,7 +204,8 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   // The value log exists in every mode, so a database written with
   // separation still reads in inline mode; only Append creates files.
   vlog_ = std::make_unique<ValueLog>(
-      fs_.get(), dbname_, options_, [this] { return versions_->NewFileNumber(); },
+      fs_.get(), dbname_, options_, std::move(shared_cache),
+      [this] { return versions_->NewFileNumber(); },
       [this](const vlog::SegmentEdit& e) {
         lsm::VersionEdit edit;
         return LogAndApply(&edit, &e);
@@ -215,6 +221,8 @@ absl::Status DBImpl::LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit
     for (auto& [tag, payload] : segment_edit->Encode()) edit->AddExtension(tag, payload);
   }
   CAIRN_RETURN_IF_ERROR(versions_->LogAndApply(edit));
+  // Readers see the new version from their next read on.
+  InstallNewVersion();
   if (segment_edit != nullptr) return vlog_->Apply(*segment_edit);
   return absl::OkStatus();
 }
@@ -396,6 +404,7 @@ absl::Status DBImpl::Recover() {
   {
     absl::MutexLock l(&mu_);
     mem_ = std::make_shared<lsm::MemTable>();
+    InstallSuperVersionLocked();
     log_ = std::move(log);
     log_number_ = log_number;
     last_sequence_.store(max_sequence);
@@ -694,6 +703,7 @@ absl::Status DBImpl::NewLog() {
   imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed)});
   log_number_ = number;
   mem_ = std::make_shared<lsm::MemTable>();
+  InstallSuperVersionLocked();
   mem_value_bytes_.store(0, std::memory_order_relaxed);
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();

@@ -13,23 +13,49 @@ namespace cairn {
 using lsm::SequenceNumber;
 using lsm::ValueType;
 
-DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options) {
-  absl::MutexLock l(&mu_);
-  return GetReadViewLocked(options);
-}
-
-DBImpl::ReadView DBImpl::GetReadViewLocked(const ReadOptions& options) {
+DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options, bool owned) {
   ReadView view;
-  view.epoch = read_epoch_;
+  view.sv = owned ? sv_cache_.AcquireOwned() : sv_cache_.Acquire();
+  // The sequence is read after the SuperVersion is taken: every write at or
+  // below it is then in the SuperVersion's memtables or version, or in a
+  // memtable newer than it (a switch raced with this read), which only
+  // makes the view see the state as of the switch. Read before, a
+  // compaction installed in between could have dropped an old version the
+  // sequence still needs.
   view.sequence = options.snapshot != nullptr
                       ? static_cast<const SnapshotImpl*>(options.snapshot)->sequence
                       : last_sequence_.load(std::memory_order_acquire);
-  view.mem = mem_;
-  for (auto it = imm_.rbegin(); it != imm_.rend(); ++it) view.imm.push_back(it->mem);
-  view.version = versions_->current();
   view.table_read.verify_checksums = options.verify_checksums;
   view.table_read.fill_cache = options.fill_cache;
   return view;
+}
+
+void DBImpl::InstallSuperVersionLocked() {
+  auto sv = std::make_unique<SuperVersion>();
+  sv->mem = mem_;
+  for (auto it = imm_.rbegin(); it != imm_.rend(); ++it) sv->imm.push_back(it->mem);
+  sv->epoch = read_epoch_;
+  absl::MutexLock l(&sv_install_mu_);
+  InstallSuperVersion(std::move(sv));
+}
+
+void DBImpl::InstallNewVersion() {
+  absl::MutexLock l(&sv_install_mu_);
+  if (sv_cache_.number() == 0) return;  // recovery: the first install follows
+  SuperVersionRef current = sv_cache_.AcquireOwned();
+  auto sv = std::make_unique<SuperVersion>();
+  sv->mem = current->mem;
+  sv->imm = current->imm;
+  sv->epoch = current->epoch;
+  current.Reset();
+  InstallSuperVersion(std::move(sv));
+}
+
+void DBImpl::InstallSuperVersion(std::unique_ptr<SuperVersion> sv) {
+  // Under sv_install_mu_, so the version is the newest whatever half of the
+  // state changed.
+  sv->version = versions_->current();
+  sv_cache_.Install(std::move(sv));
 }
 
 absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
@@ -49,13 +75,14 @@ absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
 absl::Status DBImpl::LookupInView(const ReadView& view, std::string_view key, ValueType* type,
                                   std::string* stored) {
   SequenceNumber seq;
-  bool found = view.mem->Get(key, view.sequence, type, &seq, stored);
-  for (size_t i = 0; !found && i < view.imm.size(); ++i) {
-    found = view.imm[i]->Get(key, view.sequence, type, &seq, stored);
+  const SuperVersion& sv = *view.sv;
+  bool found = sv.mem->Get(key, view.sequence, type, &seq, stored);
+  for (size_t i = 0; !found && i < sv.imm.size(); ++i) {
+    found = sv.imm[i]->Get(key, view.sequence, type, &seq, stored);
   }
   if (found) return absl::OkStatus();
   lsm::TableGetResult result;
-  CAIRN_RETURN_IF_ERROR(view.version->Get(view.table_read, table_cache_.get(),
+  CAIRN_RETURN_IF_ERROR(sv.version->Get(view.table_read, table_cache_.get(),
                                           lsm::MakeLookupKey(key, view.sequence), &result));
   if (!result.found) {
     *type = ValueType::kDeletion;
@@ -151,9 +178,9 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
 
 std::unique_ptr<lsm::InternalIterator> DBImpl::NewInternalIterator(const ReadView& view) {
   std::vector<std::unique_ptr<lsm::InternalIterator>> children;
-  children.push_back(view.mem->NewIterator());
-  for (const auto& m : view.imm) children.push_back(m->NewIterator());
-  view.version->AddIterators(view.table_read, table_cache_.get(), &children);
+  children.push_back(view.sv->mem->NewIterator());
+  for (const auto& m : view.sv->imm) children.push_back(m->NewIterator());
+  view.sv->version->AddIterators(view.table_read, table_cache_.get(), &children);
   return lsm::NewMergingIterator(std::move(children));
 }
 
@@ -172,7 +199,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   if (absl::Status closed = CheckNotClosed(); !closed.ok()) {
     return NewDBIterator(lsm::NewErrorIterator(closed), 0, nullptr, nullptr, ValuePrefetch());
   }
-  auto view = std::make_shared<ReadView>(GetReadView(options));
+  auto view = std::make_shared<ReadView>(GetReadView(options, /*owned=*/true));
   ValuePrefetch prefetch;
   if (options.value_prefetch_depth > 1) {
     prefetch.max_depth = options.value_prefetch_depth;

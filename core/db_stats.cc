@@ -100,6 +100,11 @@ Stats DBImpl::GetStats() {
   st.vlog_garbage_bytes = vt.garbage_bytes;
   st.value_cache_hits = vt.cache_hits;
   st.value_cache_misses = vt.cache_misses;
+  st.value_cache_bytes = vt.cache_bytes;
+  st.value_cache_capacity = vt.cache_capacity;
+  st.block_cache_bytes = block_cache_->usage();
+  st.block_cache_capacity = block_cache_->capacity();
+  st.cache_shared = options_.block_cache_size == 0 && options_.value_cache_size == 0;
   st.gc_runs = gc_runs_.load();
   st.gc_segments_freed = gc_segments_freed_.load();
   st.gc_bytes_read = gc_bytes_read_.load();
@@ -149,10 +154,15 @@ std::string FormatStats(const Stats& st) {
                         st.vlog_reads, st.vlog_bytes_read / 1048576.0);
   absl::StrAppendFormat(&out, "bloom: %d probes, %d rejections, %d false positives\n",
                         st.bloom_probes, st.bloom_rejections, st.bloom_false_positives);
-  absl::StrAppendFormat(&out, "block cache: %d hits, %d misses\n", st.block_cache_hits,
-                        st.block_cache_misses);
-  absl::StrAppendFormat(&out, "value cache: %d hits, %d misses\n", st.value_cache_hits,
-                        st.value_cache_misses);
+  absl::StrAppendFormat(&out, "cache: %s\n",
+                        st.cache_shared ? "one budget for blocks and values"
+                                        : "blocks and values apart");
+  absl::StrAppendFormat(&out, "block cache: %d hits, %d misses, %.1f MiB of %.1f MiB\n",
+                        st.block_cache_hits, st.block_cache_misses,
+                        st.block_cache_bytes / 1048576.0, st.block_cache_capacity / 1048576.0);
+  absl::StrAppendFormat(&out, "value cache: %d hits, %d misses, %.1f MiB of %.1f MiB\n",
+                        st.value_cache_hits, st.value_cache_misses,
+                        st.value_cache_bytes / 1048576.0, st.value_cache_capacity / 1048576.0);
   absl::StrAppendFormat(&out,
                         "space amplification %.2f: sst %.1f MiB, vlog %.1f MiB in %d segments "
                         "(%.1f MiB garbage)\n",

@@ -82,7 +82,9 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
       // Alone in its group; the batch is built from the state as of now.
       group_batch_.Clear();
       group = &group_batch_;
-      view = GetReadViewLocked(ReadOptions());
+      // mem_ is installed in the current SuperVersion whenever it changes
+      // under mu_ (held here), so the view has every earlier write.
+      view = GetReadView(ReadOptions(), /*owned=*/true);
     } else {
       group = BuildBatchGroup(&last_writer);
     }

@@ -8,6 +8,7 @@
 namespace cairn {
 
 ValueLog::ValueLog(io::FileSystem* fs, std::string dbname, const Options& options,
+                   std::shared_ptr<io::Cache> shared_cache,
                    std::function<uint64_t()> new_file_number, EditLogger log_edit)
     : fs_(fs),
       dbname_(std::move(dbname)),
@@ -17,7 +18,8 @@ ValueLog::ValueLog(io::FileSystem* fs, std::string dbname, const Options& option
       log_edit_(std::move(log_edit)),
       readers_(fs, [d = dbname_](uint64_t id) { return lsm::ValueLogFileName(d, id); },
                options.direct_reads),
-      cache_(options.value_cache_size) {}
+      cache_(options.value_cache_size > 0 ? vlog::ValueCache(options.value_cache_size)
+                                          : vlog::ValueCache(std::move(shared_cache))) {}
 
 ValueLog::~ValueLog() {
   absl::MutexLock l(&active_mu_);
@@ -219,14 +221,18 @@ io::WritableFile* ValueLog::active_file() { return active_ == nullptr ? nullptr 
 
 absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::string* value) {
   CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, vlog::DecodeValuePointer(stored));
+  // The cache holds one copy of a value, in a reference-counted string that
+  // readers share; each Get copies it out once (its API hands out a
+  // std::string). A miss reads into the string the cache will keep.
   if (std::shared_ptr<const std::string> hit = cache_.Lookup(ptr.segment_id, ptr.offset)) {
-    *value = *hit;
+    value->assign(*hit);
     return absl::OkStatus();
   }
-  CAIRN_RETURN_IF_ERROR(readers_.Read(ptr, key, value));
-  if (cache_.capacity() > 0) {
-    cache_.Insert(ptr.segment_id, ptr.offset, std::make_shared<const std::string>(*value));
-  }
+  if (cache_.capacity() == 0) return readers_.Read(ptr, key, value);
+  auto read = std::make_shared<std::string>();
+  CAIRN_RETURN_IF_ERROR(readers_.Read(ptr, key, read.get()));
+  value->assign(*read);
+  cache_.Insert(ptr.segment_id, ptr.offset, std::move(read));
   return absl::OkStatus();
 }
 
@@ -263,6 +269,8 @@ ValueLog::Totals ValueLog::GetTotals() const {
   }
   t.cache_hits = cache_.hits();
   t.cache_misses = cache_.misses();
+  t.cache_bytes = cache_.usage();
+  t.cache_capacity = cache_.capacity();
   return t;
 }
 

@@ -48,8 +48,11 @@ class ValueLog {
   // LogAndApply) and then applies it here.
   using EditLogger = std::function<absl::Status(const vlog::SegmentEdit&)>;
 
+  // Values are cached in shared_cache (the DB's one budget) unless
+  // options.value_cache_size gives them a cache of their own.
   ValueLog(io::FileSystem* fs, std::string dbname, const Options& options,
-           std::function<uint64_t()> new_file_number, EditLogger log_edit);
+           std::shared_ptr<io::Cache> shared_cache, std::function<uint64_t()> new_file_number,
+           EditLogger log_edit);
   ~ValueLog();
 
   // Recovery: one manifest extension record (tags of vlog::IsSegmentEditTag).
@@ -155,6 +158,7 @@ class ValueLog {
     uint64_t bytes = 0;          // on disk, the active segment included
     uint64_t garbage_bytes = 0;  // reported by compactions
     uint64_t cache_hits = 0, cache_misses = 0;
+    uint64_t cache_bytes = 0, cache_capacity = 0;
   };
   Totals GetTotals() const;
   const vlog::SegmentSet& segment_set() const { return set_; }

@@ -5,7 +5,9 @@
 namespace cairn::vlog {
 
 ValueCache::ValueCache(size_t capacity_bytes, int num_shard_bits)
-    : cache_(capacity_bytes, num_shard_bits) {}
+    : cache_(std::make_shared<io::Cache>(capacity_bytes, num_shard_bits)) {}
+
+ValueCache::ValueCache(std::shared_ptr<io::Cache> cache) : cache_(std::move(cache)) {}
 
 ValueCache::~ValueCache() = default;
 
@@ -13,19 +15,22 @@ void ValueCache::Insert(uint64_t segment_id, uint64_t offset,
                         std::shared_ptr<const std::string> value) {
   if (value == nullptr) return;
   const size_t charge = Charge(value->size());
-  cache_.Insert(segment_id, offset, std::move(value), charge);
+  cache_->Insert(segment_id, offset, std::move(value), charge, io::kCacheKindValue);
 }
 
 std::shared_ptr<const std::string> ValueCache::Lookup(uint64_t segment_id, uint64_t offset) {
-  std::shared_ptr<const std::string> value = cache_.Lookup(segment_id, offset);
+  std::shared_ptr<const std::string> value = std::static_pointer_cast<const std::string>(
+      cache_->Lookup(segment_id, offset, io::kCacheKindValue));
   (value == nullptr ? misses_ : hits_).fetch_add(1, std::memory_order_relaxed);
   return value;
 }
 
-void ValueCache::Erase(uint64_t segment_id, uint64_t offset) { cache_.Erase(segment_id, offset); }
+void ValueCache::Erase(uint64_t segment_id, uint64_t offset) {
+  cache_->Erase(segment_id, offset, io::kCacheKindValue);
+}
 
-size_t ValueCache::usage() const { return cache_.usage(); }
+size_t ValueCache::usage() const { return cache_->usage(io::kCacheKindValue); }
 
-size_t ValueCache::entries() const { return cache_.entries(); }
+size_t ValueCache::entries() const { return cache_->entries(io::kCacheKindValue); }
 
 }  // namespace cairn::vlog

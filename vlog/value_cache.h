@@ -1,7 +1,8 @@
 // ValueCache keeps recently read value-log values in memory, keyed by the
-// record's location (segment id, offset). It is an LRU bounded by bytes,
-// split into shards (16 by default), each with its own lock and an equal
-// share of the capacity, so concurrent readers rarely contend.
+// record's location (segment id, offset). It is a view of an io::Cache (an
+// LRU bounded by bytes, split into shards, each with its own lock): one of
+// its own, or the DB's cache shared with the SST blocks (Options::
+// cache_size), where values and blocks compete for one budget.
 //
 // Each entry is charged the value's size plus kEntryOverhead, so many tiny
 // values cannot grow the cache without bound. Values are
@@ -37,6 +38,8 @@ class ValueCache {
   // finds nothing (and counts a miss). num_shard_bits (0..8) splits it into
   // 2^bits shards.
   explicit ValueCache(size_t capacity_bytes, int num_shard_bits = kDefaultShardBits);
+  // Values in a cache shared with other kinds of entries. REQUIRES: cache.
+  explicit ValueCache(std::shared_ptr<io::Cache> cache);
   ~ValueCache();
 
   ValueCache(const ValueCache&) = delete;
@@ -55,10 +58,11 @@ class ValueCache {
   // Drops the entry if present.
   void Erase(uint64_t segment_id, uint64_t offset);
 
-  // Bytes charged by the entries now cached.
+  // Bytes charged by the values now cached, and their number.
   size_t usage() const;
-  size_t capacity() const { return cache_.capacity(); }
   size_t entries() const;
+  // The capacity of the cache the values live in (shared or not).
+  size_t capacity() const { return cache_->capacity(); }
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
   uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
 
@@ -66,7 +70,7 @@ class ValueCache {
   static size_t Charge(size_t value_size) { return value_size + kEntryOverhead; }
 
  private:
-  io::ShardedLruCache<std::string> cache_;
+  std::shared_ptr<io::Cache> cache_;
   std::atomic<uint64_t> hits_{0};
   std::atomic<uint64_t> misses_{0};
 };

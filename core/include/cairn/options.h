@@ -51,8 +51,14 @@ struct Options {
   uint64_t max_memtable_value_bytes = uint64_t{64} << 20;
   // Uncompressed bytes per SST data block. Default: 4 KiB.
   size_t block_size = 4096;
-  // Capacity of the LRU cache of SST blocks, in bytes. Default: 64 MiB.
-  size_t block_cache_size = 64u << 20;
+  // One LRU cache, in bytes, shared by SST blocks and separated values: the
+  // kind read more keeps more of it, and the DB's read memory is this one
+  // number, as with RocksDB's block cache (0: no shared cache). Default:
+  // 64 MiB.
+  size_t cache_size = 64u << 20;
+  // A cache of SST blocks of its own, in bytes, outside cache_size. 0
+  // (default): blocks are cached in cache_size.
+  size_t block_cache_size = 0;
   // Bloom filter bits per key in every SST (0 disables). Default: 10.
   int bloom_bits_per_key = 10;
   // Compression of SST blocks. Default: zstd.
@@ -69,8 +75,9 @@ struct Options {
   // Target size of a value-log segment, the unit of garbage collection.
   // Default: 64 MiB.
   uint64_t value_log_segment_size = uint64_t{64} << 20;
-  // Capacity of the LRU cache of separated values, in bytes. Default: 0
-  // (off: the OS page cache and the block cache serve most re-reads).
+  // A cache of separated values of its own, in bytes, outside cache_size.
+  // 0 (default): values are cached in cache_size. (To cache blocks only:
+  // block_cache_size > 0 and cache_size = 0.)
   size_t value_cache_size = 0;
   // Compression of separated values (per record, kept only when smaller).
   // Default: none.

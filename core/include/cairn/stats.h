@@ -68,6 +68,12 @@ struct Stats {
   uint64_t bloom_probes = 0, bloom_rejections = 0, bloom_false_positives = 0;
   uint64_t block_cache_hits = 0, block_cache_misses = 0;
   uint64_t value_cache_hits = 0, value_cache_misses = 0;
+  // Bytes each kind holds cached now, and the capacity of the cache it
+  // lives in. When both share Options::cache_size, the two capacities are
+  // that one budget (count it once); cache_shared says so.
+  uint64_t block_cache_bytes = 0, block_cache_capacity = 0;
+  uint64_t value_cache_bytes = 0, value_cache_capacity = 0;
+  bool cache_shared = false;
 
   // Space: (SST + value-log bytes on disk) / live user bytes, where live
   // user bytes come from the last GetProperty("cairn.live-bytes") scan

@@ -1,0 +1,117 @@
+// One memory budget: Options::cache_size is one LRU shared by SST blocks and
+// separated values, unless block_cache_size or value_cache_size give a kind
+// a cache of its own; the stats report each kind's bytes and capacity.
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "cairn/db.h"
+#include "core/db_impl.h"
+#include "gtest/gtest.h"
+#include "io/memory_file_system.h"
+#include "io/testing/status_matchers.h"
+
+namespace cairn {
+namespace {
+
+constexpr int kKeys = 200;
+constexpr size_t kValueSize = 4096;
+
+std::string Key(int i) { return absl::StrFormat("key%05d", i); }
+std::string Value(int i) { return std::string(kValueSize, static_cast<char>('a' + i % 26)); }
+
+// Loads kKeys separated values into SSTs, then reads each twice.
+std::unique_ptr<DB> LoadAndReadTwice(const Options& options) {
+  auto opened = OpenWithFileSystem(options, "/db", std::make_shared<io::MemoryFileSystem>());
+  EXPECT_OK(opened.status());
+  if (!opened.ok()) return nullptr;
+  std::unique_ptr<DB> db = *std::move(opened);
+  for (int i = 0; i < kKeys; ++i) EXPECT_OK(db->Put({}, Key(i), Value(i)));
+  EXPECT_OK(db->Flush());
+  std::string v;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < kKeys; ++i) {
+      EXPECT_OK(db->Get({}, Key(i), &v));
+      EXPECT_EQ(v, Value(i));
+    }
+  }
+  return db;
+}
+
+// Where each kind is cached: in the shared budget, or in caches of the
+// given capacities.
+void ExpectCaches(const Stats& st, bool shared, uint64_t block_capacity,
+                  uint64_t value_capacity) {
+  EXPECT_EQ(st.cache_shared, shared);
+  EXPECT_EQ(st.block_cache_capacity, block_capacity);
+  EXPECT_EQ(st.value_cache_capacity, value_capacity);
+}
+
+// Every value was read from the device once, then served from the cache,
+// which holds them all.
+void ExpectEveryValueCachedOnce(const Stats& st) {
+  EXPECT_EQ(st.value_cache_misses, static_cast<uint64_t>(kKeys));
+  EXPECT_EQ(st.value_cache_hits, static_cast<uint64_t>(kKeys));
+  EXPECT_GE(st.value_cache_bytes, kKeys * kValueSize);
+}
+
+Options Base() {
+  Options o;
+  o.memtable_size = 1 << 20;
+  o.value_separation_threshold = 1024;
+  return o;
+}
+
+TEST(CacheBudgetTest, BlocksAndValuesShareCacheSizeByDefault) {
+  Options o = Base();
+  o.cache_size = 8 << 20;  // holds every value
+  std::unique_ptr<DB> db = LoadAndReadTwice(o);
+  ASSERT_NE(db, nullptr);
+  const Stats st = db->GetStats();
+  ExpectCaches(st, /*shared=*/true, o.cache_size, o.cache_size);
+  ExpectEveryValueCachedOnce(st);
+  EXPECT_GT(st.block_cache_bytes, 0u);
+  EXPECT_LE(st.block_cache_bytes + st.value_cache_bytes, o.cache_size);
+  std::string text;
+  ASSERT_TRUE(db->GetProperty("cairn.stats", &text));
+  EXPECT_NE(text.find("cache: one budget for blocks and values"), std::string::npos) << text;
+  EXPECT_NE(text.find(absl::StrFormat("value cache: %d hits, %d misses, ", kKeys, kKeys)),
+            std::string::npos)
+      << text;
+}
+
+TEST(CacheBudgetTest, TheSharedBudgetBoundsBothKindsTogether) {
+  Options o = Base();
+  o.cache_size = 256 << 10;  // a quarter of the values
+  std::unique_ptr<DB> db = LoadAndReadTwice(o);
+  ASSERT_NE(db, nullptr);
+  const Stats st = db->GetStats();
+  EXPECT_LE(st.block_cache_bytes + st.value_cache_bytes, o.cache_size);
+  EXPECT_GT(st.value_cache_bytes, 0u);
+  // Scanned twice in the same order, an LRU smaller than the set misses all.
+  EXPECT_EQ(st.value_cache_misses, 2u * kKeys);
+}
+
+TEST(CacheBudgetTest, ACacheOfItsOwnKeepsAKindOutOfTheSharedBudget) {
+  Options o = Base();
+  o.cache_size = 0;                // no shared cache: values are not cached
+  o.block_cache_size = 1 << 20;    // blocks have their own
+  std::unique_ptr<DB> db = LoadAndReadTwice(o);
+  ASSERT_NE(db, nullptr);
+  const Stats st = db->GetStats();
+  ExpectCaches(st, /*shared=*/false, o.block_cache_size, 0);
+  EXPECT_GT(st.block_cache_bytes, 0u);
+  EXPECT_EQ(st.value_cache_bytes, 0u);
+  EXPECT_EQ(st.value_cache_hits, 0u);
+
+  Options own = Base();
+  own.value_cache_size = 2 << 20;
+  db = LoadAndReadTwice(own);
+  ASSERT_NE(db, nullptr);
+  const Stats st2 = db->GetStats();
+  ExpectCaches(st2, /*shared=*/false, own.cache_size, own.value_cache_size);
+  ExpectEveryValueCachedOnce(st2);
+}
+
+}  // namespace
+}  // namespace cairn
