@@ -40,7 +40,13 @@ class BlobReadTest : public ::testing::TestWithParam<bool> {  // value compressi
   void Open() {
     Options o;
     o.value_compression = GetParam() ? Compression::kZstd : Compression::kNone;
-    o.value_cache_size = cache_size_;
+    if (cache_size_ == 0) {
+      // Blocks only: every value read goes to the value log.
+      o.cache_size = 0;
+      o.block_cache_size = 8 << 20;
+    } else {
+      o.value_cache_size = cache_size_;
+    }
     auto db = OpenWithFileSystem(o, "/db", fs_);
     ASSERT_OK(db);
     db_ = std::move(*db);

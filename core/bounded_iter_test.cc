@@ -28,6 +28,9 @@ Options TestOptions() {
   o.memtable_size = 64 << 10;
   o.block_size = 1024;
   o.target_file_size = 64 << 10;
+  // Blocks only: the read counts are of values read from the value log.
+  o.cache_size = 0;
+  o.block_cache_size = 8 << 20;
   return o;
 }
 

@@ -157,6 +157,9 @@ class DBImpl final : public DB {
   // For recovery's errors: says the manifest ended in a dropped torn record.
   std::string TornManifestNote() const;
   absl::Status NewLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The newest OPTIONS file's [format] section against this build's
+  // (FailedPrecondition naming the file and key on a mismatch).
+  absl::Status CheckNewestOptionsFile();
   // Recovery, up to the WALs: CURRENT and the manifest, the newest OPTIONS
   // file checked against this build, the files the manifest lists. Sets
   // *names to the directory's entries. Reads only.

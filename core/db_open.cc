@@ -354,6 +354,9 @@ absl::Status DBImpl::Recover() {
     }
   }
   CAIRN_ASSIGN_OR_RETURN(lock_, fs_->LockFile(lsm::LockFileName(dbname_)));
+  // A database of a newer format is refused before anything is written,
+  // the info log's rotation included.
+  if (exists) CAIRN_RETURN_IF_ERROR(CheckNewestOptionsFile());
   info_log_ = InfoLog::Open(fs_.get(), dbname_, options_.max_info_log_size);
   info_log_->Log("open: %s on %s (%s)", dbname_, fs_->Name(),
                  exists ? "recovering the database" : "creating a database");
@@ -429,13 +432,16 @@ absl::Status DBImpl::Recover() {
   return absl::OkStatus();
 }
 
-absl::Status DBImpl::RecoverManifest(std::vector<std::string>* names) {
+absl::Status DBImpl::CheckNewestOptionsFile() {
   CAIRN_ASSIGN_OR_RETURN(std::optional<uint64_t> options_file,
                          LatestOptionsFile(fs_.get(), dbname_));
-  if (options_file.has_value()) {
-    CAIRN_ASSIGN_OR_RETURN(std::string text, ReadOptionsFile(fs_.get(), dbname_, *options_file));
-    CAIRN_RETURN_IF_ERROR(CheckOptionsFile(text, lsm::OptionsFileName(dbname_, *options_file)));
-  }
+  if (!options_file.has_value()) return absl::OkStatus();
+  CAIRN_ASSIGN_OR_RETURN(std::string text, ReadOptionsFile(fs_.get(), dbname_, *options_file));
+  return CheckOptionsFile(text, lsm::OptionsFileName(dbname_, *options_file));
+}
+
+absl::Status DBImpl::RecoverManifest(std::vector<std::string>* names) {
+  CAIRN_RETURN_IF_ERROR(CheckNewestOptionsFile());
   CAIRN_RETURN_IF_ERROR(versions_->Recover([this](uint32_t tag, std::string_view payload) {
     if (vlog::IsSegmentEditTag(tag)) return vlog_->ApplyManifestRecord(tag, payload);
     return absl::FailedPreconditionError(absl::StrCat(

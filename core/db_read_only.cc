@@ -32,6 +32,8 @@ absl::Status DBImpl::RecoverReadOnly() {
   absl::MutexLock l(&mu_);
   mem_ = std::move(mem);
   last_sequence_.store(max_sequence);
+  // The one read view this DB ever has: nothing changes it afterwards.
+  InstallSuperVersionLocked();
   return absl::OkStatus();
 }
 

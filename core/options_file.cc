@@ -76,6 +76,7 @@ std::string FormatOptionsFile(const Options& o) {
   add("memtable_size", o.memtable_size);
   add("max_memtable_value_bytes", o.max_memtable_value_bytes);
   add("block_size", o.block_size);
+  add("cache_size", o.cache_size);
   add("block_cache_size", o.block_cache_size);
   add("bloom_bits_per_key", o.bloom_bits_per_key);
   add("compression", CompressionName(o.compression));
@@ -100,6 +101,7 @@ std::string FormatOptionsFile(const Options& o) {
   add_double("gc_space_amp_trigger", o.gc_space_amp_trigger);
   add("gc_bytes_per_sec", o.gc_bytes_per_sec);
   add("max_background_compactions", o.max_background_compactions);
+  add("max_info_log_size", o.max_info_log_size);
   return out;
 }
 

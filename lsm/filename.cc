@@ -57,6 +57,7 @@ std::string_view FileTypeName(FileType type) {
     case FileType::kLock: return "lock";
     case FileType::kTemp: return "temp";
     case FileType::kOptions: return "options";
+    case FileType::kInfoLog: return "info log";
     case FileType::kUnknown: break;
   }
   return "unknown";
@@ -100,6 +101,18 @@ bool ParseFileName(std::string_view name, uint64_t* number, FileType* type) {
   }
   std::string_view rest = name;
   uint64_t n = 0;
+  if (name == "LOG") {
+    *number = 0;
+    *type = FileType::kInfoLog;
+    return true;
+  }
+  if (rest.substr(0, 8) == "LOG.old.") {
+    rest.remove_prefix(8);
+    if (!ConsumeNumber(&rest, &n) || !rest.empty()) return false;
+    *number = n;
+    *type = FileType::kInfoLog;
+    return true;
+  }
   if (rest.substr(0, kManifestPrefix.size()) == kManifestPrefix) {
     rest.remove_prefix(kManifestPrefix.size());
     if (!ConsumeNumber(&rest, &n) || !rest.empty()) return false;

@@ -6,6 +6,7 @@
 //   MANIFEST-NNNNNN  version edits            CURRENT      "MANIFEST-NNNNNN\n"
 //   LOCK             held while a DB is open
 //   OPTIONS-NNNNNN   the options of an open (docs/options_format.md)
+//   LOG, LOG.old.N   the info log and its rotated copies (number N, 0 for LOG)
 //
 // NNNNNN is a file number, at least six decimal digits. All numbered files of
 // one database share a single number space (VersionSet::NewFileNumber).
@@ -35,6 +36,7 @@ enum class FileType : uint8_t {
   kTemp = 6,
   kUnknown = 7,
   kOptions = 8,
+  kInfoLog = 9,
 };
 
 std::string_view FileTypeName(FileType type);

@@ -521,6 +521,7 @@ void Checker::CheckOrphans() {
       case lsm::FileType::kCurrent:
       case lsm::FileType::kLock:
       case lsm::FileType::kOptions:
+      case lsm::FileType::kInfoLog:
       case lsm::FileType::kUnknown:
         break;
     }
