@@ -11,9 +11,7 @@
 namespace cairn {
 
 absl::Status DestroyDB(const Options& options, const std::string& path) {
-  if (options.file_system != nullptr) return DestroyDBWithFileSystem(path, options.file_system.get());
-  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
-                         io::NewFileSystem(ToIoBackend(options.io_backend)));
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs, FileSystemFor(options));
   return DestroyDBWithFileSystem(path, fs.get());
 }
 

@@ -46,8 +46,9 @@
 
 namespace cairn {
 
-// The io::IoBackend an IoBackendOption asks for.
-io::IoBackend ToIoBackend(IoBackendOption o);
+// The file system an entry point runs on: Options::file_system when set,
+// else the real one of Options::io_backend.
+absl::StatusOr<std::shared_ptr<io::FileSystem>> FileSystemFor(const Options& options);
 
 // Opens a database on a given file system (tests pass in-memory and
 // fault-injecting ones). DB::Open uses the real one of options.io_backend.
@@ -57,8 +58,6 @@ absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
 // DB::OpenForReadOnly on a given file system (db_read_only.cc).
 absl::StatusOr<std::unique_ptr<DB>> OpenForReadOnlyWithFileSystem(
     const Options& options, const std::string& path, std::shared_ptr<io::FileSystem> fs);
-// The io layer's name for an Options::io_backend value.
-io::IoBackend ToIoBackend(IoBackendOption o);
 // DestroyDB on a given file system (db_destroy.cc).
 absl::Status DestroyDBWithFileSystem(const std::string& path, io::FileSystem* fs);
 
@@ -160,9 +159,9 @@ class DBImpl final : public DB {
   // The newest OPTIONS file's [format] section against this build's
   // (FailedPrecondition naming the file and key on a mismatch).
   absl::Status CheckNewestOptionsFile();
-  // Recovery, up to the WALs: CURRENT and the manifest, the newest OPTIONS
-  // file checked against this build, the files the manifest lists. Sets
-  // *names to the directory's entries. Reads only.
+  // Recovery, up to the WALs: CURRENT and the manifest and the files it
+  // lists (the caller checked the OPTIONS file first). Sets *names to the
+  // directory's entries. Reads only.
   absl::Status RecoverManifest(std::vector<std::string>* names);
   // Replays the WALs from the manifest's log number on (in names), oldest
   // first, into *mem. With edit non-null a full memtable is written to an L0

@@ -100,19 +100,19 @@ absl::StatusOr<std::vector<std::string>> SortedNames(io::FileSystem* fs, const s
 
 }  // namespace
 
-io::IoBackend ToIoBackend(IoBackendOption o) {
-  switch (o) {
-    case IoBackendOption::kUring: return io::IoBackend::kUring;
-    case IoBackendOption::kPosix: return io::IoBackend::kPosix;
+absl::StatusOr<std::shared_ptr<io::FileSystem>> FileSystemFor(const Options& options) {
+  if (options.file_system != nullptr) return options.file_system;
+  io::IoBackend backend = io::IoBackend::kAuto;
+  switch (options.io_backend) {
+    case IoBackendOption::kUring: backend = io::IoBackend::kUring; break;
+    case IoBackendOption::kPosix: backend = io::IoBackend::kPosix; break;
     case IoBackendOption::kAuto: break;
   }
-  return io::IoBackend::kAuto;
+  return io::NewFileSystem(backend);
 }
 
 absl::StatusOr<std::unique_ptr<DB>> DB::Open(const Options& options, const std::string& path) {
-  if (options.file_system != nullptr) return OpenWithFileSystem(options, path, options.file_system);
-  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
-                         io::NewFileSystem(ToIoBackend(options.io_backend)));
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs, FileSystemFor(options));
   return OpenWithFileSystem(options, path, std::move(fs));
 }
 
@@ -132,12 +132,8 @@ absl::StatusOr<std::unique_ptr<DB>> OpenWithFileSystem(const Options& options,
 
 absl::StatusOr<std::unique_ptr<DB>> DB::OpenForReadOnly(const Options& options,
                                                         const std::string& path) {
-  if (options.file_system != nullptr) {
-    return OpenForReadOnlyWithFileSystem(options, path, options.file_system);
-  }
   // The backend's own setup (a ring) touches no file of the database.
-  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
-                         io::NewFileSystem(ToIoBackend(options.io_backend)));
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs, FileSystemFor(options));
   return OpenForReadOnlyWithFileSystem(options, path, std::move(fs));
 }
 
@@ -441,7 +437,6 @@ absl::Status DBImpl::CheckNewestOptionsFile() {
 }
 
 absl::Status DBImpl::RecoverManifest(std::vector<std::string>* names) {
-  CAIRN_RETURN_IF_ERROR(CheckNewestOptionsFile());
   CAIRN_RETURN_IF_ERROR(versions_->Recover([this](uint32_t tag, std::string_view payload) {
     if (vlog::IsSegmentEditTag(tag)) return vlog_->ApplyManifestRecord(tag, payload);
     return absl::FailedPreconditionError(absl::StrCat(

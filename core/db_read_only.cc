@@ -21,6 +21,7 @@ absl::Status DBImpl::RecoverReadOnly() {
     return absl::NotFoundError(absl::StrCat(
         dbname_, ": no cairn database (no CURRENT file); a read-only open creates none"));
   }
+  CAIRN_RETURN_IF_ERROR(CheckNewestOptionsFile());
   std::vector<std::string> names;
   CAIRN_RETURN_IF_ERROR(RecoverManifest(&names));
   std::shared_ptr<lsm::MemTable> mem;

@@ -424,11 +424,7 @@ absl::Status RepairWithFileSystem(const Options& options, const std::string& pat
 }
 
 absl::Status RepairDB(const Options& options, const std::string& path, RepairReport* report) {
-  if (options.file_system != nullptr) {
-    return RepairWithFileSystem(options, path, options.file_system, report);
-  }
-  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs,
-                         io::NewFileSystem(ToIoBackend(options.io_backend)));
+  CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<io::FileSystem> fs, FileSystemFor(options));
   return RepairWithFileSystem(options, path, std::move(fs), report);
 }
 
