@@ -190,8 +190,11 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   block_cache_ = options_.block_cache_size > 0
                      ? std::make_unique<lsm::BlockCache>(options_.block_cache_size)
                      : std::make_unique<lsm::BlockCache>(shared_cache);
-  table_cache_ = std::make_unique<lsm::TableCache>(fs_.get(), dbname_, table_options_,
-                                                   block_cache_.get(), &read_counters_);
+  // A read-only DB holds every table of its one view open (RecoverReadOnly),
+  // so its cache never closes one: a writer may delete the file meanwhile.
+  table_cache_ = std::make_unique<lsm::TableCache>(
+      fs_.get(), dbname_, table_options_, block_cache_.get(), &read_counters_,
+      read_only_ ? std::numeric_limits<size_t>::max() : size_t{1000});
   versions_ = std::make_unique<lsm::VersionSet>(fs_.get(), dbname_);
   info_log_ = InfoLog::Open(fs_.get(), dbname_, /*max_size=*/0);  // the real one once locked
   compaction_options_.level0_trigger = options_.level0_compaction_trigger;

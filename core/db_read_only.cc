@@ -30,6 +30,17 @@ absl::Status DBImpl::RecoverReadOnly() {
   // however large. The value log is read as it is; its active segment's
   // torn tail is neither cut nor continued.
   CAIRN_RETURN_IF_ERROR(ReplayLogs(names, &mem, &max_sequence, /*edit=*/nullptr, nullptr));
+  // Every file of the view is opened now and held open for the life of the
+  // DB: a writer in another process that compacts or collects garbage
+  // deletes files this view still reads, and an open file outlives its name.
+  // A file already gone fails the open, which OpenForReadOnly tries again.
+  const std::shared_ptr<const lsm::Version> version = versions_->current();
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    for (const auto& f : version->files(level)) {
+      CAIRN_RETURN_IF_ERROR(table_cache_->FindTable(f->number, f->file_size).status());
+    }
+  }
+  CAIRN_RETURN_IF_ERROR(vlog_->OpenEveryReader());
   absl::MutexLock l(&mu_);
   mem_ = std::move(mem);
   last_sequence_.store(max_sequence);

@@ -168,6 +168,19 @@ absl::Status ValueLog::CheckSegmentFiles() {
   return absl::OkStatus();
 }
 
+absl::Status ValueLog::OpenEveryReader() {
+  for (const vlog::SegmentInfo& info : set_.Segments()) {
+    if (info.obsolete) continue;
+    absl::StatusOr<std::shared_ptr<const vlog::SegmentReader>> reader = readers_.Get(info.segment_id);
+    if (absl::IsNotFound(reader.status())) {
+      return absl::DataLossError(absl::StrCat(SegmentPath(info.segment_id),
+                                              ": missing; the manifest lists this value-log segment"));
+    }
+    CAIRN_RETURN_IF_ERROR(reader.status());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValueLog::RollSegment() {
   vlog::SegmentEdit edit;
   if (active_ != nullptr) {

@@ -145,6 +145,10 @@ class ValueLog {
   // Turns the meter's counts into its edit (call once after the job).
   static void FinishGarbageMeter(GarbageMeter* meter);
 
+  // Opens the reader of every segment not obsolete and keeps it (a
+  // read-only DB, whose files a writer may delete). Errors: those of
+  // SegmentReader::Open, e.g. DataLoss naming a missing file.
+  absl::Status OpenEveryReader();
   // Closes the cached reader of a segment (before its file is deleted).
   void EvictReader(uint64_t segment_id) { readers_.Evict(segment_id); }
 
