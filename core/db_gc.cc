@@ -46,27 +46,65 @@ class DBImpl::GcIndex final : public gc::IndexView {
     // the block cache (a victim's records are in write order, which under
     // random overwrites is no order at all).
     const ReadView view = db_->GetReadView(ReadOptions());
-    live->assign(keys.size(), false);
-    std::vector<uint32_t> order(keys.size());
-    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
-    for (uint32_t i : order) {
-      CAIRN_ASSIGN_OR_RETURN((*live)[i], db_->PointsAt(view, keys[i], pointers[i]));
+    if (rewrote_ || !has_base_) {
+      // A job's first check (its rewrites come after all of them): every
+      // record of the job is seen live at or after this base.
+      base_sequence_ = view.sequence;
+      base_mem_ = view.sv->mem;
+      has_base_ = true;
+      rewrote_ = false;
     }
-    return absl::OkStatus();
+    return LookUp(view, keys, pointers, live);
   }
 
   absl::StatusOr<size_t> RewritePointers(absl::Span<const std::string_view> keys,
                                          absl::Span<const vlog::ValuePointer> old_pointers,
                                          absl::Span<const vlog::ValuePointer> new_pointers,
                                          std::vector<bool>* replaced) override {
-    PointerRewrite rewrite{keys, old_pointers, new_pointers, replaced};
+    rewrote_ = true;
     replaced->assign(keys.size(), false);
+    if (db_->before_gc_rewrite_for_testing) db_->before_gc_rewrite_for_testing();
+    // The leader, which holds up every user write while it builds the
+    // batch, need only look in the memtables when every write since the
+    // liveness checks is there. When a flush has moved some into a table
+    // since, the batch is checked again here, outside the write queue, and
+    // that check is the base.
+    lsm::SequenceNumber base_sequence = base_sequence_;
+    std::shared_ptr<lsm::MemTable> base_mem = base_mem_.lock();
+    std::vector<std::string_view> kept_keys;
+    std::vector<vlog::ValuePointer> kept_old, kept_new;
+    std::vector<size_t> kept_index;
+    {
+      const ReadView now = db_->GetReadView(ReadOptions());
+      std::vector<bool> live(keys.size(), true);
+      if (base_mem == nullptr || !HoldsMemTable(*now.sv, base_mem.get())) {
+        base_sequence = now.sequence;
+        base_mem = now.sv->mem;
+        CAIRN_RETURN_IF_ERROR(LookUp(now, keys, old_pointers, &live));
+        db_->gc_rewrite_rechecks_.fetch_add(keys.size(), std::memory_order_relaxed);
+      }
+      for (size_t i = 0; i < keys.size(); ++i) {
+        if (!live[i]) continue;  // a newer Put or a Delete won
+        kept_keys.push_back(keys[i]);
+        kept_old.push_back(old_pointers[i]);
+        kept_new.push_back(new_pointers[i]);
+        kept_index.push_back(i);
+      }
+    }
+    if (kept_keys.empty()) return 0;
+    std::vector<bool> kept_replaced;
+    PointerRewrite rewrite{kept_keys, kept_old, kept_new, &kept_replaced, base_sequence,
+                           base_mem.get()};
+    kept_replaced.assign(kept_keys.size(), false);
     WriteOptions sync;
     sync.sync = true;
     CAIRN_RETURN_IF_ERROR(db_->WriteImpl(sync, nullptr, &rewrite));
     size_t n = 0;
-    for (bool r : *replaced) n += r;
+    for (size_t j = 0; j < kept_index.size(); ++j) {
+      if (!kept_replaced[j]) continue;
+      (*replaced)[kept_index[j]] = true;
+      ++n;
+    }
     return n;
   }
 
@@ -78,7 +116,27 @@ class DBImpl::GcIndex final : public gc::IndexView {
   uint64_t NewFileNumber() override { return db_->versions_->NewFileNumber(); }
 
  private:
+  // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
+  // lookups, as CheckLive explains.
+  absl::Status LookUp(const ReadView& view, absl::Span<const std::string_view> keys,
+                      absl::Span<const vlog::ValuePointer> pointers, std::vector<bool>* live) {
+    live->assign(keys.size(), false);
+    std::vector<uint32_t> order(keys.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+    for (uint32_t i : order) {
+      CAIRN_ASSIGN_OR_RETURN((*live)[i], db_->PointsAt(view, keys[i], pointers[i]));
+    }
+    return absl::OkStatus();
+  }
+
   DBImpl* const db_;
+  // The read view of the current job's first liveness check (weak: a
+  // flushed memtable is not kept alive for it).
+  lsm::SequenceNumber base_sequence_ = 0;
+  std::weak_ptr<lsm::MemTable> base_mem_;
+  bool has_base_ = false;
+  bool rewrote_ = false;  // a rewrite since the base was set: the next check starts a job
 };
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
@@ -91,12 +149,47 @@ absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key
   return current.ok() && SamePlace(*current, ptr);
 }
 
+bool DBImpl::HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem) {
+  if (sv.mem.get() == mem) return true;
+  for (const auto& imm : sv.imm) {
+    if (imm.get() == mem) return true;
+  }
+  return false;
+}
+
+bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
+                           std::string_view key, const vlog::ValuePointer& ptr) {
+  ValueType type;
+  SequenceNumber seq = 0;
+  std::string stored;
+  const SuperVersion& sv = *view.sv;
+  bool found = sv.mem->Get(key, view.sequence, &type, &seq, &stored);
+  for (size_t i = 0; !found && i < sv.imm.size(); ++i) {
+    found = sv.imm[i]->Get(key, view.sequence, &type, &seq, &stored);
+  }
+  // No write to the key since the base: it still points where it did.
+  if (!found || seq <= base_sequence) return true;
+  if (type != ValueType::kValuePointer) return false;
+  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(stored);
+  return current.ok() && SamePlace(*current, ptr);
+}
+
 absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                        WriteBatch* batch) {
   // Runs as the write leader, alone in its group: every earlier write is in
-  // the memtable, and no later one can slip in before this batch.
+  // the memtable, and no later one can slip in before this batch. User
+  // writes wait meanwhile, so the memtables alone answer when they hold
+  // every write since the base (a flush can complete between the caller's
+  // check and this one; then the whole LSM does).
+  const bool memtables_answer =
+      rewrite.base_mem != nullptr && HoldsMemTable(*view.sv, rewrite.base_mem);
   for (size_t i = 0; i < rewrite.keys.size(); ++i) {
-    CAIRN_ASSIGN_OR_RETURN(bool still, PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i]));
+    bool still;
+    if (memtables_answer) {
+      still = StillPointsAt(view, rewrite.base_sequence, rewrite.keys[i], rewrite.old_pointers[i]);
+    } else {
+      CAIRN_ASSIGN_OR_RETURN(still, PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i]));
+    }
     if (!still) continue;  // a newer Put or a Delete won
     WriteBatchInternal::AddEntry(batch, ValueType::kValuePointer, rewrite.keys[i],
                                  vlog::EncodeValuePointer(rewrite.new_pointers[i]));

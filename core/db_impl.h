@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -107,6 +108,10 @@ class DBImpl final : public DB {
   // Writes the open's summary to the info log.
   void LogOpen(uint64_t micros);
 
+  // Tests only: called by GC before each batch of pointer rewrites, after
+  // the batch's liveness was checked (core/gc_test.cc). Set before any GC runs.
+  std::function<void()> before_gc_rewrite_for_testing;
+
  private:
   struct Writer;
   struct ImmutableMemTable {
@@ -129,6 +134,13 @@ class DBImpl final : public DB {
     absl::Span<const vlog::ValuePointer> old_pointers;
     absl::Span<const vlog::ValuePointer> new_pointers;
     std::vector<bool>* replaced;
+    // Every key was seen pointing at its old pointer in a read view at or
+    // after base_sequence, whose mutable memtable was base_mem: while
+    // base_mem is still in the current SuperVersion, every later write is
+    // in its memtables, and the leader looks only there. Null: look the
+    // keys up in the whole LSM.
+    lsm::SequenceNumber base_sequence = 0;
+    const lsm::MemTable* base_mem = nullptr;
   };
   class GcIndex;
 
@@ -241,6 +253,14 @@ class DBImpl final : public DB {
   // db_gc.cc
   absl::StatusOr<bool> PointsAt(const ReadView& view, std::string_view key,
                                 const vlog::ValuePointer& ptr);
+  // True when mem is the SuperVersion's memtable or one of its immutable
+  // ones.
+  static bool HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem);
+  // As PointsAt, for a key seen pointing at ptr at base_sequence, from the
+  // view's memtables alone. REQUIRES: HoldsMemTable(*view.sv, base_mem) of
+  // the base's view.
+  static bool StillPointsAt(const ReadView& view, lsm::SequenceNumber base_sequence,
+                            std::string_view key, const vlog::ValuePointer& ptr);
   absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                  WriteBatch* batch);
   absl::StatusOr<GcResult> CollectGarbage(bool manual) ABSL_LOCKS_EXCLUDED(mu_);
@@ -422,6 +442,7 @@ class DBImpl final : public DB {
   };
   std::vector<ObsoleteSegment> obsolete_segments_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
+  std::atomic<uint64_t> gc_rewrite_rechecks_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
   // Where GC jobs spent their time (gc::GcJobResult).
   std::atomic<uint64_t> gc_scan_micros_{0}, gc_liveness_micros_{0}, gc_write_micros_{0};

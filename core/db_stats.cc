@@ -116,6 +116,7 @@ Stats DBImpl::GetStats() {
   st.gc_write_micros = gc_write_micros_.load();
   st.gc_rewrite_micros = gc_rewrite_micros_.load();
   st.gc_throttled_micros = gc_throttled_micros_.load();
+  st.gc_rewrite_rechecks = gc_rewrite_rechecks_.load();
   st.gc_relocated_per_user_byte =
       st.user_bytes_written == 0
           ? 0
@@ -179,10 +180,10 @@ std::string FormatStats(const Stats& st) {
                         st.gc_recounted_bytes / 1048576.0, st.vlog_space_amplification);
   absl::StrAppendFormat(&out,
                         "gc time: scan %.2f s, liveness %.2f s, write %.2f s, rewrite %.2f s, "
-                        "throttled %.2f s\n",
+                        "throttled %.2f s; %d keys checked again before their rewrite\n",
                         st.gc_scan_micros / 1e6, st.gc_liveness_micros / 1e6,
                         st.gc_write_micros / 1e6, st.gc_rewrite_micros / 1e6,
-                        st.gc_throttled_micros / 1e6);
+                        st.gc_throttled_micros / 1e6, st.gc_rewrite_rechecks);
   absl::StrAppendFormat(&out,
                         "stalls: %d slowdowns, %d stops, %.3f s (longest wait %.3f s); delayed "
                         "write rate %.1f MiB/s; pending compaction %.1f MiB\n",

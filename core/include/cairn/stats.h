@@ -109,6 +109,10 @@ struct Stats {
   uint64_t gc_write_micros = 0;
   uint64_t gc_rewrite_micros = 0;
   uint64_t gc_throttled_micros = 0;
+  // Keys whose liveness GC checked a second time before writing their new
+  // pointers, because a flush had moved writes out of the memtables since
+  // the first check (otherwise the memtables alone answer, docs/gc.md).
+  uint64_t gc_rewrite_rechecks = 0;
   // GC bytes relocated per user byte written: what GC costs this workload
   // (lower under skewed updates, whose hot keys die before GC copies them).
   double gc_relocated_per_user_byte = 0;
