@@ -113,5 +113,45 @@ TEST(CacheBudgetTest, ACacheOfItsOwnKeepsAKindOutOfTheSharedBudget) {
   ExpectEveryValueCachedOnce(st2);
 }
 
+// Flushes and compactions put the blocks they write in the cache while the
+// tables fit in half of it, so reads after a compaction find them there;
+// tables too large for that, or the option off, leave the cache to reads.
+TEST(CacheBudgetTest, NewTablesBlocksAreCachedWhileTheTablesFitInHalfTheCache) {
+  struct Case {
+    const char* name;
+    bool option;
+    size_t threshold;  // separated (pointers in the tables) or inline values
+    bool expect_cached;
+  };
+  for (const Case& c : {Case{"separated", true, 1024, true}, Case{"option off", false, 1024, false},
+                        Case{"inline, tables over half", true, kInlineValues, false}}) {
+    SCOPED_TRACE(c.name);
+    Options o = Base();
+    o.cache_size = 2 << 20;
+    o.cache_new_table_blocks = c.option;
+    o.value_separation_threshold = c.threshold;
+    auto opened = OpenWithFileSystem(o, "/db", std::make_shared<io::MemoryFileSystem>());
+    ASSERT_OK(opened.status());
+    std::unique_ptr<DB> db = *std::move(opened);
+    // Inline, the live keys alone take 3.2 MB of tables.
+    constexpr int kLive = 4 * kKeys;
+    for (int i = 0; i < 2 * kLive; ++i) ASSERT_OK(db->Put({}, Key(i % kLive), Value(i)));
+    ASSERT_OK(db->Flush());
+    ASSERT_OK(db->CompactRange(nullptr, nullptr));
+    const uint64_t misses_before = db->GetStats().block_cache_misses;
+    std::string v;
+    for (int i = 0; i < kLive; i += 4) {
+      ASSERT_OK(db->Get({}, Key(i), &v));
+      ASSERT_EQ(v, Value(kLive + i));
+    }
+    const uint64_t misses = db->GetStats().block_cache_misses - misses_before;
+    if (c.expect_cached) {
+      EXPECT_EQ(misses, 0u);
+    } else {
+      EXPECT_GT(misses, 0u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace cairn

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "io/status_macros.h"
+#include "lsm/block.h"
 #include "lsm/compaction_iterator.h"
 #include "lsm/filename.h"
 #include "lsm/table_builder.h"
@@ -122,6 +123,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
                          fs_->NewWritableFile(path, {.category = io::IoCategory::kFlush}));
   lsm::TableBuilder builder(table_options_, file.get());
+  builder.set_data_block_sink(NewTableBlockSink(meta.number));
   std::unique_ptr<lsm::InternalIterator> input = mem->NewIterator();
   // Versions no snapshot can see are dropped here already (their pointers
   // become garbage now, not at some later compaction); tombstones stay, as
@@ -305,6 +307,24 @@ void DBImpl::CompactionThread() {
   }
 }
 
+lsm::TableBuilder::DataBlockSink DBImpl::NewTableBlockSink(uint64_t file_number) {
+  if (!options_.cache_new_table_blocks || block_cache_->capacity() == 0) return {};
+  uint64_t table_bytes = 0;
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  for (int level = 0; level < lsm::kNumLevels; ++level) {
+    for (const auto& f : v->files(level)) table_bytes += f->file_size;
+  }
+  if (table_bytes > block_cache_->capacity() / 2) return {};
+  // A table that never gets installed leaves blocks that simply age out:
+  // file numbers are never reused.
+  return [cache = block_cache_.get(), file_number, path = lsm::TableFileName(dbname_, file_number)](
+             uint64_t offset, std::string_view contents) {
+    absl::StatusOr<std::shared_ptr<const lsm::Block>> block =
+        lsm::Block::Create(std::string(contents), absl::StrCat(path, " block at offset ", offset));
+    if (block.ok()) cache->Insert(file_number, offset, *block, (*block)->size());
+  };
+}
+
 absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
                                   std::shared_ptr<const lsm::Version> base) {
   lsm::CompactionJobEnv env;
@@ -327,6 +347,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   // the same manifest edit as the compaction's result.
   ValueLog::GarbageMeter garbage;
   env.listener = &garbage;
+  env.block_sink = [this](uint64_t number) { return NewTableBlockSink(number); };
   lsm::VersionEdit edit;
   lsm::CompactionJobStats stats;
   absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);

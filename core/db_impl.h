@@ -250,6 +250,12 @@ class DBImpl final : public DB {
   absl::Status ResolveStoredValue(std::string_view key, lsm::ValueType type,
                                   std::string_view stored, std::string* out);
 
+  // db_background.cc
+  // The sink that puts a new table's data blocks in the block cache
+  // (Options::cache_new_table_blocks), or an empty one when the tables do
+  // not fit in half the cache.
+  lsm::TableBuilder::DataBlockSink NewTableBlockSink(uint64_t file_number);
+
   // db_gc.cc
   absl::StatusOr<bool> PointsAt(const ReadView& view, std::string_view key,
                                 const vlog::ValuePointer& ptr);

@@ -78,6 +78,7 @@ std::string FormatOptionsFile(const Options& o) {
   add("block_size", o.block_size);
   add("cache_size", o.cache_size);
   add("block_cache_size", o.block_cache_size);
+  add_bool("cache_new_table_blocks", o.cache_new_table_blocks);
   add("bloom_bits_per_key", o.bloom_bits_per_key);
   add("compression", CompressionName(o.compression));
   add("io_backend", BackendName(o.io_backend));

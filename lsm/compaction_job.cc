@@ -91,6 +91,7 @@ class OutputTables {
                            env_.fs->NewWritableFile(TableFileName(env_.dbname, meta_.number),
                                                     {.category = io::IoCategory::kCompaction}));
     builder_ = std::make_unique<TableBuilder>(env_.table_options, file_.get());
+    if (env_.block_sink) builder_->set_data_block_sink(env_.block_sink(meta_.number));
     return absl::OkStatus();
   }
 

@@ -59,6 +59,9 @@ struct CompactionJobEnv {
   SequenceNumber latest_sequence = kMaxSequenceNumber;
   // Hears of every value the job drops; may be null.
   CompactionListener* listener = nullptr;
+  // The data-block sink of each output table, by its file number; may be
+  // empty, and may return an empty sink.
+  std::function<TableBuilder::DataBlockSink(uint64_t file_number)> block_sink;
 };
 
 struct CompactionJobStats {

@@ -98,8 +98,9 @@ void TableBuilder::AddIndexEntry(std::string_view next_key) {
 
 absl::Status TableBuilder::FlushDataBlock() {
   if (data_block_.empty()) return absl::OkStatus();
-  CAIRN_RETURN_IF_ERROR(WriteBlock(data_block_.Finish(), /*allow_compression=*/true,
-                                   &pending_handle_));
+  const std::string_view contents = data_block_.Finish();
+  CAIRN_RETURN_IF_ERROR(WriteBlock(contents, /*allow_compression=*/true, &pending_handle_));
+  if (sink_) sink_(pending_handle_.offset, contents);
   data_block_.Reset();
   pending_index_entry_ = true;
   ++props_.num_data_blocks;

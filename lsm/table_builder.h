@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -55,6 +56,12 @@ class TableBuilder {
   // Gives up on the table; the caller deletes the file.
   void Abandon();
 
+  // Called with each data block as it is written: its offset in the file
+  // and its uncompressed contents (valid during the call only). The DB
+  // uses it to put a new table's blocks in the block cache.
+  using DataBlockSink = std::function<void(uint64_t offset, std::string_view contents)>;
+  void set_data_block_sink(DataBlockSink sink) { sink_ = std::move(sink); }
+
   uint64_t NumEntries() const { return props_.num_entries; }
   // Bytes handed to the file so far (the final file size after Finish()).
   uint64_t FileSize() const { return offset_; }
@@ -91,6 +98,7 @@ class TableBuilder {
   bool pending_index_entry_ = false;
   BlockHandle pending_handle_;
   std::string compressed_;  // scratch
+  DataBlockSink sink_;
 };
 
 }  // namespace cairn::lsm

@@ -59,6 +59,13 @@ struct Options {
   // A cache of SST blocks of its own, in bytes, outside cache_size. 0
   // (default): blocks are cached in cache_size.
   size_t block_cache_size = 0;
+  // Flushes and compactions put the data blocks they write into the block
+  // cache while every table together takes at most half of it, as with
+  // separated values, whose tables hold only keys and pointers. Reads and
+  // GC's liveness checks then find a compaction's output cached instead of
+  // reading it back one block at a time. A larger LSM is left to the reads,
+  // so that writing it does not evict what they use. Default: true.
+  bool cache_new_table_blocks = true;
   // Bloom filter bits per key in every SST (0 disables). Default: 10.
   int bloom_bits_per_key = 10;
   // Compression of SST blocks. Default: zstd.
