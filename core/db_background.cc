@@ -89,7 +89,6 @@ absl::Status DBImpl::FlushOldestImmutable() {
   }
   {
     absl::MutexLock l(&mu_);
-    flush_running_ = false;
     for (const auto& [level, f] : edit.new_files()) {
       pending_outputs_.erase(f.number);
       if (s.ok()) l0_value_bytes_[f.number] = value_bytes;
@@ -104,6 +103,11 @@ absl::Status DBImpl::FlushOldestImmutable() {
   if (s.ok()) {
     RemoveObsoleteFiles();
   }
+  // Only now is the flush over: WaitForBackgroundWork must not return while
+  // the files it made obsolete (its WAL) are still being removed.
+  absl::MutexLock l(&mu_);
+  flush_running_ = false;
+  background_cv_.SignalAll();
   return s;
 }
 
