@@ -259,8 +259,6 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   double floor, fallback_floor, trigger;
   {
     absl::MutexLock l(&mu_);
-    const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
-    jo.bytes_per_second = gc_controller_.JobBytesPerSecond(amp, manual);
     floor = gc_controller_.min_garbage_ratio();
     fallback_floor = gc_controller_.fallback_garbage_ratio();
     trigger = gc_controller_.start_mark();
@@ -274,6 +272,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       absl::MutexLock l(&mu_);
       if (shutting_down_) break;
       CAIRN_RETURN_IF_ERROR(bg_error_);
+      // Each victim's budget from the figure now: once writes are being
+      // slowed for space, GC must not sleep.
+      jo.bytes_per_second = gc_controller_.JobBytesPerSecond(
+          GetValueLogSpaceLocked(/*with_estimate=*/true).amplification(), manual);
     }
     const std::vector<vlog::SegmentInfo> segments = vlog_->segment_set().Segments();
     gc::PickRequest request;

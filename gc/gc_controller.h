@@ -44,8 +44,11 @@ class GcController {
   double stop_mark() const { return 1 + 0.6 * (t_ - 1); }     // 1.3: GC stops
   double slowdown_mark() const { return t_ + 0.1 * (t_ - 1); }  // 1.55: writes slowed
   double limit_mark() const { return t_ + 0.5 * (t_ - 1); }   // 1.75: slowest rate
-  // GC's budget is lifted where writes reach their slowest rate.
-  double unthrottle_mark() const { return limit_mark(); }
+  // GC's budget is lifted past the trigger, before user writes are slowed
+  // at the slowdown mark: a write never waits for space while GC sleeps on
+  // its budget. The budget holds GC back only below the trigger, on its way
+  // down to the stop mark.
+  double unthrottle_mark() const { return start_mark(); }
 
   bool enabled() const { return t_ > 0; }
 

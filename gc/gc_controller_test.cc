@@ -20,7 +20,7 @@ TEST(GcControllerTest, MarksFollowTheTrigger) {
   EXPECT_DOUBLE_EQ(c.start_mark(), 1.5);
   EXPECT_DOUBLE_EQ(c.stop_mark(), 1.3);
   EXPECT_DOUBLE_EQ(c.slowdown_mark(), 1.55);
-  EXPECT_DOUBLE_EQ(c.unthrottle_mark(), 1.75);
+  EXPECT_DOUBLE_EQ(c.unthrottle_mark(), 1.5);
   EXPECT_DOUBLE_EQ(c.limit_mark(), 1.75);
 }
 
@@ -43,8 +43,8 @@ TEST(GcControllerTest, DisabledNeverCollectsNorDelays) {
 
 TEST(GcControllerTest, BudgetIsLiftedWhenFarBehindAndForRunGc) {
   GcController c(Defaults());
-  EXPECT_EQ(c.JobBytesPerSecond(1.6, /*manual=*/false), Defaults().bytes_per_second);
-  EXPECT_EQ(c.JobBytesPerSecond(1.8, /*manual=*/false), 0u);
+  EXPECT_EQ(c.JobBytesPerSecond(1.45, /*manual=*/false), Defaults().bytes_per_second);
+  EXPECT_EQ(c.JobBytesPerSecond(1.52, /*manual=*/false), 0u);
   EXPECT_EQ(c.JobBytesPerSecond(1.2, /*manual=*/true), 0u);
 }
 
