@@ -112,9 +112,10 @@ struct Options {
   double gc_space_amp_trigger = 1.5;
   // I/O budget of background GC in bytes per second (reads plus writes), so
   // foreground writes do not stall; 0 means unlimited. Lifted while the
-  // value log's space amplification (t being gc_space_amp_trigger) is above
-  // t + 0.5 (t - 1), where user writes are also held until GC catches up
-  // (slowed by 1 ms each from t + 0.4 (t - 1)). Default: 256 MiB/s.
+  // value log's space amplification is above gc_space_amp_trigger (read
+  // before each victim), so that GC never sleeps while user writes are
+  // slowed for space (from t + 0.1 (t - 1), t the trigger; docs/gc.md).
+  // Default: 256 MiB/s.
   uint64_t gc_bytes_per_sec = uint64_t{256} << 20;
   // Threads for compaction (flush has its own). Default: 1.
   int max_background_compactions = 1;
