@@ -216,7 +216,11 @@ absl::Status DBImpl::Flush() {
   CAIRN_RETURN_IF_ERROR(CheckWritable("Flush"));
   CAIRN_RETURN_IF_ERROR(WriteImpl(WriteOptions(), nullptr));
   absl::MutexLock l(&mu_);
-  while (!imm_.empty() && bg_error_.ok() && !shutting_down_) background_cv_.Wait(&mu_);
+  // Until the flush is over, the files it made obsolete (its WAL) removed
+  // too: a caller that lists the directory next sees no file vanish.
+  while ((!imm_.empty() || flush_running_) && bg_error_.ok() && !shutting_down_) {
+    background_cv_.Wait(&mu_);
+  }
   if (bg_error_.ok() && !imm_.empty()) return absl::AbortedError("the database is closing");
   return bg_error_;
 }
