@@ -27,6 +27,13 @@ bool SamePlace(const vlog::ValuePointer& a, const vlog::ValuePointer& b) {
   return a.segment_id == b.segment_id && a.offset == b.offset;
 }
 
+// Whether an LSM entry (type, stored) is a pointer to ptr's record.
+bool IsPointerTo(ValueType type, std::string_view stored, const vlog::ValuePointer& ptr) {
+  if (type != ValueType::kValuePointer) return false;
+  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(stored);
+  return current.ok() && SamePlace(*current, ptr);
+}
+
 // GC flushes a memtable that names at least this many value-log bytes when
 // it finds nothing to collect past its trigger (the garbage is uncounted).
 constexpr uint64_t kMinGarbageFlushBytes = 256 << 10;
@@ -46,13 +53,12 @@ class DBImpl::GcIndex final : public gc::IndexView {
     // the block cache (a victim's records are in write order, which under
     // random overwrites is no order at all).
     const ReadView view = db_->GetReadView(ReadOptions());
-    if (rewrote_ || !has_base_) {
+    if (new_job_) {
       // A job's first check (its rewrites come after all of them): every
       // record of the job is seen live at or after this base.
       base_sequence_ = view.sequence;
       base_mem_ = view.sv->mem;
-      has_base_ = true;
-      rewrote_ = false;
+      new_job_ = false;
     }
     return LookUp(view, keys, pointers, live);
   }
@@ -61,7 +67,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
                                          absl::Span<const vlog::ValuePointer> old_pointers,
                                          absl::Span<const vlog::ValuePointer> new_pointers,
                                          std::vector<bool>* replaced) override {
-    rewrote_ = true;
+    new_job_ = true;  // the job's checks are over; the next one starts a job
     replaced->assign(keys.size(), false);
     if (db_->before_gc_rewrite_for_testing) db_->before_gc_rewrite_for_testing();
     // The leader, which holds up every user write while it builds the
@@ -135,8 +141,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
   // flushed memtable is not kept alive for it).
   lsm::SequenceNumber base_sequence_ = 0;
   std::weak_ptr<lsm::MemTable> base_mem_;
-  bool has_base_ = false;
-  bool rewrote_ = false;  // a rewrite since the base was set: the next check starts a job
+  bool new_job_ = true;  // the next liveness check sets the base
 };
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
@@ -144,9 +149,7 @@ absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key
   ValueType type;
   std::string stored;
   CAIRN_RETURN_IF_ERROR(LookupInView(view, key, &type, &stored));
-  if (type != ValueType::kValuePointer) return false;
-  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(stored);
-  return current.ok() && SamePlace(*current, ptr);
+  return IsPointerTo(type, stored, ptr);
 }
 
 bool DBImpl::HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem) {
@@ -169,9 +172,7 @@ bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
   }
   // No write to the key since the base: it still points where it did.
   if (!found || seq <= base_sequence) return true;
-  if (type != ValueType::kValuePointer) return false;
-  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(stored);
-  return current.ok() && SamePlace(*current, ptr);
+  return IsPointerTo(type, stored, ptr);
 }
 
 absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
