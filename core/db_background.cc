@@ -462,7 +462,7 @@ absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* e
 }
 
 bool DBImpl::GcBehind() {
-  if (!gc_controller_.enabled() || !gc_can_collect_) return false;
+  if (!gc_controller_.enabled() || !GcCanCollect()) return false;
   const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
   // Collecting until the stop mark, or about to start.
   return gc_controller_.collecting() ? amp > gc_controller_.stop_mark()

@@ -457,6 +457,12 @@ uint64_t DBImpl::MemTableGarbageEstimate() {
                   static_cast<uint64_t>(garbage_yield_ * named));
 }
 
+bool DBImpl::GcCanCollect() {
+  // A round that found nothing was right about the garbage counted before
+  // it began; any counted since may be collectable.
+  return gc_can_collect_ || garbage_reports_.load(std::memory_order_acquire) != gc_idle_reports_;
+}
+
 bool DBImpl::MemTableHidesGarbage() {
   absl::MutexLock l(&mu_);
   return MemTableGarbageEstimate() >= kMinGarbageFlushBytes;
@@ -480,6 +486,7 @@ void DBImpl::GcThread() {
     if (collecting) {
       // One victim, then check again at once: collection keeps pace with
       // overwrites rather than taking one segment a second.
+      const uint64_t reports_before = garbage_reports_.load(std::memory_order_acquire);
       absl::StatusOr<GcResult> r = CollectGarbage(/*manual=*/false);
       // Victims wait for the WALs holding their old pointers to be flushed;
       // when writes are held for space those fill slowly, so flush once two
@@ -494,8 +501,11 @@ void DBImpl::GcThread() {
         Flush().IgnoreError();
       }
       mu_.Lock();
-      // Writers delayed for space, and WaitForBackgroundWork, read this.
+      // Writers delayed for space, and WaitForBackgroundWork, read this
+      // through GcCanCollect, which also sees garbage counted since the
+      // round began (by the flush above, or any flush or compaction).
       gc_can_collect_ = r.ok() && r->victims > 0;
+      gc_idle_reports_ = reports_before;
       background_cv_.SignalAll();
       // Nothing collectable yet (garbage below the floor everywhere): wait
       // for flushes and compactions to report more. Errors are sticky in

@@ -297,6 +297,9 @@ class DBImpl final : public DB {
   // The garbage the mutable memtable hides: max(the pointers its entries
   // superseded in it, garbage_yield_ times the value bytes it names).
   uint64_t MemTableGarbageEstimate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // False while background GC, past its trigger, found nothing to collect
+  // and no garbage has been counted since it looked.
+  bool GcCanCollect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Past the trigger with nothing to collect: is flushing worth it?
   bool MemTableHidesGarbage() ABSL_LOCKS_EXCLUDED(mu_);
   // Value-log bytes named by the L0 tables; nullopt while one of them is
@@ -415,6 +418,12 @@ class DBImpl final : public DB {
   // False while background GC, past its trigger, finds nothing to collect:
   // writes are then never delayed for space (GC could not end the stall).
   bool gc_can_collect_ ABSL_GUARDED_BY(mu_) = true;
+  // Manifest edits that counted garbage so far, and their number when the
+  // last GC round that found nothing began. Garbage counted since (by a
+  // flush or compaction, during that round or after it) may be
+  // collectable, so GcCanCollect is true again until GC has looked.
+  std::atomic<uint64_t> garbage_reports_{0};
+  uint64_t gc_idle_reports_ ABSL_GUARDED_BY(mu_) = 0;
   // When GC runs, how fast, and how much user writes wait for it.
   gc::GcController gc_controller_ ABSL_GUARDED_BY(mu_);
   // Whether the last user write found the value log past the slowdown mark.

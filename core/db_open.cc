@@ -222,7 +222,14 @@ absl::Status DBImpl::LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit
   CAIRN_RETURN_IF_ERROR(versions_->LogAndApply(edit));
   // Readers see the new version from their next read on.
   InstallNewVersion();
-  if (segment_edit != nullptr) return vlog_->Apply(*segment_edit);
+  if (segment_edit == nullptr) return absl::OkStatus();
+  CAIRN_RETURN_IF_ERROR(vlog_->Apply(*segment_edit));
+  for (const vlog::SegmentEdit::Change& c : segment_edit->changes()) {
+    if (c.tag == vlog::SegmentEditTag::kAddGarbage && c.bytes > 0) {
+      garbage_reports_.fetch_add(1, std::memory_order_release);
+      break;
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -285,7 +285,7 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   // so this reads counters, never every segment.
   const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
   const absl::Duration delay =
-      gc_controller_.WriteDelay(amp, bytes, absl::Now(), gc_can_collect_);
+      gc_controller_.WriteDelay(amp, bytes, absl::Now(), GcCanCollect());
   write_delayed_ = delay > absl::ZeroDuration() || amp > gc_controller_.slowdown_mark();
   if (delay <= absl::ZeroDuration()) return absl::OkStatus();
   SetStallCondition(StallCondition::kDelayed, "value-log space: GC is behind");
