@@ -59,7 +59,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
   }
   const auto start = std::chrono::steady_clock::now();
   lsm::VersionEdit edit;
-  ValueLog::GarbageMeter garbage;
+  GarbageMeter garbage;
   uint64_t value_bytes = 0;
   absl::Status s = WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes);
   if (s.ok()) {
@@ -69,7 +69,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
       oldest_needed_log = imm_.size() > 1 ? imm_[1].log_number : log_number_;
     }
     edit.SetLogNumber(oldest_needed_log);
-    ValueLog::FinishGarbageMeter(&garbage);
+    garbage.Finish();
     s = LogAndApply(&edit, &garbage.edit());
   }
   if (s.ok()) {
@@ -112,7 +112,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
 }
 
 absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
-                                      ValueLog::GarbageMeter* garbage, uint64_t* value_bytes) {
+                                      GarbageMeter* garbage, uint64_t* value_bytes) {
   lsm::FileMetaData meta;
   meta.number = versions_->NewFileNumber();
   std::vector<SequenceNumber> snapshots;
@@ -353,7 +353,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   }
   // Every pointer the compaction drops becomes garbage of its segment, in
   // the same manifest edit as the compaction's result.
-  ValueLog::GarbageMeter garbage;
+  GarbageMeter garbage;
   env.listener = &garbage;
   env.block_sink = [this](uint64_t number) { return NewTableBlockSink(number); };
   lsm::VersionEdit edit;
@@ -363,7 +363,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   // Outputs' directory entries must be durable before the manifest names them.
   if (s.ok() && !edit.new_files().empty() && !stats.trivial_move) s = fs_->SyncDir(dbname_);
   if (s.ok()) {
-    ValueLog::FinishGarbageMeter(&garbage);
+    garbage.Finish();
     s = LogAndApply(&edit, &garbage.edit());
   }
   {

@@ -15,7 +15,7 @@ absl::Status DB::GetRange(const ReadOptions& options, std::string_view key, uint
                           uint64_t length, std::string* out) {
   std::string whole;
   CAIRN_RETURN_IF_ERROR(Get(options, key, &whole));
-  out->assign(ValueRange(whole, offset, length));
+  out->assign(vlog::ValueRange(whole, offset, length));
   return absl::OkStatus();
 }
 
@@ -33,9 +33,16 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, Pinna
   ValueType type;
   std::string stored;
   CAIRN_RETURN_IF_ERROR(LookupForValueRead(options, key, &type, &stored));
-  absl::Status s = type == ValueType::kValuePointer
-                       ? vlog_->GetPinned(key, stored, value)
-                       : ResolveStoredValue(key, type, stored, value->OwnBuffer());
+  absl::Status s;
+  if (type == ValueType::kValuePointer) {
+    // The cached value is shared, not copied; without a cache the value is
+    // read into the PinnableValue's own buffer.
+    std::shared_ptr<const std::string> shared;
+    s = vlog_->GetShared(key, stored, &shared, value->OwnBuffer());
+    if (s.ok() && shared != nullptr) value->Pin(std::move(shared));
+  } else {
+    s = ResolveStoredValue(key, type, stored, value->OwnBuffer());
+  }
   if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
@@ -52,7 +59,7 @@ absl::Status DBImpl::GetRange(const ReadOptions& options, std::string_view key, 
       s = vlog_->GetRange(key, stored, offset, length, options.verify_checksums, out);
       break;
     case ValueType::kValue:
-      out->assign(ValueRange(stored, offset, length));
+      out->assign(vlog::ValueRange(stored, offset, length));
       break;
     case ValueType::kDeletion:
       s = absl::NotFoundError("key not found");

@@ -410,7 +410,7 @@ absl::Status DBImpl::CountUnaccountedGarbage() {
 }
 
 double DBImpl::ValueLogSpaceAmplification() const {
-  const ValueLog::Totals t = vlog_->GetTotals();
+  const vlog::ValueLog::Totals t = vlog_->GetTotals();
   if (t.bytes == 0) return 0;
   const uint64_t live = t.bytes > t.garbage_bytes ? t.bytes - t.garbage_bytes : 1;
   return static_cast<double>(t.bytes) / live;
@@ -431,7 +431,7 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // Two reads without one lock between them: a segment sealed in between
   // can be off by its size for one decision, which the next one corrects.
   const vlog::SegmentSet::Totals set = vlog_->segment_set().GetTotals();
-  const ValueLog::Totals all = vlog_->GetTotals();
+  const vlog::ValueLog::Totals all = vlog_->GetTotals();
   ValueLogSpace space;
   const uint64_t active = all.bytes - std::min(all.bytes, set.bytes);
   space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes) + active;

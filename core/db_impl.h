@@ -33,7 +33,8 @@
 #include "cairn/listener.h"
 #include "core/info_log.h"
 #include "core/super_version.h"
-#include "core/value_log.h"
+#include "core/garbage_meter.h"
+#include "vlog/value_log.h"
 #include "gc/gc_controller.h"
 #include "io/file_system.h"
 #include "lsm/block_cache.h"
@@ -182,7 +183,7 @@ class DBImpl final : public DB {
   absl::Status ReplayLogs(const std::vector<std::string>& names,
                           std::shared_ptr<lsm::MemTable>* mem,
                           lsm::SequenceNumber* max_sequence, lsm::VersionEdit* edit,
-                          ValueLog::GarbageMeter* garbage);
+                          GarbageMeter* garbage);
   // db_stats.cc: key and value bytes of the live entries, separated values
   // counted by their pointers' record sizes (nothing read from the value
   // log).
@@ -339,7 +340,7 @@ class DBImpl final : public DB {
   // *value_bytes, when given, receives the value-log bytes the table's
   // pointers name.
   absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
-                                ValueLog::GarbageMeter* garbage,
+                                GarbageMeter* garbage,
                                 uint64_t* value_bytes = nullptr);
   void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -364,7 +365,7 @@ class DBImpl final : public DB {
   std::unique_ptr<lsm::BlockCache> block_cache_;
   std::unique_ptr<lsm::TableCache> table_cache_;
   std::unique_ptr<lsm::VersionSet> versions_;
-  std::unique_ptr<ValueLog> vlog_;
+  std::unique_ptr<vlog::ValueLog> vlog_;
   absl::Mutex manifest_mu_ ABSL_ACQUIRED_AFTER(mu_);
   // Serializes building and installing SuperVersions, so that an install
   // for a new version never undoes a memtable switch installed meanwhile.

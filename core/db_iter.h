@@ -16,6 +16,7 @@
 #include "cairn/iterator.h"
 #include "lsm/dbformat.h"
 #include "lsm/internal_iterator.h"
+#include "vlog/value_fetcher.h"
 
 namespace cairn {
 
@@ -24,27 +25,8 @@ namespace cairn {
 using ValueResolver = absl::AnyInvocable<absl::Status(
     std::string_view user_key, lsm::ValueType type, std::string_view stored, std::string* out)>;
 
-// Reads values behind pointers asynchronously for an iterator: Start puts
-// reads in flight and returns; Take waits for one and hands its value over.
-// A fetch that is never taken is dropped when its read completes.
-// Thread safety: one thread at a time, like the iterator that owns it.
-class ValueFetcher {
- public:
-  virtual ~ValueFetcher() = default;  // waits for reads still in flight
-  // Starts reading the values of stored[i] (pointers), with keys[i] the key
-  // each record must hold. Pointers already started are skipped.
-  virtual void Start(absl::Span<const std::string_view> keys,
-                     absl::Span<const std::string_view> stored) = 0;
-  // Whether stored was started and not yet taken or dropped.
-  virtual bool Started(std::string_view stored) const = 0;
-  // Waits for stored's read, checks it as a Get would and moves the value
-  // into *value. NotFound when stored was not started.
-  virtual absl::Status Take(std::string_view stored, std::string* value) = 0;
-  // Forgets a started fetch (its read, if in flight, completes unseen).
-  virtual void Drop(std::string_view stored) = 0;
-  // Started and neither taken nor dropped.
-  virtual size_t pending() const = 0;
-};
+// The value log's asynchronous reads for one iterator (vlog/value_fetcher.h).
+using ValueFetcher = vlog::ValueFetcher;
 
 // Value prefetching for forward scans: a second internal iterator over the
 // same sources looks ahead for the next pointer entries and keeps their

@@ -202,10 +202,20 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   compaction_options_.target_file_size = options_.target_file_size;
   // The value log exists in every mode, so a database written with
   // separation still reads in inline mode; only Append creates files.
-  vlog_ = std::make_unique<ValueLog>(
-      fs_.get(), dbname_, options_, std::move(shared_cache),
-      [this] { return versions_->NewFileNumber(); },
-      [this](const vlog::SegmentEdit& e) {
+  vlog::ValueLogOptions vo;
+  vo.segment_size = options_.value_log_segment_size;
+  vo.compress = options_.value_compression == Compression::kZstd;
+  vo.direct_reads = options_.direct_reads;
+  vo.value_cache_size = options_.value_cache_size;
+  vo.shared_cache = std::move(shared_cache);
+  vo.segment_path = [d = dbname_](uint64_t id) { return lsm::ValueLogFileName(d, id); };
+  vo.parse_segment_name = [](std::string_view name, uint64_t* id) {
+    lsm::FileType type;
+    return lsm::ParseFileName(name, id, &type) && type == lsm::FileType::kValueLog;
+  };
+  vo.new_file_number = [this] { return versions_->NewFileNumber(); };
+  vlog_ = std::make_unique<vlog::ValueLog>(
+      fs_.get(), dbname_, std::move(vo), [this](const vlog::SegmentEdit& e) {
         lsm::VersionEdit edit;
         return LogAndApply(&edit, &e);
       });
@@ -239,7 +249,7 @@ void DBImpl::LogOpen(uint64_t micros) {
   for (int level = 0; level < lsm::kNumLevels; ++level) {
     absl::StrAppend(&levels, level == 0 ? "" : " ", v->NumFiles(level));
   }
-  const ValueLog::Totals vlog = vlog_->GetTotals();
+  const vlog::ValueLog::Totals vlog = vlog_->GetTotals();
   info_log_->Log(
       "open: done in %d us; last sequence %d, WAL %06d, manifest %06d; tables per level [%s]; "
       "%d value-log segments, %d bytes (%d garbage); %d garbage bytes recounted",
@@ -383,13 +393,13 @@ absl::Status DBImpl::Recover() {
   CAIRN_RETURN_IF_ERROR(RecoverManifest(&names));
   SequenceNumber max_sequence = 0;
   lsm::VersionEdit edit;
-  ValueLog::GarbageMeter garbage;
+  GarbageMeter garbage;
   std::shared_ptr<lsm::MemTable> mem;
   CAIRN_RETURN_IF_ERROR(ReplayLogs(names, &mem, &max_sequence, &edit, &garbage));
   if (!mem->empty()) CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
   // Replay has decided which value-log records are referenced; seal the
   // segment that was being written and drop segments nobody logged.
-  ValueLog::FinishGarbageMeter(&garbage);
+  garbage.Finish();
   vlog::SegmentEdit& segment_edit = *garbage.mutable_edit();
   std::vector<uint64_t> obsolete_segments;
   CAIRN_RETURN_IF_ERROR(vlog_->FinishRecovery(&segment_edit, &obsolete_segments));
@@ -460,7 +470,7 @@ absl::Status DBImpl::RecoverManifest(std::vector<std::string>* names) {
 absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
                                 std::shared_ptr<lsm::MemTable>* mem_out,
                                 SequenceNumber* max_sequence_out, lsm::VersionEdit* edit,
-                                ValueLog::GarbageMeter* garbage) {
+                                GarbageMeter* garbage) {
   // Replay every WAL the manifest does not cover, oldest first.
   std::vector<uint64_t> logs;
   for (const std::string& name : names) {

@@ -94,7 +94,7 @@ Stats DBImpl::GetStats() {
     absl::MutexLock l(&mu_);
     st.delayed_write_rate = write_delayed_ ? gc_controller_.delayed_write_rate() : 0;
   }
-  const ValueLog::Totals vt = vlog_->GetTotals();
+  const vlog::ValueLog::Totals vt = vlog_->GetTotals();
   st.vlog_bytes = vt.bytes;
   st.vlog_segments = vt.segments;
   st.vlog_garbage_bytes = vt.garbage_bytes;

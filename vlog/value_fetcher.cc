@@ -12,10 +12,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
-#include "core/value_log.h"
+#include "vlog/value_log.h"
 #include "io/status_macros.h"
 
-namespace cairn {
+namespace cairn::vlog {
 
 class ValueLogFetcher final : public ValueFetcher {
  public:
@@ -245,4 +245,4 @@ std::unique_ptr<ValueFetcher> ValueLog::NewFetcher() {
   return std::make_unique<ValueLogFetcher>(this, fs_->NewReadQueue());
 }
 
-}  // namespace cairn
+}  // namespace cairn::vlog

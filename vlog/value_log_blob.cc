@@ -4,25 +4,25 @@
 #include <memory>
 #include <string>
 
-#include "core/value_log.h"
+#include "vlog/value_log.h"
 #include "io/status_macros.h"
 
-namespace cairn {
+namespace cairn::vlog {
 
-absl::Status ValueLog::GetPinned(std::string_view key, std::string_view stored,
-                                 PinnableValue* value) {
+absl::Status ValueLog::GetShared(std::string_view key, std::string_view stored,
+                                 std::shared_ptr<const std::string>* shared, std::string* owned) {
   CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, vlog::DecodeValuePointer(stored));
   if (std::shared_ptr<const std::string> hit = cache_.Lookup(ptr.segment_id, ptr.offset)) {
-    value->Pin(std::move(hit));
+    *shared = std::move(hit);
     return absl::OkStatus();
   }
-  if (cache_.capacity() == 0) return readers_.Read(ptr, key, value->OwnBuffer());
+  if (cache_.capacity() == 0) return readers_.Read(ptr, key, owned);
   // Read into a string the cache can own, then share it: no copy.
   std::string bytes;
   CAIRN_RETURN_IF_ERROR(readers_.Read(ptr, key, &bytes));
-  auto shared = std::make_shared<const std::string>(std::move(bytes));
-  cache_.Insert(ptr.segment_id, ptr.offset, shared);
-  value->Pin(std::move(shared));
+  auto read = std::make_shared<const std::string>(std::move(bytes));
+  cache_.Insert(ptr.segment_id, ptr.offset, read);
+  *shared = std::move(read);
   return absl::OkStatus();
 }
 
@@ -47,4 +47,4 @@ absl::Status ValueLog::GetRange(std::string_view key, std::string_view stored, u
   return absl::OkStatus();
 }
 
-}  // namespace cairn
+}  // namespace cairn::vlog

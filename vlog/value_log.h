@@ -1,16 +1,18 @@
-// ValueLog is the DB's side of key-value separation: it appends large values
-// to the active value-log segment for the write path, resolves value
-// pointers for the read path (through a value cache and batched reads), keeps
-// the segment set that the manifest persists, counts the garbage that
-// compactions report, and repairs the active segment after a crash.
+// ValueLog is the value log as the DB uses it: it appends large values to
+// the active value-log segment for the write path, resolves value pointers
+// for the read path (through a value cache and batched reads), keeps the
+// segment set that the manifest persists, and repairs the active segment
+// after a crash. The DB (core/) supplies what lies above this layer: file
+// names, new file numbers, and the manifest that logs segment edits; it
+// counts the garbage compactions report (core/garbage_meter.h).
 //
 // The LSM stores a separated value as ValueType::kValuePointer with the
 // bytes of vlog::EncodeValuePointer. Formats: docs/vlog_format.md.
 //
 // Thread safety: Append, Flush, Sync and active_file are for the write-group
 // leader (one thread at a time); everything else may run concurrently.
-#ifndef CAIRN_CORE_VALUE_LOG_H_
-#define CAIRN_CORE_VALUE_LOG_H_
+#ifndef CAIRN_VLOG_VALUE_LOG_H_
+#define CAIRN_VLOG_VALUE_LOG_H_
 
 #include <algorithm>
 #include <functional>
@@ -21,19 +23,17 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "cairn/options.h"
-#include "cairn/pinnable_value.h"
-#include "core/db_iter.h"
+#include "io/sharded_lru_cache.h"
 #include "io/file_system.h"
-#include "lsm/compaction_iterator.h"
 #include "vlog/segment_edit.h"
 #include "vlog/segment_reader_cache.h"
 #include "vlog/segment_set.h"
 #include "vlog/segment_writer.h"
 #include "vlog/value_cache.h"
+#include "vlog/value_fetcher.h"
 #include "vlog/value_pointer.h"
 
-namespace cairn {
+namespace cairn::vlog {
 
 // Bytes [offset, offset + length) of value, cut at its end; empty when
 // offset is at or past it (DB::GetRange's contract).
@@ -42,17 +42,29 @@ inline std::string_view ValueRange(std::string_view value, uint64_t offset, uint
   return value.substr(offset, std::min<uint64_t>(length, value.size() - offset));
 }
 
+struct ValueLogOptions {
+  uint64_t segment_size = 256 << 20;  // a segment is sealed once it reaches this
+  bool compress = false;              // zstd value records (level 1)
+  bool direct_reads = false;          // O_DIRECT value reads
+  // Values are cached in shared_cache (the DB's one budget) unless
+  // value_cache_size gives them a cache of their own.
+  uint64_t value_cache_size = 0;
+  std::shared_ptr<io::Cache> shared_cache;
+  // The directory's segment files: the path of segment id, and whether a
+  // file name in the directory is a segment's (and its id).
+  std::function<std::string(uint64_t id)> segment_path;
+  std::function<bool(std::string_view name, uint64_t* id)> parse_segment_name;
+  // A fresh file number for a new segment.
+  std::function<uint64_t()> new_file_number;
+};
+
 class ValueLog {
  public:
   // Persists a segment edit through the manifest (the DB's serialized
   // LogAndApply) and then applies it here.
   using EditLogger = std::function<absl::Status(const vlog::SegmentEdit&)>;
 
-  // Values are cached in shared_cache (the DB's one budget) unless
-  // options.value_cache_size gives them a cache of their own.
-  ValueLog(io::FileSystem* fs, std::string dbname, const Options& options,
-           std::shared_ptr<io::Cache> shared_cache, std::function<uint64_t()> new_file_number,
-           EditLogger log_edit);
+  ValueLog(io::FileSystem* fs, std::string dbname, ValueLogOptions options, EditLogger log_edit);
   ~ValueLog();
 
   // Recovery: one manifest extension record (tags of vlog::IsSegmentEditTag).
@@ -96,10 +108,13 @@ class ValueLog {
 
   // Read path: resolves one pointer (value cache, then one device read).
   absl::Status Get(std::string_view key, std::string_view stored, std::string* value);
-  // As Get, sharing a cached value instead of copying it; a value read from
-  // the device goes into the cache (when it has room) and is shared from
-  // there, so it is not copied either (value_log_blob.cc).
-  absl::Status GetPinned(std::string_view key, std::string_view stored, PinnableValue* value);
+  // As Get, sharing a cached value instead of copying it: *shared is set
+  // to the cached value, or to the value read from the device, which then
+  // goes into the cache and is shared from there, so it is not copied
+  // either. With no cache the value is read into *owned and *shared stays
+  // null (value_log_blob.cc).
+  absl::Status GetShared(std::string_view key, std::string_view stored,
+                         std::shared_ptr<const std::string>* shared, std::string* owned);
   // Bytes [offset, offset + length) of the value (DB::GetRange): from the
   // cache when it holds the value; else, unless verify, by
   // SegmentReader::ReadValueRange (the whole record when it is compressed);
@@ -123,28 +138,6 @@ class ValueLog {
   };
   void Retire(std::unique_ptr<InFlightReads> reads);
 
-  // A compaction listener that records the pointers a compaction drops as
-  // garbage of their segments. Collect into an edit; log it with the
-  // compaction's version edit.
-  class GarbageMeter : public lsm::CompactionListener {
-   public:
-    void OnValueDropped(std::string_view user_key, lsm::ValueType type,
-                        std::string_view stored_value) override;
-    const vlog::SegmentEdit& edit() const { return edit_; }
-    vlog::SegmentEdit* mutable_edit() { return &edit_; }
-    uint64_t dropped_pointers() const { return dropped_pointers_; }
-    uint64_t undecodable() const { return undecodable_; }
-
-   private:
-    absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> garbage_;  // bytes, records
-    vlog::SegmentEdit edit_;
-    uint64_t dropped_pointers_ = 0;
-    uint64_t undecodable_ = 0;
-    friend class ValueLog;
-  };
-  // Turns the meter's counts into its edit (call once after the job).
-  static void FinishGarbageMeter(GarbageMeter* meter);
-
   // Opens the reader of every segment not obsolete and keeps it (a
   // read-only DB, whose files a writer may delete). Errors: those of
   // SegmentReader::Open, e.g. DataLoss naming a missing file.
@@ -160,7 +153,7 @@ class ValueLog {
   struct Totals {
     uint64_t segments = 0;
     uint64_t bytes = 0;          // on disk, the active segment included
-    uint64_t garbage_bytes = 0;  // reported by compactions
+    uint64_t garbage_bytes = 0;  // counted by flushes and compactions
     uint64_t cache_hits = 0, cache_misses = 0;
     uint64_t cache_bytes = 0, cache_capacity = 0;
   };
@@ -181,9 +174,7 @@ class ValueLog {
 
   io::FileSystem* const fs_;
   const std::string dbname_;
-  const uint64_t segment_size_;
-  const bool compress_;
-  const std::function<uint64_t()> new_file_number_;
+  const ValueLogOptions options_;
   const EditLogger log_edit_;
   vlog::SegmentSet set_;
   vlog::SegmentReaderCache readers_;
@@ -196,6 +187,6 @@ class ValueLog {
   std::vector<std::unique_ptr<InFlightReads>> retired_ ABSL_GUARDED_BY(retired_mu_);
 };
 
-}  // namespace cairn
+}  // namespace cairn::vlog
 
-#endif  // CAIRN_CORE_VALUE_LOG_H_
+#endif  // CAIRN_VLOG_VALUE_LOG_H_

@@ -1,25 +1,20 @@
-#include "core/value_log.h"
+#include "vlog/value_log.h"
 
 #include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
-#include "lsm/filename.h"
 #include "vlog/segment_scanner.h"
 
-namespace cairn {
+namespace cairn::vlog {
 
-ValueLog::ValueLog(io::FileSystem* fs, std::string dbname, const Options& options,
-                   std::shared_ptr<io::Cache> shared_cache,
-                   std::function<uint64_t()> new_file_number, EditLogger log_edit)
+ValueLog::ValueLog(io::FileSystem* fs, std::string dbname, ValueLogOptions options,
+                   EditLogger log_edit)
     : fs_(fs),
       dbname_(std::move(dbname)),
-      segment_size_(options.value_log_segment_size),
-      compress_(options.value_compression == Compression::kZstd),
-      new_file_number_(std::move(new_file_number)),
+      options_(std::move(options)),
       log_edit_(std::move(log_edit)),
-      readers_(fs, [d = dbname_](uint64_t id) { return lsm::ValueLogFileName(d, id); },
-               options.direct_reads),
-      cache_(options.value_cache_size > 0 ? vlog::ValueCache(options.value_cache_size)
-                                          : vlog::ValueCache(std::move(shared_cache))) {}
+      readers_(fs, options_.segment_path, options_.direct_reads),
+      cache_(options_.value_cache_size > 0 ? vlog::ValueCache(options_.value_cache_size)
+                                           : vlog::ValueCache(options_.shared_cache)) {}
 
 ValueLog::~ValueLog() {
   absl::MutexLock l(&active_mu_);
@@ -27,7 +22,7 @@ ValueLog::~ValueLog() {
   if (active_ != nullptr) active_->Close().IgnoreError();
 }
 
-std::string ValueLog::SegmentPath(uint64_t id) const { return lsm::ValueLogFileName(dbname_, id); }
+std::string ValueLog::SegmentPath(uint64_t id) const { return options_.segment_path(id); }
 
 absl::Status ValueLog::ApplyManifestRecord(uint32_t tag, std::string_view payload) {
   return set_.DecodeAndApply(tag, payload);
@@ -70,7 +65,7 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
       end = scanner->valid_end_offset();
       if (end < scanner->file_size()) CAIRN_RETURN_IF_ERROR(fs_->TruncateFile(path, end));
     }
-    if (info.segment_id == reuse_id && end >= vlog::kSegmentHeaderSize && end < segment_size_) {
+    if (info.segment_id == reuse_id && end >= vlog::kSegmentHeaderSize && end < options_.segment_size) {
       CAIRN_ASSIGN_OR_RETURN(
           std::unique_ptr<vlog::SegmentWriter> writer,
           vlog::SegmentWriter::Reopen(fs_, path, info.segment_id, end, records, WriterOptions()));
@@ -91,8 +86,7 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
   CAIRN_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(dbname_));
   for (const std::string& name : names) {
     uint64_t number;
-    lsm::FileType type;
-    if (!lsm::ParseFileName(name, &number, &type) || type != lsm::FileType::kValueLog) continue;
+    if (!options_.parse_segment_name(name, &number)) continue;
     if (!set_.Contains(number)) CAIRN_RETURN_IF_ERROR(fs_->RemoveFile(io::JoinPath(dbname_, name)));
   }
   return absl::OkStatus();
@@ -188,7 +182,7 @@ absl::Status ValueLog::RollSegment() {
     CAIRN_RETURN_IF_ERROR(active_->Sync());
     edit.SealSegment(active_->segment_id(), active_->size(), active_->record_count());
   }
-  const uint64_t id = new_file_number_();
+  const uint64_t id = options_.new_file_number();
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                          vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, WriterOptions()));
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
@@ -208,7 +202,7 @@ absl::Status ValueLog::RollSegment() {
 vlog::SegmentWriterOptions ValueLog::WriterOptions() const {
   vlog::SegmentWriterOptions wo;
   wo.kind = vlog::SegmentKind::kFresh;
-  wo.compress = compress_;
+  wo.compress = options_.compress;
   // Values are compressed in the write path (the group's leader), so the
   // fast level: zstd 1 compressed 4 KiB values at about twice the rate of
   // level 3 for a few percent more bytes (docs/vlog_format.md).
@@ -223,7 +217,7 @@ absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ValueLog::ActiveSiz
 }
 
 absl::StatusOr<std::string> ValueLog::Append(std::string_view key, std::string_view value) {
-  if (active_ == nullptr || active_->size() >= segment_size_) CAIRN_RETURN_IF_ERROR(RollSegment());
+  if (active_ == nullptr || active_->size() >= options_.segment_size) CAIRN_RETURN_IF_ERROR(RollSegment());
   CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, active_->Append(key, value));
   return vlog::EncodeValuePointer(ptr);
 }
@@ -249,27 +243,6 @@ absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::s
   return absl::OkStatus();
 }
 
-void ValueLog::GarbageMeter::OnValueDropped(std::string_view user_key, lsm::ValueType type,
-                                            std::string_view stored_value) {
-  if (type != lsm::ValueType::kValuePointer) return;
-  absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored_value);
-  if (!ptr.ok()) {
-    ++undecodable_;  // the table's checksum held, so this cannot happen short of a bug
-    return;
-  }
-  ++dropped_pointers_;
-  auto& [bytes, records] = garbage_[ptr->segment_id];
-  bytes += ptr->size;
-  ++records;
-}
-
-void ValueLog::FinishGarbageMeter(GarbageMeter* meter) {
-  for (const auto& [segment, counts] : meter->garbage_) {
-    meter->edit_.AddGarbage(segment, counts.first, counts.second);
-  }
-  meter->garbage_.clear();
-}
-
 ValueLog::Totals ValueLog::GetTotals() const {
   Totals t;
   const vlog::SegmentSet::Totals st = set_.GetTotals();
@@ -287,4 +260,4 @@ ValueLog::Totals ValueLog::GetTotals() const {
   return t;
 }
 
-}  // namespace cairn
+}  // namespace cairn::vlog

@@ -1,0 +1,41 @@
+// ValueFetcher: the asynchronous value reads of one iterator. Its
+// implementation is the value log's (value_fetcher.cc); core's iterators
+// use it through this interface to keep value reads in flight ahead of a
+// scan.
+#ifndef CAIRN_VLOG_VALUE_FETCHER_H_
+#define CAIRN_VLOG_VALUE_FETCHER_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+
+namespace cairn::vlog {
+
+// Reads values behind pointers asynchronously for an iterator: Start puts
+// reads in flight and returns; Take waits for one and hands its value over.
+// A fetch that is never taken is dropped when its read completes.
+// Thread safety: one thread at a time, like the iterator that owns it.
+class ValueFetcher {
+ public:
+  virtual ~ValueFetcher() = default;  // waits for reads still in flight
+  // Starts reading the values of stored[i] (pointers), with keys[i] the key
+  // each record must hold. Pointers already started are skipped.
+  virtual void Start(absl::Span<const std::string_view> keys,
+                     absl::Span<const std::string_view> stored) = 0;
+  // Whether stored was started and not yet taken or dropped.
+  virtual bool Started(std::string_view stored) const = 0;
+  // Waits for stored's read, checks it as a Get would and moves the value
+  // into *value. NotFound when stored was not started.
+  virtual absl::Status Take(std::string_view stored, std::string* value) = 0;
+  // Forgets a started fetch (its read, if in flight, completes unseen).
+  virtual void Drop(std::string_view stored) = 0;
+  // Started and neither taken nor dropped.
+  virtual size_t pending() const = 0;
+};
+
+}  // namespace cairn::vlog
+
+#endif  // CAIRN_VLOG_VALUE_FETCHER_H_
