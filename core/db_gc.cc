@@ -200,27 +200,13 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
 }
 
 size_t DBImpl::DeleteObsoleteSegments() {
-  std::vector<uint64_t> ready;
-  size_t waiting_for_wal = 0;
+  gc::ObsoleteSegments::Ready taken;
   {
     absl::MutexLock l(&mu_);
-    const SequenceNumber oldest = OldestSnapshot();
-    const uint64_t replayed_from = versions_->LogNumber();
-    for (auto it = obsolete_segments_.begin(); it != obsolete_segments_.end();) {
-      // Unreachable once every read view from before the rewrite is gone and
-      // no snapshot older than it remains; deletable once no WAL that
-      // recovery would replay can point into it.
-      const bool unreachable = it->epoch.expired() && oldest >= it->sequence;
-      const bool wal_done = it->log_number < replayed_from;
-      if (unreachable && wal_done) {
-        ready.push_back(it->id);
-        it = obsolete_segments_.erase(it);
-      } else {
-        if (unreachable) ++waiting_for_wal;
-        ++it;
-      }
-    }
+    taken = obsolete_segments_.TakeDeletable(OldestSnapshot(), versions_->LogNumber());
   }
+  const std::vector<uint64_t>& ready = taken.deletable;
+  const size_t waiting_for_wal = taken.waiting_for_wal;
   if (ready.empty()) return waiting_for_wal;
   vlog::SegmentEdit edit;
   for (uint64_t id : ready) {
@@ -257,15 +243,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   // Larger batches than the job's default: each shares one read view and
   // one sorted pass over the LSM.
   jo.liveness_batch_size = 1024;
-  double floor, fallback_floor, trigger;
-  {
+  const gc::VictimPolicy policy = [this] {
     absl::MutexLock l(&mu_);
-    floor = gc_controller_.min_garbage_ratio();
-    fallback_floor = gc_controller_.fallback_garbage_ratio();
-    trigger = gc_controller_.start_mark();
-  }
-  gc::VictimPicker picker(gc::VictimPickerOptions{floor});
-  gc::VictimPicker low_picker(gc::VictimPickerOptions{fallback_floor});
+    return gc_controller_.victim_policy();
+  }();
   GcIndex index(this);
   absl::flat_hash_set<uint64_t> done;
   while (true) {
@@ -282,14 +263,9 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     gc::PickRequest request;
     request.segments = segments;
     request.exclude = done;
-    std::optional<gc::VictimCandidate> victim = picker.PickOne(request);
-    if (!victim.has_value() && !manual && trigger > 0 &&
-        GetValueLogSpace(/*with_estimate=*/true).amplification() > trigger) {
-      // Space comes first: past the trigger with no segment at the floor,
-      // take segments down to half the floor (at most 3 bytes copied per
-      // byte freed instead of 1). docs/gc.md, "Keeping up".
-      victim = low_picker.PickOne(request);
-    }
+    std::optional<gc::VictimCandidate> victim = policy.Pick(request, manual, [this] {
+      return GetValueLogSpace(/*with_estimate=*/true).amplification();
+    });
     if (!victim.has_value()) break;
     done.insert(victim->segment_id);
     gc::GcJobResult r;
@@ -312,8 +288,8 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       // unless every memtable is empty (then every WAL with data is
       // flushed).
       const uint64_t wal = mem_->empty() && imm_.empty() ? 0 : log_number_;
-      obsolete_segments_.push_back({victim->segment_id, last_sequence_.load(), wal,
-                                    std::weak_ptr<const ReadEpoch>(read_epoch_)});
+      obsolete_segments_.Add(victim->segment_id, last_sequence_.load(), wal,
+                             std::weak_ptr<const void>(read_epoch_));
       auto next = std::make_shared<ReadEpoch>();
       read_epoch_->next = next;
       read_epoch_ = std::move(next);

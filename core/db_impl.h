@@ -36,6 +36,7 @@
 #include "core/garbage_meter.h"
 #include "vlog/value_log.h"
 #include "gc/gc_controller.h"
+#include "gc/obsolete_segments.h"
 #include "io/file_system.h"
 #include "lsm/block_cache.h"
 #include "lsm/compaction.h"
@@ -447,16 +448,10 @@ class DBImpl final : public DB {
   // Garbage collection.
   absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one collection at a time
   std::shared_ptr<ReadEpoch> read_epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<ReadEpoch>();
-  struct ObsoleteSegment {
-    uint64_t id;
-    lsm::SequenceNumber sequence;  // pointers moved away as of this sequence
-    // The newest WAL that may hold pointers into it (0: none). Recovery
-    // stops at a WAL record whose value is missing, so the file stays
-    // until the manifest no longer names this WAL for replay.
-    uint64_t log_number;
-    std::weak_ptr<const ReadEpoch> epoch;  // current when the pointers moved
-  };
-  std::vector<ObsoleteSegment> obsolete_segments_ ABSL_GUARDED_BY(mu_);
+  // Collected segments waiting until no reader, snapshot or WAL can reach
+  // them (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments
+  // deletes the files).
+  gc::ObsoleteSegments obsolete_segments_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
   std::atomic<uint64_t> gc_rewrite_rechecks_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};

@@ -430,7 +430,7 @@ absl::Status DBImpl::Recover() {
     pending_outputs_.clear();
     // The manifest no longer names the replayed WALs, and no reader exists
     // yet: obsolete segments can go.
-    for (uint64_t id : obsolete_segments) obsolete_segments_.push_back({id, 0, 0, {}});
+    for (uint64_t id : obsolete_segments) obsolete_segments_.Add(id, 0, 0, {});
   }
   CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
   recovered_ = true;

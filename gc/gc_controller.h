@@ -13,8 +13,11 @@
 #define CAIRN_GC_GC_CONTROLLER_H_
 
 #include <cstdint>
+#include <optional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
+#include "gc/victim_picker.h"
 
 namespace cairn::gc {
 
@@ -33,6 +36,27 @@ struct GcControllerOptions {
   uint64_t max_delayed_write_rate = uint64_t{1} << 30;
   // No single write waits longer than this.
   absl::Duration max_write_delay = absl::Milliseconds(100);
+};
+
+// Victim choice: the best segment at the garbage floor; for background GC
+// past the trigger with none there, the best at the fallback floor (half
+// of it: at most 3 bytes copied per byte freed instead of 1), since space
+// comes first (docs/gc.md, "Keeping up"). A value copied out of the
+// controller, so that a job picks without the DB mutex.
+class VictimPolicy {
+ public:
+  VictimPolicy(double floor, double fallback_floor, double trigger)
+      : picker_({floor}), low_picker_({fallback_floor}), trigger_(trigger) {}
+  // amp is read only when no segment reaches the floor.
+  std::optional<VictimCandidate> Pick(const PickRequest& request, bool manual,
+                                      absl::FunctionRef<double()> amp) const;
+  double floor() const { return picker_.options().min_garbage_ratio; }
+  double fallback_floor() const { return low_picker_.options().min_garbage_ratio; }
+
+ private:
+  VictimPicker picker_;
+  VictimPicker low_picker_;
+  double trigger_;
 };
 
 class GcController {
@@ -64,6 +88,9 @@ class GcController {
   // (at most 3 bytes copied per byte freed instead of 1).
   double min_garbage_ratio() const { return options_.min_garbage_ratio; }
   double fallback_garbage_ratio() const { return 0.5 * options_.min_garbage_ratio; }
+  VictimPolicy victim_policy() const {
+    return VictimPolicy(min_garbage_ratio(), fallback_garbage_ratio(), start_mark());
+  }
 
   // How long a user write of bytes, arriving at now, waits, at amp; 0
   // below the slowdown mark. Writes share one schedule at the delayed-write

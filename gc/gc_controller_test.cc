@@ -1,5 +1,8 @@
 #include "gc/gc_controller.h"
 
+#include <optional>
+#include <vector>
+
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
@@ -98,6 +101,50 @@ TEST(GcControllerTest, RateFallsWhileSpaceGrowsAndRecoversWhileItShrinks) {
   // Back under the slowdown mark: the next episode starts afresh.
   c.WriteDelay(1.3, 4096, t, true);
   EXPECT_EQ(c.delayed_write_rate(), Defaults().initial_delayed_write_rate);
+}
+
+vlog::SegmentInfo Sealed(uint64_t id, uint64_t size, uint64_t garbage) {
+  vlog::SegmentInfo info;
+  info.segment_id = id;
+  info.sealed = true;
+  info.size = size;
+  info.records = 10;
+  info.garbage_bytes = garbage;
+  info.garbage_records = 1;
+  return info;
+}
+
+TEST(GcControllerTest, VictimPolicyTakesTheFloorThenTheFallbackOnlyPastTheTrigger) {
+  const VictimPolicy policy = GcController(Defaults()).victim_policy();
+  EXPECT_DOUBLE_EQ(policy.floor(), 0.5);
+  EXPECT_DOUBLE_EQ(policy.fallback_floor(), 0.25);
+  const std::vector<vlog::SegmentInfo> segments = {Sealed(1, 1000, 300), Sealed(2, 1000, 100)};
+  PickRequest request;
+  request.segments = segments;
+  int amp_reads = 0;
+  auto amp_at = [&amp_reads](double amp) {
+    return [&amp_reads, amp] {
+      ++amp_reads;
+      return amp;
+    };
+  };
+  // Nothing at the floor (0.5): below the trigger, no victim.
+  EXPECT_FALSE(policy.Pick(request, /*manual=*/false, amp_at(1.4)).has_value());
+  // Past it, the best segment at the fallback floor (0.25): 1, not 2 (0.1).
+  std::optional<VictimCandidate> v = policy.Pick(request, false, amp_at(1.6));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->segment_id, 1u);
+  // RunGC never drops its floor, whatever the figure.
+  EXPECT_FALSE(policy.Pick(request, /*manual=*/true, amp_at(3.0)).has_value());
+  // A segment at the floor is taken without reading the figure.
+  const std::vector<vlog::SegmentInfo> with_one_at_floor = {Sealed(1, 1000, 300),
+                                                            Sealed(3, 1000, 600)};
+  request.segments = with_one_at_floor;
+  amp_reads = 0;
+  v = policy.Pick(request, false, amp_at(1.0));
+  ASSERT_TRUE(v.has_value());
+  EXPECT_EQ(v->segment_id, 3u);
+  EXPECT_EQ(amp_reads, 0);
 }
 
 }  // namespace
