@@ -10,6 +10,7 @@
 #include "core/db_impl.h"
 #include "core/write_batch_internal.h"
 #include "gc/gc_job.h"
+#include "gc/gc_loop.h"
 #include "gc/victim_picker.h"
 #include "io/status_macros.h"
 #include "lsm/dbformat.h"
@@ -444,69 +445,61 @@ bool DBImpl::MemTableHidesGarbage() {
   return MemTableGarbageEstimate() >= kMinGarbageFlushBytes;
 }
 
-void DBImpl::GcThread() {
-  int idle_rounds_waiting = 0;
-  absl::MutexLock l(&mu_);
-  while (!shutting_down_) {
-    if (!bg_error_.ok()) {
-      background_cv_.Wait(&mu_);
-      continue;
-    }
+// The mechanism behind each step of gc::RunGcLoop, GC's schedule.
+class DBImpl::GcHostImpl final : public gc::GcHost {
+ public:
+  explicit GcHostImpl(DBImpl* db) : db_(db) {}
+
+  bool WaitUntilRunnable() override {
+    absl::MutexLock l(&db_->mu_);
+    while (!db_->shutting_down_ && !db_->bg_error_.ok()) db_->background_cv_.Wait(&db_->mu_);
+    return !db_->shutting_down_;
+  }
+  bool ShouldCollect() override {
     // Hysteresis (gc::GcController): GC starts once space amplification
     // passes the trigger and keeps going until it is back under a lower
     // mark, so that it does not hover at the trigger and leave the value
     // log above it whenever writes pause.
-    const bool collecting = gc_controller_.ShouldCollect(
-        GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
-    mu_.Unlock();
-    if (collecting) {
-      // One victim, then check again at once: collection keeps pace with
-      // overwrites rather than taking one segment a second.
-      const uint64_t reports_before = garbage_reports_.load(std::memory_order_acquire);
-      absl::StatusOr<GcResult> r = CollectGarbage(/*manual=*/false);
-      // Victims wait for the WALs holding their old pointers to be flushed;
-      // when writes are held for space those fill slowly, so flush once two
-      // are waiting rather than keep their bytes on disk.
-      if (r.ok() && DeleteObsoleteSegments() >= 2) {
-        Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
-        DeleteObsoleteSegments();
-      } else if (r.ok() && r->victims == 0 && MemTableHidesGarbage()) {
-        // Past the trigger with nothing counted enough to collect: the
-        // garbage is in what the memtable hides. Flush it, so that the
-        // flush and the compaction of L0 it leads to count it.
-        Flush().IgnoreError();
-      }
-      mu_.Lock();
-      // Writers delayed for space, and WaitForBackgroundWork, read this
-      // through GcCanCollect, which also sees garbage counted since the
-      // round began (by the flush above, or any flush or compaction).
-      gc_can_collect_ = r.ok() && r->victims > 0;
-      gc_idle_reports_ = reports_before;
-      background_cv_.SignalAll();
-      // Nothing collectable yet (garbage below the floor everywhere): wait
-      // for flushes and compactions to report more. Errors are sticky in
-      // bg_error_ (set by CollectGarbage).
-      // A close that signalled while mu_ was released must not wait out
-      // the timeout.
-      if ((!r.ok() || r->victims == 0) && !shutting_down_) {
-        background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
-      }
-    } else {
-      // Collected segments wait for the WALs holding their old pointers
-      // to be flushed; when writes have stopped, flush them so that the
-      // space comes back (an error is sticky in bg_error_ or is the close).
-      if (DeleteObsoleteSegments() == 0) {
-        idle_rounds_waiting = 0;
-      } else if (++idle_rounds_waiting >= 2) {
-        Flush().IgnoreError();
-        DeleteObsoleteSegments();
-        idle_rounds_waiting = 0;
-      }
-      mu_.Lock();
-      gc_can_collect_ = true;  // below the trigger: nothing to hold writes for
-      if (!shutting_down_) background_cv_.WaitWithTimeout(&mu_, absl::Seconds(1));
+    absl::MutexLock l(&db_->mu_);
+    return db_->gc_controller_.ShouldCollect(
+        db_->GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
+  }
+  uint64_t GarbageReports() override {
+    return db_->garbage_reports_.load(std::memory_order_acquire);
+  }
+  absl::StatusOr<uint64_t> CollectOne() override {
+    // Errors are sticky in bg_error_ (set by CollectGarbage).
+    absl::StatusOr<GcResult> r = db_->CollectGarbage(/*manual=*/false);
+    if (!r.ok()) return r.status();
+    return r->victims;
+  }
+  size_t DeleteObsoleteSegments() override { return db_->DeleteObsoleteSegments(); }
+  bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }
+  void Flush() override {
+    db_->Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
+  }
+  void EndRound(bool can_collect, uint64_t idle_reports, absl::Duration wait) override {
+    absl::MutexLock l(&db_->mu_);
+    // Writers delayed for space, and WaitForBackgroundWork, read this
+    // through GcCanCollect, which also sees garbage counted since the
+    // round began (by a flush in it, or any flush or compaction).
+    db_->gc_can_collect_ = can_collect;
+    db_->gc_idle_reports_ = idle_reports;
+    db_->background_cv_.SignalAll();
+    // A close that signalled while mu_ was released must not wait out the
+    // timeout.
+    if (wait > absl::ZeroDuration() && !db_->shutting_down_) {
+      db_->background_cv_.WaitWithTimeout(&db_->mu_, wait);
     }
   }
+
+ private:
+  DBImpl* const db_;
+};
+
+void DBImpl::GcThread() {
+  GcHostImpl host(this);
+  gc::RunGcLoop(&host);
 }
 
 }  // namespace cairn

@@ -145,6 +145,7 @@ class DBImpl final : public DB {
     const lsm::MemTable* base_mem = nullptr;
   };
   class GcIndex;
+  class GcHostImpl;
 
   // db_open.cc
   // VersionSet::LogAndApply with the value log's changes in the same edit;
