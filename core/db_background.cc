@@ -500,8 +500,9 @@ absl::Status DBImpl::WaitForBackgroundWork() {
     if (DeleteObsoleteSegments() == 0 && !hidden) return absl::OkStatus();
     CAIRN_RETURN_IF_ERROR(Flush());
     DeleteObsoleteSegments();
+    // Garbage the flush counted makes GcCanCollect true again (a garbage
+    // report); wake GC to look at it.
     absl::MutexLock l(&mu_);
-    gc_can_collect_ = true;  // GC looks again at what the flush counted
     background_cv_.SignalAll();
   }
 }

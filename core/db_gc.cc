@@ -201,16 +201,14 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
 }
 
 size_t DBImpl::DeleteObsoleteSegments() {
-  gc::ObsoleteSegments::Ready taken;
+  gc::ObsoleteSegments::Ready ready;
   {
     absl::MutexLock l(&mu_);
-    taken = obsolete_segments_.TakeDeletable(OldestSnapshot(), versions_->LogNumber());
+    ready = obsolete_segments_.TakeDeletable(OldestSnapshot(), versions_->LogNumber());
   }
-  const std::vector<uint64_t>& ready = taken.deletable;
-  const size_t waiting_for_wal = taken.waiting_for_wal;
-  if (ready.empty()) return waiting_for_wal;
+  if (ready.deletable.empty()) return ready.waiting_for_wal;
   vlog::SegmentEdit edit;
-  for (uint64_t id : ready) {
+  for (uint64_t id : ready.deletable) {
     vlog_->EvictReader(id);
     absl::Status s = fs_->RemoveFile(lsm::ValueLogFileName(dbname_, id));
     if (!s.ok() && !absl::IsNotFound(s)) {
@@ -220,7 +218,7 @@ size_t DBImpl::DeleteObsoleteSegments() {
     edit.RemoveSegment(id);
     gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (edit.empty()) return waiting_for_wal;
+  if (edit.empty()) return ready.waiting_for_wal;
   absl::Status s = fs_->SyncDir(dbname_);
   if (s.ok()) {
     lsm::VersionEdit ve;
@@ -230,7 +228,7 @@ size_t DBImpl::DeleteObsoleteSegments() {
     absl::MutexLock l(&mu_);
     SetBackgroundError(s);
   }
-  return waiting_for_wal;
+  return ready.waiting_for_wal;
 }
 
 absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {

@@ -418,13 +418,13 @@ class DBImpl final : public DB {
   // compacted are expected to hide; the memtable's own superseded pointers
   // are counted exactly whatever it says.
   double garbage_yield_ ABSL_GUARDED_BY(mu_) = 0.0;
-  // False while background GC, past its trigger, finds nothing to collect:
-  // writes are then never delayed for space (GC could not end the stall).
+  // Whether GC's last round collected (or was below its trigger), and the
+  // count of manifest edits that counted garbage (garbage_reports_) when a
+  // round that found nothing began. Read through GcCanCollect: garbage
+  // counted since that round, by a flush or compaction, may be
+  // collectable, so writes may be delayed for space and
+  // WaitForBackgroundWork waits until GC has looked again.
   bool gc_can_collect_ ABSL_GUARDED_BY(mu_) = true;
-  // Manifest edits that counted garbage so far, and their number when the
-  // last GC round that found nothing began. Garbage counted since (by a
-  // flush or compaction, during that round or after it) may be
-  // collectable, so GcCanCollect is true again until GC has looked.
   std::atomic<uint64_t> garbage_reports_{0};
   uint64_t gc_idle_reports_ ABSL_GUARDED_BY(mu_) = 0;
   // When GC runs, how fast, and how much user writes wait for it.

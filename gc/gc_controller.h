@@ -83,13 +83,9 @@ class GcController {
 
   // A background job's byte budget at amp (0: unlimited); RunGC's is 0.
   uint64_t JobBytesPerSecond(double amp, bool manual) const;
-  // The garbage-ratio floor for a victim: min_garbage_ratio, or half of it
-  // for background GC past the trigger when no segment reaches the floor
-  // (at most 3 bytes copied per byte freed instead of 1).
-  double min_garbage_ratio() const { return options_.min_garbage_ratio; }
-  double fallback_garbage_ratio() const { return 0.5 * options_.min_garbage_ratio; }
+  // Victims at min_garbage_ratio, or at half of it past the trigger.
   VictimPolicy victim_policy() const {
-    return VictimPolicy(min_garbage_ratio(), fallback_garbage_ratio(), start_mark());
+    return VictimPolicy(options_.min_garbage_ratio, 0.5 * options_.min_garbage_ratio, start_mark());
   }
 
   // How long a user write of bytes, arriving at now, waits, at amp; 0
