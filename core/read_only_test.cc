@@ -285,7 +285,12 @@ TEST_F(ReadOnlyProcessTest, ReadsAcknowledgedWritesOfALiveWriterAndChangesNoByte
     auto db = DB::Open(SmallOptions(), db_);
     if (!db.ok()) return 2;
     if (!WriteKeys(**db, 0, kFirst).ok()) return 3;
-    Touch("paused");  // the WAL holds unflushed writes; the DB stays open
+    // Idle before the first check: the flushes and compactions those writes
+    // started are done (under load they could still be changing files while
+    // the read-only open hashes them). The WAL still holds the unflushed
+    // writes; the DB stays open.
+    if (!(*db)->WaitForBackgroundWork().ok()) return 6;
+    Touch("paused");
     while (!Exists("go")) usleep(2000);
     int i = kFirst;
     for (; !Exists("stop"); i += 50) {
