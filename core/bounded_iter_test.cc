@@ -286,10 +286,18 @@ TEST_F(ScanReadsTest, ShortUnboundedScanReadsNoValueAhead) {
   EXPECT_EQ(ScanReads(30, 1, false), 1u);
   EXPECT_EQ(ScanReads(30, kPrefetchAfterValues, false),
             static_cast<uint64_t>(kPrefetchAfterValues));
-  // Longer unbounded scans read ahead about one value per two taken.
-  const uint64_t reads = ScanReads(30, 100, false);
-  EXPECT_GE(reads, 100u);
-  EXPECT_LE(reads, 100u + 1 + 100 / 2);
+  EXPECT_EQ(ScanReads(30, 10, false), 10u);
+  EXPECT_EQ(ScanReads(30, kUnboundedValuesPerPrefetch, false),
+            static_cast<uint64_t>(kUnboundedValuesPerPrefetch));
+}
+
+TEST_F(ScanReadsTest, LongerUnboundedScanReadsAtMostFivePercentAhead) {
+  for (int n : {21, 40, 100, 250}) {
+    const uint64_t reads = ScanReads(30, n, false);
+    EXPECT_GE(reads, static_cast<uint64_t>(n)) << n;
+    EXPECT_LE(reads, static_cast<uint64_t>(n + n / kUnboundedValuesPerPrefetch)) << n;
+    EXPECT_LE(static_cast<double>(reads) / n, 1.05) << n;
+  }
 }
 
 TEST_F(ScanReadsTest, ByteBudgetCapsTheWindow) {

@@ -232,15 +232,16 @@ class DBIter final : public Iterator {
     return prefetch_.new_lookahead && prefetch_.new_fetcher && prefetch_.max_depth > 1;
   }
 
-  // Reads the window may hold now. Until the scan has read
-  // kPrefetchAfterValues values it reads them one at a time (no window), so
-  // a short scan reads only what it shows. Unbounded, the window then grows
-  // by one read per two values taken, so that what it reads past the
-  // scan's unknown end stays about a third of what the scan took; with an
-  // upper bound nothing past the end is read, and it grows by two per
-  // value, as fast as before bounds existed.
+  // Reads the window may hold now (0: read each value alone). With an
+  // upper bound nothing past the end is read, so after the slow start of
+  // kPrefetchAfterValues values (a 1- or 2-entry scan costs what Gets
+  // cost) it grows by two per value taken. Without one the scan's end is
+  // unknown and every read ahead may be wasted: one read per
+  // kUnboundedValuesPerPrefetch values taken keeps that waste within 5%.
   size_t WindowDepth() const {
-    const int grown = bounds_.upper ? 2 + 2 * taken_ : 1 + taken_ / 2;
+    const int grown = bounds_.upper
+                          ? (taken_ >= kPrefetchAfterValues ? 2 + 2 * taken_ : 0)
+                          : taken_ / kUnboundedValuesPerPrefetch;
     return static_cast<size_t>(std::min(prefetch_.max_depth, grown));
   }
 
@@ -325,7 +326,7 @@ class DBIter final : public Iterator {
       return;
     }
     if (value_type_ == ValueType::kValuePointer && direction_ == kForward && PrefetchEnabled()) {
-      if (taken_ >= kPrefetchAfterValues) {
+      if (WindowDepth() > 0) {
         if (TakePrefetched()) return;
       } else {
         ++taken_;  // read alone below; counts toward opening the window

@@ -31,10 +31,11 @@ using ValueFetcher = vlog::ValueFetcher;
 // Value prefetching for forward scans: a second internal iterator over the
 // same sources looks ahead for the next pointer entries and keeps their
 // reads in flight (a sliding window), so that the values are there when the
-// scan reaches them. The window opens after kPrefetchAfterValues values
-// (read one at a time) and grows by one read per two values taken, up to
-// max_depth reads and max_bytes of value records, never past the upper
-// bound.
+// scan reaches them. Bounded above, the window opens after
+// kPrefetchAfterValues values (read one at a time) and grows by two reads
+// per value taken, never past the bound; unbounded, it holds one read per
+// kUnboundedValuesPerPrefetch values taken. Both stop at max_depth reads and
+// max_bytes of value records.
 struct ValuePrefetch {
   absl::AnyInvocable<std::unique_ptr<lsm::InternalIterator>()> new_lookahead;
   absl::AnyInvocable<std::unique_ptr<ValueFetcher>()> new_fetcher;

@@ -143,11 +143,14 @@ struct ReadOptions {
   // Put blocks read for this operation into the block cache. Default: true.
   bool fill_cache = true;
   // Forward scans keep up to this many separated values' reads in flight
-  // ahead of the current entry. The window opens only once a scan has read
-  // kPrefetchAfterValues values since its seek (so a short scan reads no
-  // value it does not show), then reads one value ahead per two taken, up
-  // to this depth and value_prefetch_bytes. 1 disables prefetching.
-  // Default: 32.
+  // ahead of the current entry, up to value_prefetch_bytes. With an upper
+  // bound the window opens once the scan has read kPrefetchAfterValues
+  // values since its seek and grows by two reads per value (it never reads
+  // past the bound). Without one it opens only after
+  // kUnboundedValuesPerPrefetch values and holds one read per that many
+  // values taken, so a short scan reads no value it does not show and a
+  // longer one reads at most 1/kUnboundedValuesPerPrefetch more than it
+  // shows. 1 disables prefetching. Default: 32.
   int value_prefetch_depth = 32;
   // Value-log bytes the window may have in flight (at least one record).
   // Default: 4 MiB.
@@ -161,9 +164,13 @@ struct ReadOptions {
   const std::string_view* iterate_upper_bound = nullptr;
 };
 
-// Values a forward scan reads one at a time after each seek before its
-// prefetch window opens (see ReadOptions::value_prefetch_depth).
+// Values a bounded forward scan reads one at a time after each seek before
+// its prefetch window opens (see ReadOptions::value_prefetch_depth).
 inline constexpr int kPrefetchAfterValues = 2;
+// An unbounded forward scan keeps one value read ahead per this many values
+// taken since its seek: a scan of fewer reads nothing ahead, and what any
+// scan reads past its end stays within 5% of what it showed.
+inline constexpr int kUnboundedValuesPerPrefetch = 20;
 
 struct WriteOptions {
   // fdatasync the log before acknowledging. A sync write survives power
