@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "core/db_impl.h"
@@ -40,6 +41,10 @@ class BlobReadTest : public ::testing::TestWithParam<bool> {  // value compressi
   void Open() {
     Options o;
     o.value_compression = GetParam() ? Compression::kZstd : Compression::kNone;
+    if (segment_size_ != 0) {
+      o.value_log_segment_size = segment_size_;
+      o.gc_space_amp_trigger = 0;  // the test runs GC itself
+    }
     if (cache_size_ == 0) {
       // Blocks only: every value read goes to the value log.
       o.cache_size = 0;
@@ -61,6 +66,7 @@ class BlobReadTest : public ::testing::TestWithParam<bool> {  // value compressi
   std::unique_ptr<DB> db_;
   std::map<std::string, std::string> model_;
   size_t cache_size_ = 0;
+  uint64_t segment_size_ = 0;  // 0: the default
 };
 
 TEST_P(BlobReadTest, RangesMatchTheModelAtEveryEdge) {
@@ -99,36 +105,106 @@ TEST_P(BlobReadTest, RangesMatchTheModelAtEveryEdge) {
       db_->GetRange({}, std::string(kMaxKeySize + 1, 'k'), 0, 10, &out)));
 }
 
-TEST_P(BlobReadTest, UnverifiedRangeOfAnUncompressedValueReadsOnlyItsBytes) {
-  // Random bytes do not compress, so this record is stored plain in both
-  // modes; the squeezy one is a zstd frame when compression is on.
+TEST_P(BlobReadTest, RangeOfALargeValueReadsOnlyTheChunksItCovers) {
+  // Values over 64 KiB are stored in 64 KiB chunks, each with its own
+  // checksum (and, with compression, its own zstd frame): a verified range
+  // reads the record's header, key and chunk table, then only the chunks it
+  // covers, and checks them. Unverified, raw chunks give just the range's
+  // bytes; compressed ones are read and checked as when verified.
   PutValue("plain", MakeValue(1 << 20, false, 5));
   PutValue("squeezy", MakeValue(1 << 20, true, 6));
   ASSERT_OK(db_->Flush());
-  auto bytes_read = [&](const std::string& key, bool verify) {
+  auto bytes_read = [&](const std::string& key, uint64_t offset, bool verify) {
     ReadOptions ro;
     ro.verify_checksums = verify;
     const uint64_t before = db_->GetStats().vlog_bytes_read;
     std::string out;
-    EXPECT_OK(db_->GetRange(ro, key, 300 << 10, 64 << 10, &out));
-    EXPECT_EQ(out, model_[key].substr(300 << 10, 64 << 10));
+    EXPECT_OK(db_->GetRange(ro, key, offset, 64 << 10, &out));
+    EXPECT_EQ(out, model_[key].substr(offset, 64 << 10));
     return db_->GetStats().vlog_bytes_read - before;
   };
-  bytes_read("plain", true);  // opens the segment (its header read)
-  const uint64_t part = bytes_read("plain", false);
-  EXPECT_GE(part, uint64_t{64} << 10);
-  EXPECT_LE(part, (uint64_t{64} << 10) + 13 + 5);  // + the record header and key
-  EXPECT_GE(bytes_read("plain", true), uint64_t{1} << 20);
-  // A zstd frame is read whole, as a verified read reads it, after the
-  // header and key that showed it to be one (and it is smaller than the
-  // value).
-  const uint64_t squeezed = bytes_read("squeezy", false);
-  if (GetParam()) {
-    EXPECT_EQ(squeezed, bytes_read("squeezy", true) + 13 + 7);
-    EXPECT_LT(squeezed, uint64_t{1} << 20);
-  } else {
-    EXPECT_LE(squeezed, (uint64_t{64} << 10) + 13 + 7);
+  bytes_read("plain", 0, true);  // opens the segment (its header read)
+  // Header (13), key (5 or 7) and the first read's share of the table: 16
+  // bytes and 9 per chunk, 16 chunks, one more guessed.
+  constexpr uint64_t kHead = 13 + 7 + 16 + 17 * 9;
+  constexpr uint64_t k64 = uint64_t{64} << 10;
+  for (bool verify : {true, false}) {
+    // On a chunk boundary: one chunk, or the range alone.
+    const uint64_t aligned = bytes_read("plain", 320 << 10, verify);
+    EXPECT_GE(aligned, k64);
+    EXPECT_LE(aligned, k64 + kHead);
+    // Across a boundary: two chunks, or the range alone.
+    const uint64_t across = bytes_read("plain", 300 << 10, verify);
+    EXPECT_GE(across, verify ? 2 * k64 : k64);
+    EXPECT_LE(across, (verify ? 2 * k64 : k64) + kHead);
+    const uint64_t squeezed = bytes_read("squeezy", 300 << 10, verify);
+    if (GetParam()) {
+      // Two compressed chunks: a fraction of the 128 KiB they hold.
+      EXPECT_LT(squeezed, uint64_t{32} << 10);
+    } else {
+      EXPECT_LE(squeezed, (verify ? 2 * k64 : k64) + kHead);
+    }
   }
+}
+
+TEST_P(BlobReadTest, ChunkedValuesKeepTheirChunksThroughGcAndReopen) {
+  // GC copies a chunked record as it is stored; ranges and whole reads of
+  // the copy match, after a reopen too.
+  segment_size_ = 512 << 10;  // a few values per segment, so some are sealed
+  db_.reset();
+  Open();
+  for (int i = 0; i < 6; ++i) {
+    PutValue(absl::StrCat("big", i), MakeValue((200 << 10) + i * 1000, i % 2 == 0, 20 + i));
+  }
+  for (int i = 0; i < 5; ++i) ASSERT_OK(db_->Delete({}, absl::StrCat("big", i)));
+  for (int i = 0; i < 5; ++i) model_.erase(absl::StrCat("big", i));
+  PutValue("after", MakeValue(100 << 10, true, 40));
+  ASSERT_OK(db_->Flush());
+  ASSERT_OK(db_->CompactRange(nullptr, nullptr));  // counts the deleted values as garbage
+  absl::StatusOr<GcResult> gc = db_->RunGC();
+  ASSERT_OK(gc);
+  EXPECT_GE(gc->victims, 1u);
+  EXPECT_GE(gc->records_relocated, 1u);
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& [key, value] : model_) {
+      std::string whole;
+      ASSERT_OK(db_->Get({}, key, &whole));
+      EXPECT_EQ(whole, value) << key;
+      for (uint64_t offset : {uint64_t{0}, uint64_t{65535}, uint64_t{100000}}) {
+        for (bool verify : {true, false}) {
+          ReadOptions ro;
+          ro.verify_checksums = verify;
+          std::string out;
+          ASSERT_OK(db_->GetRange(ro, key, offset, 70000, &out));
+          EXPECT_EQ(out, value.substr(offset, 70000)) << key << " " << offset;
+        }
+      }
+    }
+    db_.reset();
+    Open();
+  }
+}
+
+TEST_P(BlobReadTest, UnverifiedRangeOfAValueUnderAChunkReadsOnlyItsBytes) {
+  // A value stored whole (at most 64 KiB) has one checksum over all of it: a
+  // verified range reads the record whole, an unverified one only its bytes.
+  PutValue("plain", MakeValue(60 << 10, false, 8));
+  ASSERT_OK(db_->Flush());
+  auto bytes_read = [&](bool verify) {
+    ReadOptions ro;
+    ro.verify_checksums = verify;
+    const uint64_t before = db_->GetStats().vlog_bytes_read;
+    std::string out;
+    EXPECT_OK(db_->GetRange(ro, "plain", 1000, 4096, &out));
+    EXPECT_EQ(out, model_["plain"].substr(1000, 4096));
+    return db_->GetStats().vlog_bytes_read - before;
+  };
+  bytes_read(true);  // opens the segment
+  EXPECT_GE(bytes_read(true), uint64_t{60} << 10);
+  const uint64_t part = bytes_read(false);
+  EXPECT_GE(part, 4096u);
+  // The header and key, with the guess at a chunk table, then the range.
+  EXPECT_LE(part, 4096u + 13 + 5 + 16 + 9);
 }
 
 TEST_P(BlobReadTest, UnverifiedRangeStillChecksTheRecordsKey) {

@@ -79,7 +79,7 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
   const std::vector<Case> cases = {
       {"table_format_version=1", "table_format_version=2", "table_format_version"},
       {"wal_format_version=1", "wal_format_version=9", "wal_format_version"},
-      {"segment_format_version=1", "segment_format_version=3", "segment_format_version"},
+      {"segment_format_version=2", "segment_format_version=3", "segment_format_version"},
       {"manifest_format_version=1", "manifest_format_version=2", "manifest_format_version"},
       {"max_value_size=268435456", "max_value_size=1073741824", "max_value_size"},
       {"max_key_size=65536", "max_key_size=65537", "max_key_size"},

@@ -225,10 +225,10 @@ class GcJob {
     CAIRN_RETURN_IF_ERROR(index_->LogSegmentEdit(add));
 
     for (Record& r : live_) {
-      // Copied as stored: a compressed value stays compressed, without a
-      // round of zstd. Only an uncompressed value meets the job's
-      // compression option.
-      if (options_.compress && (r.flags & vlog::kRecordFlagZstd) == 0) {
+      // Copied as stored: a compressed or chunked value stays as it is,
+      // without a round of zstd. Only a plain value meets the job's
+      // compression option (and, when large, is chunked on the way).
+      if (options_.compress && (r.flags & (vlog::kRecordFlagZstd | vlog::kRecordFlagChunked)) == 0) {
         CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->Append(r.key, r.stored_value));
       } else {
         CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->AppendStored(r.key, r.stored_value, r.flags));

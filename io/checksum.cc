@@ -6,6 +6,9 @@ namespace cairn::io {
 
 uint64_t Checksum64(std::string_view data) { return XXH3_64bits(data.data(), data.size()); }
 uint32_t Checksum32(std::string_view data) { return static_cast<uint32_t>(Checksum64(data)); }
+uint32_t Checksum32(std::string_view data, uint64_t seed) {
+  return static_cast<uint32_t>(XXH3_64bits_withSeed(data.data(), data.size(), seed));
+}
 
 Checksummer::Checksummer() : state_(XXH3_createState()) {
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_));

@@ -11,6 +11,8 @@ namespace cairn::io {
 
 uint64_t Checksum64(std::string_view data);
 uint32_t Checksum32(std::string_view data);
+// XXH3-64 with a seed, low half: binds a checksum to where its bytes belong.
+uint32_t Checksum32(std::string_view data, uint64_t seed);
 
 // Streaming form, for checksums over several non-adjacent pieces.
 class Checksummer {

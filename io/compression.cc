@@ -46,7 +46,7 @@ absl::Status ZstdCompress(std::string_view input, int level, std::string* out) {
   return absl::OkStatus();
 }
 
-absl::Status ZstdUncompress(std::string_view frame, size_t max_size, std::string* out) {
+absl::Status ZstdUncompressAppend(std::string_view frame, size_t max_size, std::string* out) {
   unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
     return absl::DataLossError("zstd: bad frame header");
@@ -54,17 +54,24 @@ absl::Status ZstdUncompress(std::string_view frame, size_t max_size, std::string
   if (size > max_size) {
     return absl::DataLossError(absl::StrCat("zstd: frame claims ", size, " bytes, limit ", max_size));
   }
-  out->resize(size);
   ZstdContexts& ctx = ThreadContexts();
   if (ctx.dctx == nullptr) ctx.dctx = ZSTD_createDCtx();
   if (ctx.dctx == nullptr) {
     return absl::ResourceExhaustedError("zstd uncompress: cannot allocate a context");
   }
-  size_t n = ZSTD_decompressDCtx(ctx.dctx, out->data(), size, frame.data(), frame.size());
+  const size_t old = out->size();
+  out->resize(old + size);
+  size_t n = ZSTD_decompressDCtx(ctx.dctx, out->data() + old, size, frame.data(), frame.size());
   if (ZSTD_isError(n) || n != size) {
+    out->resize(old);
     return absl::DataLossError(absl::StrCat("zstd: ", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short frame"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ZstdUncompress(std::string_view frame, size_t max_size, std::string* out) {
+  out->clear();
+  return ZstdUncompressAppend(frame, max_size, out);
 }
 
 }  // namespace cairn::io

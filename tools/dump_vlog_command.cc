@@ -42,6 +42,7 @@ absl::StatusOr<uint64_t> SegmentIdOf(io::FileSystem* fs, const std::string& path
 std::string FlagsString(uint8_t flags) {
   std::string s = absl::StrFormat("0x%02x", flags);
   if (flags & vlog::kRecordFlagZstd) s.append(" zstd");
+  if (flags & vlog::kRecordFlagChunked) s.append(" chunked");
   return s;
 }
 

@@ -1,5 +1,7 @@
 #include "vlog/segment_reader.h"
 
+#include <algorithm>
+
 #include <cstring>
 #include <utility>
 
@@ -102,10 +104,28 @@ absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view
     return Corrupt(pointer, absl::StrCat("record holds key ", KeyForMessage(record.key),
                                          ", expected ", KeyForMessage(expected_key)));
   }
-  if (!record.compressed()) {
+  if (record.plain()) {
     // The value ends the record: drop the header and key in place.
     buf->erase(0, kRecordHeaderSize + record.key.size());
     buf->resize(record.stored_value.size());
+    return absl::OkStatus();
+  }
+  if (record.chunked()) {
+    ChunkTableHeader header;
+    std::vector<ChunkRef> chunks;
+    absl::Status s = ParseChunkTable(record.stored_value, &header, &chunks);
+    if (!s.ok()) return Corrupt(pointer, s.message());
+    if (std::none_of(chunks.begin(), chunks.end(),
+                     [](const ChunkRef& c) { return c.compressed(); })) {
+      // Raw chunks, back to back, are the value: drop everything before it.
+      buf->erase(0, kRecordHeaderSize + record.key.size() + header.table_size());
+      buf->resize(header.raw_size);
+      return absl::OkStatus();
+    }
+    std::string value;
+    s = ChunkedValue(record.stored_value, &value);
+    if (!s.ok()) return Corrupt(pointer, s.message());
+    buf->swap(value);
     return absl::OkStatus();
   }
   // The frame lives in *buf, which receives the value: copy it out first.

@@ -50,16 +50,23 @@ class SegmentReader {
                     std::string* value) const;
 
   // Reads bytes [offset, offset + length) of the value at pointer into
-  // *out, fewer where the value ends first, by reading the record's header
-  // and key and then only those bytes. Checked: the header's lengths agree
-  // with the pointer, the flags are known, the key is expected_key. Not
-  // checked: the value bytes (the record's checksum covers all of it; Read
-  // verifies it). When the value is a zstd frame, sets *compressed, reads
-  // nothing more and leaves *out empty: the caller reads the record whole.
+  // *out, fewer where the value ends first, reading the record's header, key
+  // and what follows them only as far as it must:
+  // - a chunked record: its table's header, the table entries of the chunks
+  //   the range covers, then those chunks, each checked against its own
+  //   checksum and decompressed alone; with !verify, where those chunks are
+  //   stored raw, only the range's bytes (unchecked, as below);
+  // - a plain record with !verify: then only the range's bytes. Checked: the
+  //   header's lengths agree with the pointer, the flags are known, the key
+  //   is expected_key; not checked: the value bytes returned (the record's
+  //   checksum covers all of it);
+  // - a zstd frame, or a plain record with verify: nothing more; sets
+  //   *read_whole and leaves *out empty, and the caller reads the record
+  //   whole (Read verifies it).
   // Errors: as Read.
   absl::Status ReadValueRange(const ValuePointer& pointer, std::string_view expected_key,
-                              uint64_t offset, uint64_t length, std::string* out,
-                              bool* compressed) const;
+                              uint64_t offset, uint64_t length, bool verify, std::string* out,
+                              bool* read_whole) const;
 
   // Reads many records with every read in flight at once
   // (io::RandomAccessFile::MultiRead). keys[i] is the key expected at
@@ -89,6 +96,10 @@ class SegmentReader {
   absl::StatusOr<uint64_t> FileSize() const { return file_->Size(); }
 
  private:
+  // The n bytes at file_offset into *out, unchecked (part of pointer's
+  // record, named in errors).
+  absl::Status ReadPlainRange(const ValuePointer& pointer, uint64_t file_offset, uint64_t n,
+                              std::string* out) const;
   SegmentReader(std::unique_ptr<io::RandomAccessFile> file, std::string path,
                 SegmentHeader header);
 

@@ -195,11 +195,12 @@ bool SegmentScanner::Next(ScannedRecord* out) {
   out->stored_value = record.stored_value;
   out->value = {};
   if (options_.uncompress_values) {
-    if (record.compressed()) {
+    if (!record.plain()) {
       absl::Status s = RecordValue(record, &value_);
       if (!s.ok()) {
-        Stop(absl::DataLossError(absl::StrCat(path_, ": bad compressed value at offset ", pos_,
-                                              ": ", s.message())));
+        Stop(absl::DataLossError(absl::StrCat(path_, ": bad ",
+                                              record.chunked() ? "chunked" : "compressed",
+                                              " value at offset ", pos_, ": ", s.message())));
         return false;
       }
       out->value = value_;

@@ -87,7 +87,8 @@ TEST_F(SegmentScannerTest, YieldsEveryRecordInOrder) {
   std::mt19937_64 rng(5);
   std::vector<Written> entries = SmallEntries();
   entries.push_back({"big", RandomBytes(rng, 3 << 20), {}});  // larger than a read
-  entries.push_back({"runs", CompressibleBytes(rng, 100000), {}});
+  entries.push_back({"runs", CompressibleBytes(rng, 100000), {}});  // chunked, compressed
+  entries.push_back({"small-runs", CompressibleBytes(rng, 10000), {}});  // one zstd frame
   const std::string bytes = Write(&entries, /*compress=*/true);
   SegmentScannerOptions options;
   options.read_size = 4096;  // many windows, records straddling them
@@ -102,6 +103,8 @@ TEST_F(SegmentScannerTest, YieldsEveryRecordInOrder) {
     EXPECT_EQ(r.records[i].pointer(kId), entries[i].pointer);
   }
   EXPECT_NE(r.records.back().flags & kRecordFlagZstd, 0);
+  EXPECT_NE(r.records[r.records.size() - 2].flags & kRecordFlagChunked, 0);
+  EXPECT_NE(r.records[r.records.size() - 3].flags & kRecordFlagChunked, 0);
 }
 
 // Read-ahead changes when bytes are read, never which records come out:

@@ -27,6 +27,12 @@ absl::StatusOr<std::unique_ptr<SegmentWriter>> SegmentWriter::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "zstd compression level ", options.compression_level, " is outside 1..19"));
   }
+  if (options.chunk_size != 0 &&
+      (options.chunk_size < kMinValueChunkSize || options.chunk_size > kMaxValueChunkSize)) {
+    return absl::InvalidArgumentError(absl::StrCat("value chunk size ", options.chunk_size,
+                                                   " is outside ", kMinValueChunkSize, "..",
+                                                   kMaxValueChunkSize));
+  }
   io::FileOptions file_options;
   file_options.category = CategoryFor(options.kind);
   file_options.direct = options.direct_writes;
@@ -48,7 +54,9 @@ absl::StatusOr<std::unique_ptr<SegmentWriter>> SegmentWriter::Reopen(
     io::FileSystem* fs, std::string path, uint64_t segment_id, uint64_t size, uint64_t records,
     const SegmentWriterOptions& options) {
   if (!IsValidSegmentKind(static_cast<uint32_t>(options.kind)) ||
-      (options.compress && (options.compression_level < 1 || options.compression_level > 19))) {
+      (options.compress && (options.compression_level < 1 || options.compression_level > 19)) ||
+      (options.chunk_size != 0 &&
+       (options.chunk_size < kMinValueChunkSize || options.chunk_size > kMaxValueChunkSize))) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": invalid segment writer options"));
   }
   CAIRN_ASSIGN_OR_RETURN(uint64_t file_size, fs->GetFileSize(path));
@@ -100,6 +108,15 @@ absl::StatusOr<ValuePointer> SegmentWriter::Append(std::string_view key,
     return absl::InvalidArgumentError(absl::StrCat(
         path_, ": key of ", key.size(), " bytes exceeds ", kMaxRecordKeySize));
   }
+  if (options_.chunk_size != 0 && value.size() > options_.chunk_size) {
+    chunk_table_.clear();
+    bool body_is_value = false;
+    CAIRN_RETURN_IF_ERROR(EncodeChunkedValue(value, options_.chunk_size, options_.compress,
+                                             options_.compression_level, &chunk_table_,
+                                             &compressed_, &body_is_value));
+    return AppendRecord(key, {chunk_table_, body_is_value ? value : compressed_},
+                        kRecordFlagChunked);
+  }
   std::string_view stored = value;
   uint8_t flags = 0;
   if (options_.compress && !value.empty()) {
@@ -110,7 +127,7 @@ absl::StatusOr<ValuePointer> SegmentWriter::Append(std::string_view key,
       flags |= kRecordFlagZstd;
     }
   }
-  return AppendRecord(key, stored, flags);
+  return AppendRecord(key, {stored}, flags);
 }
 
 absl::StatusOr<ValuePointer> SegmentWriter::AppendStored(std::string_view key,
@@ -125,12 +142,11 @@ absl::StatusOr<ValuePointer> SegmentWriter::AppendStored(std::string_view key,
     return absl::InvalidArgumentError(
         absl::StrCat(path_, ": stored record too large or with unknown flags ", flags));
   }
-  return AppendRecord(key, stored_value, flags);
+  return AppendRecord(key, {stored_value}, flags);
 }
 
-absl::StatusOr<ValuePointer> SegmentWriter::AppendRecord(std::string_view key,
-                                                         std::string_view stored,
-                                                         uint8_t flags) {
+absl::StatusOr<ValuePointer> SegmentWriter::AppendRecord(
+    std::string_view key, std::initializer_list<std::string_view> stored, uint8_t flags) {
   record_.clear();
   EncodeRecord(key, stored, flags, &record_);
   const uint64_t offset = size();

@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -43,6 +44,11 @@ struct SegmentWriterOptions {
   int compression_level = 3;  // zstd level, 1..19
   // Open the file with O_DIRECT (where the file system can).
   bool direct_writes = false;
+  // A value longer than this is stored chunked (kRecordFlagChunked): cut into
+  // chunks of this size, each compressed on its own and checksummed, so that
+  // a range of it can be read and verified alone. 0: never chunk.
+  // Otherwise kMinValueChunkSize..kMaxValueChunkSize.
+  uint32_t chunk_size = kDefaultValueChunkSize;
 };
 
 class SegmentWriter {
@@ -100,7 +106,8 @@ class SegmentWriter {
  private:
   SegmentWriter(std::unique_ptr<io::WritableFile> file, std::string path,
                 uint64_t segment_id, const SegmentWriterOptions& options);
-  absl::StatusOr<ValuePointer> AppendRecord(std::string_view key, std::string_view stored,
+  absl::StatusOr<ValuePointer> AppendRecord(std::string_view key,
+                                            std::initializer_list<std::string_view> stored,
                                             uint8_t flags);
   // Returns s, remembering it as the sticky error when it is not OK.
   absl::Status Track(absl::Status s);
@@ -114,7 +121,8 @@ class SegmentWriter {
   bool closed_ = false;
   absl::Status error_;
   std::string record_;      // scratch: the record being appended
-  std::string compressed_;  // scratch: the value's zstd frame
+  std::string compressed_;  // scratch: the value's zstd frame, or its stored chunks
+  std::string chunk_table_;  // scratch: a chunked value's table
 };
 
 }  // namespace cairn::vlog

@@ -57,15 +57,20 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
     so.uncompress_values = false;
     const std::string path = SegmentPath(info.segment_id);
     uint64_t end = 0, records = 0;
+    uint32_t version = 0;
     if (fs_->FileExists(path)) {
       CAIRN_ASSIGN_OR_RETURN(auto scanner, vlog::SegmentScanner::Open(fs_, path, info.segment_id, so));
       vlog::ScannedRecord r;
       while (scanner->Next(&r)) ++records;
       CAIRN_RETURN_IF_ERROR(scanner->status());
       end = scanner->valid_end_offset();
+      version = scanner->header().version;
       if (end < scanner->file_size()) CAIRN_RETURN_IF_ERROR(fs_->TruncateFile(path, end));
     }
-    if (info.segment_id == reuse_id && end >= vlog::kSegmentHeaderSize && end < options_.segment_size) {
+    // Appends go on in a segment of this build's format only: an older
+    // segment keeps the records its version allows.
+    if (info.segment_id == reuse_id && end >= vlog::kSegmentHeaderSize &&
+        end < options_.segment_size && version == vlog::kSegmentFormatVersion) {
       CAIRN_ASSIGN_OR_RETURN(
           std::unique_ptr<vlog::SegmentWriter> writer,
           vlog::SegmentWriter::Reopen(fs_, path, info.segment_id, end, records, WriterOptions()));

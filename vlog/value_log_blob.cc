@@ -33,14 +33,18 @@ absl::Status ValueLog::GetRange(std::string_view key, std::string_view stored, u
     out->assign(ValueRange(*hit, offset, length));
     return absl::OkStatus();
   }
-  if (!verify) {
+  // A record too small to be chunked is read whole when verified, without
+  // first reading its header to find that out.
+  if (!verify || ptr.size > kDefaultValueChunkSize) {
     CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const vlog::SegmentReader> reader,
                            readers_.Get(ptr.segment_id));
-    bool compressed = false;
-    CAIRN_RETURN_IF_ERROR(reader->ReadValueRange(ptr, key, offset, length, out, &compressed));
-    if (!compressed) return absl::OkStatus();
+    bool read_whole = false;
+    CAIRN_RETURN_IF_ERROR(
+        reader->ReadValueRange(ptr, key, offset, length, verify, out, &read_whole));
+    if (!read_whole) return absl::OkStatus();
   }
-  // Verified, or a zstd frame (decoded only whole): the whole record.
+  // A zstd frame (decoded only whole), or verified and not chunked: the
+  // whole record.
   std::string whole;
   CAIRN_RETURN_IF_ERROR(Get(key, stored, &whole));
   out->assign(ValueRange(whole, offset, length));

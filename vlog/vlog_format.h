@@ -7,6 +7,7 @@
 //              checksum:fixed32                                  (28 bytes)
 //   record  := checksum:fixed32 key_len:fixed32 value_len:fixed32 flags:u8
 //              key value                                  (13 + k + v bytes)
+//   value   := the value | one zstd frame | a chunked value (see below)
 //
 // Thread safety: the functions are pure.
 #ifndef CAIRN_VLOG_VLOG_FORMAT_H_
@@ -14,8 +15,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -24,8 +27,11 @@ namespace cairn::vlog {
 
 // "cairnvlg" read as a little-endian uint64.
 inline constexpr uint64_t kSegmentMagic = 0x676c766e72696163ull;
-// The segment format this build writes and the only one it reads.
-inline constexpr uint32_t kSegmentFormatVersion = 1;
+// The segment format this build writes. Version 2 added chunked records
+// (kRecordFlagChunked); a version 1 segment is read as it is, since it never
+// holds one.
+inline constexpr uint32_t kSegmentFormatVersion = 2;
+inline constexpr uint32_t kOldestReadableSegmentVersion = 1;
 inline constexpr size_t kSegmentHeaderSize = 28;
 inline constexpr size_t kRecordHeaderSize = 13;
 
@@ -45,10 +51,34 @@ enum class SegmentKind : uint32_t {
 bool IsValidSegmentKind(uint32_t kind);
 const char* SegmentKindName(SegmentKind kind);
 
-// Record flag bits. On disk: never reuse a bit; version 1 readers reject
-// records with any other bit set.
-inline constexpr uint8_t kRecordFlagZstd = 0x01;  // value is one zstd frame
-inline constexpr uint8_t kKnownRecordFlags = kRecordFlagZstd;
+// Record flag bits. On disk: never reuse a bit; readers reject records with
+// any other bit set, and with both bits set.
+inline constexpr uint8_t kRecordFlagZstd = 0x01;     // value is one zstd frame
+inline constexpr uint8_t kRecordFlagChunked = 0x02;  // value is a chunk table and chunks
+inline constexpr uint8_t kKnownRecordFlags = kRecordFlagZstd | kRecordFlagChunked;
+
+// A chunked value (docs/vlog_format.md, "Chunked values"): the value cut
+// into chunks of chunk_size bytes (the last one shorter), each stored raw or
+// as its own zstd frame under its own checksum, so that part of the value can
+// be read, verified and decompressed without the rest, and without the rest
+// of the table.
+//
+//   chunked := table_checksum:fixed32 raw_size:fixed32 chunk_size:fixed32
+//              count:fixed32 entry[count] chunk[count]
+//   entry   := end:fixed32 checksum:fixed32 flags:u8                 (9 bytes)
+//
+// table_checksum covers raw_size, chunk_size and count. Chunk i's stored
+// bytes run from the previous entry's end (the first chunk: from the end of
+// the table) to its own end, offsets from the start of the stored value; its
+// checksum is XXH3-64 (low half) of them seeded with i * 256 + flags, so a
+// damaged end, flag or entry is caught by the chunk it describes.
+inline constexpr size_t kChunkTableHeaderSize = 16;
+inline constexpr size_t kChunkEntrySize = 9;
+inline constexpr uint8_t kChunkFlagZstd = 0x01;
+// Chunk sizes a reader accepts; the writer's default is 64 KiB.
+inline constexpr uint32_t kMinValueChunkSize = 4;
+inline constexpr uint32_t kMaxValueChunkSize = 16u << 20;
+inline constexpr uint32_t kDefaultValueChunkSize = 64u << 10;
 
 struct SegmentHeader {
   uint32_t version = kSegmentFormatVersion;
@@ -77,11 +107,82 @@ inline constexpr uint64_t RecordSize(uint64_t key_len, uint64_t value_len) {
 inline constexpr uint64_t kMaxRecordSize = RecordSize(kMaxRecordKeySize, kMaxRecordValueSize);
 
 // Appends one record to *dst. stored_value is the value as stored (already
-// compressed when flags has kRecordFlagZstd).
-// REQUIRES: key.size() <= kMaxRecordKeySize and
-// stored_value.size() <= kMaxRecordValueSize.
-void EncodeRecord(std::string_view key, std::string_view stored_value, uint8_t flags,
-                  std::string* dst);
+// compressed when flags has kRecordFlagZstd, a chunked value when it has
+// kRecordFlagChunked), given as the concatenation of parts.
+// REQUIRES: key.size() <= kMaxRecordKeySize and the parts' total size
+// <= kMaxRecordValueSize.
+void EncodeRecord(std::string_view key, std::initializer_list<std::string_view> stored_value,
+                  uint8_t flags, std::string* dst);
+inline void EncodeRecord(std::string_view key, std::string_view stored_value, uint8_t flags,
+                         std::string* dst) {
+  EncodeRecord(key, {stored_value}, flags, dst);
+}
+
+// Encodes value as a chunked stored value: appends its table to *table,
+// and *body_is_value tells what follows it. True: every chunk is stored raw,
+// so the stored value is *table followed by value itself (no copy made).
+// False: *body holds the chunks as stored (zstd, when compress and it makes
+// a chunk smaller, at level).
+// REQUIRES: kMinValueChunkSize <= chunk_size <= kMaxValueChunkSize and
+// value.size() <= kMaxRecordValueSize. Errors: zstd's.
+absl::Status EncodeChunkedValue(std::string_view value, uint32_t chunk_size, bool compress,
+                                int level, std::string* table, std::string* body,
+                                bool* body_is_value);
+
+// The 16 bytes that open a chunked value.
+struct ChunkTableHeader {
+  uint32_t raw_size = 0;
+  uint32_t chunk_size = 0;
+  uint32_t count = 0;
+  // Where the first chunk starts in the stored value.
+  uint64_t table_size() const { return kChunkTableHeaderSize + uint64_t{count} * kChunkEntrySize; }
+  // The chunk holding byte `offset` of the value. REQUIRES: offset < raw_size.
+  uint32_t ChunkOf(uint64_t offset) const { return static_cast<uint32_t>(offset / chunk_size); }
+};
+
+// One chunk of a chunked value, from its table entry.
+struct ChunkRef {
+  uint32_t index = 0;
+  uint64_t stored_offset = 0;  // from the start of the stored value
+  uint32_t stored_size = 0;
+  uint32_t raw_size = 0;       // bytes of the value it holds
+  uint64_t raw_offset = 0;     // where they start in the value
+  uint32_t checksum = 0;
+  uint8_t flags = 0;
+  bool compressed() const { return (flags & kChunkFlagZstd) != 0; }
+};
+
+// Parses and checks the table header at data[0] of a chunked stored value
+// of stored_size bytes. Errors: DataLoss naming the failed check.
+absl::Status ParseChunkTableHeader(std::string_view data, uint64_t stored_size,
+                                   ChunkTableHeader* header);
+
+// The table bytes that chunks [first, last] need, as an offset in the stored
+// value and a length: their entries and, for first > 0, the entry before,
+// whose end is where chunk first starts.
+struct ChunkEntrySpan {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+ChunkEntrySpan EntriesFor(uint32_t first, uint32_t last);
+
+// Parses the entries of chunks [first, last] from span, the bytes
+// EntriesFor(first, last) names. Errors: DataLoss for unknown flags, ends
+// out of order or past stored_size, or a raw chunk of the wrong size.
+absl::Status ParseChunkEntries(const ChunkTableHeader& header, uint64_t stored_size,
+                               uint32_t first, uint32_t last, std::string_view span,
+                               std::vector<ChunkRef>* chunks);
+
+// Header and every entry of a whole chunked stored value; the chunks must
+// fill it exactly. Errors: as the two above.
+absl::Status ParseChunkTable(std::string_view stored, ChunkTableHeader* header,
+                             std::vector<ChunkRef>* chunks);
+
+// Appends chunk's value bytes to *out, given its stored bytes; checks the
+// chunk's checksum when verify. Errors: DataLoss for a checksum mismatch or
+// a frame that does not decode to exactly chunk.raw_size bytes.
+absl::Status DecodeChunk(const ChunkRef& chunk, std::string_view stored, bool verify,
+                         std::string* out);
 
 // A record parsed in place; the views point into the parsed bytes.
 struct ParsedRecord {
@@ -90,6 +191,9 @@ struct ParsedRecord {
   std::string_view key;
   std::string_view stored_value;
   bool compressed() const { return (flags & kRecordFlagZstd) != 0; }
+  bool chunked() const { return (flags & kRecordFlagChunked) != 0; }
+  // The stored value is the value itself (neither flag).
+  bool plain() const { return (flags & (kRecordFlagZstd | kRecordFlagChunked)) == 0; }
 };
 
 // Outcome of parsing the bytes at a record boundary.
@@ -98,7 +202,7 @@ enum class RecordCheck : uint8_t {
   kTruncated = 1,    // fewer bytes than the header or its lengths claim
   kBadLength = 2,    // a length beyond kMaxRecordKeySize / kMaxRecordValueSize
   kBadChecksum = 3,  // the checksum does not match the bytes it covers
-  kBadFlags = 4,     // checksum fine, but a flag bit this build does not know
+  kBadFlags = 4,     // checksum fine, but a flag bit this build does not know, or both
 };
 const char* RecordCheckName(RecordCheck check);
 
@@ -106,10 +210,14 @@ const char* RecordCheckName(RecordCheck check);
 // the record. Never reads outside data.
 RecordCheck ParseRecord(std::string_view data, ParsedRecord* record);
 
-// The user value of a parsed record: stored_value itself, or its zstd frame
-// decompressed. Replaces *value. Errors: DataLoss when the frame does not
-// decode or claims more than kMaxRecordValueSize bytes.
+// The user value of a parsed record: stored_value itself, its zstd frame
+// decompressed, or its chunks put together. Replaces *value. Errors:
+// DataLoss when a frame does not decode, claims more than
+// kMaxRecordValueSize bytes, or a chunk table fails its checks.
 absl::Status RecordValue(const ParsedRecord& record, std::string* value);
+// The value of a chunked stored value (already covered by its record's
+// checksum, so chunk checksums are not checked again). Errors: as RecordValue.
+absl::Status ChunkedValue(std::string_view stored, std::string* value);
 
 }  // namespace cairn::vlog
 

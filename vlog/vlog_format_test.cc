@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/checksum.h"
@@ -42,6 +43,22 @@ std::string WriteGoldenSegment(std::vector<ValuePointer>* pointers) {
 TEST(VlogFormatTest, GoldenSegmentMatchesTheFormatDoc) {
   const std::string golden = GoldenBytesFromDoc(kPage, "segment");
   EXPECT_EQ(Hex(WriteGoldenSegment(nullptr)), Hex(golden));
+}
+
+// The chunked example of docs/vlog_format.md: segment 8 holding "blob" ->
+// "abcdefghij" in chunks of 4 bytes (the engine's are 64 KiB), uncompressed.
+TEST(VlogFormatTest, GoldenChunkedRecordMatchesTheFormatDoc) {
+  io::MemoryFileSystem fs;
+  SegmentWriterOptions options;
+  options.chunk_size = 4;
+  auto writer = SegmentWriter::Create(&fs, "/000008.vlog", 8, options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  absl::StatusOr<ValuePointer> p = (*writer)->Append("blob", "abcdefghij");
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(*p, (ValuePointer{8, 28, 13 + 4 + 16 + 3 * 9 + 10}));
+  ASSERT_TRUE((*writer)->Close().ok());
+  const std::string file = fs.ReadFileToString("/000008.vlog").value();
+  EXPECT_EQ(Hex(file.substr(kSegmentHeaderSize)), Hex(GoldenBytesFromDoc(kPage, "chunked")));
 }
 
 TEST(VlogFormatTest, GoldenPointerMatchesTheFormatDoc) {
@@ -87,11 +104,24 @@ TEST(VlogFormatTest, UnknownVersionIsRefusedClearly) {
   // version are at the places this build knows.
   std::string bytes(kSegmentHeaderSize, '\x5a');
   io::EncodeFixed64(bytes.data(), kSegmentMagic);
-  io::EncodeFixed32(bytes.data() + 8, 2);
+  io::EncodeFixed32(bytes.data() + 8, kSegmentFormatVersion + 1);
   absl::Status s = DecodeSegmentHeader(bytes, "/db/000009.vlog").status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_THAT(s.message(), HasSubstr("/db/000009.vlog"));
-  EXPECT_THAT(s.message(), HasSubstr("version 2"));
+  EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("version ", kSegmentFormatVersion + 1)));
+  EXPECT_THAT(s.message(), HasSubstr("versions 1 to 2"));
+  io::EncodeFixed32(bytes.data() + 8, 0);
+  EXPECT_EQ(DecodeSegmentHeader(bytes, "f").status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(VlogFormatTest, VersionOneSegmentsAreStillRead) {
+  // Version 2 only added chunked records; a version 1 segment is read as is.
+  std::string bytes;
+  EncodeSegmentHeader({1, SegmentKind::kFresh, 9}, &bytes);
+  absl::StatusOr<SegmentHeader> h = DecodeSegmentHeader(bytes, "f");
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_EQ(h->version, 1u);
+  EXPECT_EQ(h->segment_id, 9u);
 }
 
 TEST(VlogFormatTest, DamagedHeadersAreDataLoss) {
@@ -186,6 +216,165 @@ TEST(VlogFormatTest, CompressedValueDecodes) {
   EncodeRecord("k", "not a zstd frame", kRecordFlagZstd, &junk);
   ASSERT_EQ(ParseRecord(junk, &r), RecordCheck::kOk);
   EXPECT_EQ(RecordValue(r, &out).code(), absl::StatusCode::kDataLoss);
+}
+
+// A value with a compressible half and an incompressible half.
+std::string MixedValue(size_t size) {
+  std::string v(size, 'c');
+  uint64_t x = 88172645463325252ull;
+  for (size_t i = size / 2; i < size; ++i) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v[i] = static_cast<char>(x);
+  }
+  return v;
+}
+
+TEST(VlogFormatTest, ChunkedValuesRoundTripAtEverySize) {
+  for (bool compress : {false, true}) {
+    for (size_t size : {size_t{0}, size_t{1}, size_t{255}, size_t{256}, size_t{257}, size_t{1000},
+                        size_t{4096}, size_t{10000}}) {
+      const std::string value = MixedValue(size);
+      std::string table, body;
+      bool body_is_value = false;
+      ASSERT_TRUE(EncodeChunkedValue(value, 256, compress, 1, &table, &body, &body_is_value).ok());
+      const std::string stored = table + (body_is_value ? value : body);
+      ChunkTableHeader header;
+      std::vector<ChunkRef> chunks;
+      ASSERT_TRUE(ParseChunkTable(stored, &header, &chunks).ok()) << size;
+      EXPECT_EQ(header.raw_size, size);
+      EXPECT_EQ(header.table_size(), table.size());
+      EXPECT_EQ(chunks.size(), (size + 255) / 256);
+      if (!compress) {
+        EXPECT_TRUE(body_is_value);
+      }
+      std::string out;
+      ASSERT_TRUE(ChunkedValue(stored, &out).ok());
+      EXPECT_EQ(out, value) << size << " " << compress;
+      // Every chunk decodes alone, verified, to its part of the value.
+      for (const ChunkRef& c : chunks) {
+        std::string part;
+        ASSERT_TRUE(DecodeChunk(c, std::string_view(stored).substr(c.stored_offset, c.stored_size),
+                                true, &part)
+                        .ok());
+        EXPECT_EQ(part, value.substr(c.raw_offset, c.raw_size));
+      }
+      // A run of chunks parses from only its entries (and the one before).
+      if (chunks.size() >= 3) {
+        const ChunkEntrySpan span = EntriesFor(1, 2);
+        std::vector<ChunkRef> some;
+        ASSERT_TRUE(ParseChunkEntries(header, stored.size(), 1, 2,
+                                      std::string_view(stored).substr(span.offset, span.size),
+                                      &some)
+                        .ok());
+        ASSERT_EQ(some.size(), 2u);
+        EXPECT_EQ(some[0].stored_offset, chunks[1].stored_offset);
+        EXPECT_EQ(some[1].stored_size, chunks[2].stored_size);
+      }
+      std::string record;
+      EncodeRecord("key", {table, body_is_value ? std::string_view(value) : body},
+                   kRecordFlagChunked, &record);
+      ParsedRecord r;
+      ASSERT_EQ(ParseRecord(record, &r), RecordCheck::kOk);
+      EXPECT_TRUE(r.chunked());
+      EXPECT_FALSE(r.plain());
+      ASSERT_TRUE(RecordValue(r, &out).ok());
+      EXPECT_EQ(out, value);
+    }
+  }
+}
+
+TEST(VlogFormatTest, CompressedChunksShrinkOnlyWhereTheyCompress) {
+  const std::string value = MixedValue(4096);
+  std::string table, body;
+  bool body_is_value = true;
+  ASSERT_TRUE(EncodeChunkedValue(value, 1024, true, 1, &table, &body, &body_is_value).ok());
+  EXPECT_FALSE(body_is_value);
+  const std::string stored = table + body;
+  ChunkTableHeader header;
+  std::vector<ChunkRef> chunks;
+  ASSERT_TRUE(ParseChunkTable(stored, &header, &chunks).ok());
+  ASSERT_EQ(chunks.size(), 4u);
+  EXPECT_TRUE(chunks[0].compressed());
+  EXPECT_TRUE(chunks[1].compressed());
+  EXPECT_FALSE(chunks[2].compressed());  // random bytes stay raw
+  EXPECT_FALSE(chunks[3].compressed());
+  EXPECT_LT(stored.size(), value.size());
+}
+
+TEST(VlogFormatTest, EveryDamagedByteOfAChunkedValueIsCaughtByWhatReadsIt) {
+  // Whatever byte of the table or chunks is damaged, a read of the chunks
+  // through their entries (what a ranged read does, without the record's
+  // checksum) either fails with DataLoss or returns the right bytes.
+  for (bool compress : {false, true}) {
+    const std::string value = MixedValue(2048);
+    std::string table, body;
+    bool body_is_value = false;
+    ASSERT_TRUE(EncodeChunkedValue(value, 512, compress, 1, &table, &body, &body_is_value).ok());
+    const std::string good = table + (body_is_value ? value : body);
+    for (size_t at = 0; at < good.size(); ++at) {
+      std::string bad = good;
+      bad[at] ^= 0x10;
+      ChunkTableHeader header;
+      absl::Status s = ParseChunkTableHeader(bad, bad.size(), &header);
+      if (!s.ok()) {
+        EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+        continue;
+      }
+      for (uint32_t i = 0; i < header.count; ++i) {
+        const ChunkEntrySpan span = EntriesFor(i, i);
+        std::vector<ChunkRef> one;
+        s = ParseChunkEntries(header, bad.size(), i, i,
+                              std::string_view(bad).substr(span.offset, span.size), &one);
+        std::string part;
+        if (s.ok()) {
+          s = DecodeChunk(one[0], std::string_view(bad).substr(one[0].stored_offset,
+                                                               one[0].stored_size),
+                          true, &part);
+        }
+        if (s.ok()) {
+          EXPECT_EQ(part, value.substr(uint64_t{i} * 512, 512)) << at << " chunk " << i;
+        } else {
+          EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+        }
+      }
+    }
+  }
+}
+
+TEST(VlogFormatTest, MalformedChunkTablesAreDataLoss) {
+  const std::string value = MixedValue(1000);
+  std::string table, body;
+  bool body_is_value = false;
+  ASSERT_TRUE(EncodeChunkedValue(value, 256, false, 1, &table, &body, &body_is_value).ok());
+  const std::string good = table + value;
+  ChunkTableHeader header;
+  std::vector<ChunkRef> chunks;
+  // Cut anywhere: never parses as a whole table.
+  for (size_t n = 0; n < good.size(); ++n) {
+    EXPECT_EQ(ParseChunkTable(good.substr(0, n), &header, &chunks).code(),
+              absl::StatusCode::kDataLoss)
+        << n;
+  }
+  // Bytes after the last chunk.
+  EXPECT_EQ(ParseChunkTable(good + "x", &header, &chunks).code(), absl::StatusCode::kDataLoss);
+  // A count that disagrees with the sizes, checksum redone.
+  std::string bad = good;
+  io::EncodeFixed32(bad.data() + 12, 5);
+  io::EncodeFixed32(bad.data(), io::Checksum32(std::string_view(bad).substr(4, 12)));
+  EXPECT_EQ(ParseChunkTable(bad, &header, &chunks).code(), absl::StatusCode::kDataLoss);
+  // A chunk size below the floor.
+  bad = good;
+  io::EncodeFixed32(bad.data() + 8, 1);
+  io::EncodeFixed32(bad.data() + 12, 1000);
+  io::EncodeFixed32(bad.data(), io::Checksum32(std::string_view(bad).substr(4, 12)));
+  EXPECT_EQ(ParseChunkTable(bad, &header, &chunks).code(), absl::StatusCode::kDataLoss);
+  // A record may not be both one zstd frame and chunked.
+  std::string record;
+  EncodeRecord("k", good, kRecordFlagZstd | kRecordFlagChunked, &record);
+  ParsedRecord r;
+  EXPECT_EQ(ParseRecord(record, &r), RecordCheck::kBadFlags);
 }
 
 }  // namespace

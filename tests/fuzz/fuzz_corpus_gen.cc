@@ -109,10 +109,12 @@ void BloomSeeds(Corpus* c) {
 }
 
 void SegmentSeeds(Corpus* c) {
-  for (bool compress : {false, true}) {
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool compress = (variant & 1) != 0;
     io::MemoryFileSystem fs;
     vlog::SegmentWriterOptions o;
     o.compress = compress;
+    if (variant >= 2) o.chunk_size = 128;  // most values chunked
     auto w = vlog::SegmentWriter::Create(&fs, "/000009.vlog", 9, o);
     Check(w.status(), "segment writer");
     for (int i = 0; i < 12; ++i) {
@@ -126,6 +128,11 @@ void SegmentSeeds(Corpus* c) {
     c->Add("vlog_record_fuzz", std::string(1, '\x06') + *bytes);   // sealed
     c->Add("vlog_record_fuzz", std::string(1, '\x01') + bytes->substr(0, bytes->size() - 7));
     c->Add("vlog_record_fuzz", std::string(1, '\x00') + bytes->substr(28));  // one record first
+    if (variant >= 2) {
+      // The first record's chunked value alone (after its 13-byte header
+      // and 4-byte key).
+      c->Add("vlog_record_fuzz", std::string(1, '\x31') + bytes->substr(28 + 13 + 4));
+    }
   }
 }
 
