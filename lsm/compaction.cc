@@ -12,9 +12,6 @@ namespace {
 
 constexpr uint64_t kMaxDefaultBaseBytes = uint64_t{256} << 20;
 
-std::string_view SmallestUserKey(const FileMetaData& f) { return ExtractUserKey(f.smallest); }
-std::string_view LargestUserKey(const FileMetaData& f) { return ExtractUserKey(f.largest); }
-
 int Multiplier(const CompactionOptions& o) { return std::max(2, o.multiplier); }
 
 uint64_t TotalBytes(const FileList& files) {
@@ -43,8 +40,8 @@ void UserKeyRange(const FileList& a, const FileList& b, std::string_view* lo,
   bool first = true;
   for (const FileList* list : {&a, &b}) {
     for (const auto& f : *list) {
-      if (first || SmallestUserKey(*f) < *lo) *lo = SmallestUserKey(*f);
-      if (first || LargestUserKey(*f) > *hi) *hi = LargestUserKey(*f);
+      if (first || f->smallest_user_key() < *lo) *lo = f->smallest_user_key();
+      if (first || f->largest_user_key() > *hi) *hi = f->largest_user_key();
       first = false;
     }
   }
@@ -56,8 +53,8 @@ FileList Overlapping(const Version& v, int level, const std::string_view* lo,
                      const std::string_view* hi) {
   const FileList& files = v.files(level);
   FileList result;
-  auto before_lo = [&](const FileMetaData& f) { return lo != nullptr && LargestUserKey(f) < *lo; };
-  auto after_hi = [&](const FileMetaData& f) { return hi != nullptr && SmallestUserKey(f) > *hi; };
+  auto before_lo = [&](const FileMetaData& f) { return lo != nullptr && f.largest_user_key() < *lo; };
+  auto after_hi = [&](const FileMetaData& f) { return hi != nullptr && f.smallest_user_key() > *hi; };
   if (level == 0) {
     for (const auto& f : files) {
       if (!before_lo(*f) && !after_hi(*f)) result.push_back(f);

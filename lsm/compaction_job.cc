@@ -16,9 +16,6 @@
 namespace cairn::lsm {
 namespace {
 
-std::string_view SmallestUserKey(const FileMetaData& f) { return ExtractUserKey(f.smallest); }
-std::string_view LargestUserKey(const FileMetaData& f) { return ExtractUserKey(f.largest); }
-
 // Answers "may a level below the output hold this user key?" for ascending
 // user keys, walking each deeper level once.
 class DeeperLevels {
@@ -30,8 +27,8 @@ class DeeperLevels {
     for (int level = first_level_; level < kNumLevels; ++level) {
       const FileList& files = base_.files(level);
       size_t& i = position_[level];
-      while (i < files.size() && LargestUserKey(*files[i]) < user_key) ++i;
-      if (i < files.size() && SmallestUserKey(*files[i]) <= user_key) return true;
+      while (i < files.size() && files[i]->largest_user_key() < user_key) ++i;
+      if (i < files.size() && files[i]->smallest_user_key() <= user_key) return true;
     }
     return false;
   }
@@ -54,7 +51,7 @@ class GrandparentCutter {
   // entry of a new user key.
   bool ShouldCutBefore(std::string_view user_key) {
     while (next_ < grandparents_.size() &&
-           user_key > LargestUserKey(*grandparents_[next_])) {
+           user_key > grandparents_[next_]->largest_user_key()) {
       if (seen_key_) overlap_bytes_ += grandparents_[next_]->file_size;
       ++next_;
     }

@@ -43,6 +43,9 @@ struct FileMetaData {
   // Set while a compaction has this file as input; read and written only by
   // the compaction scheduler under its lock. Not persisted.
   bool being_compacted = false;
+
+  std::string_view smallest_user_key() const { return ExtractUserKey(smallest); }
+  std::string_view largest_user_key() const { return ExtractUserKey(largest); }
 };
 
 // Field tags of an encoded VersionEdit. On disk: never renumber, never reuse;

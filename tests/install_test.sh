@@ -69,7 +69,8 @@ cmake -S "$src" -B "$other_build" -G Ninja -DBUILD_SHARED_LIBS="$other" \
   -DCAIRN_BUILD_TESTS=OFF -DCAIRN_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE="$type" \
   -DCMAKE_CXX_FLAGS="$(cache_value CMAKE_CXX_FLAGS)" \
   "-DCMAKE_CXX_FLAGS_${type^^}=$(cache_value "CMAKE_CXX_FLAGS_${type^^}")" \
-  -DCAIRN_WERROR="$(cache_value CAIRN_WERROR)" >/dev/null
+  -DCAIRN_WERROR="$(cache_value CAIRN_WERROR)" \
+  -DCAIRN_UNITY_BUILD="$(cache_value CAIRN_UNITY_BUILD)" >/dev/null
 cmake --build "$other_build" >/dev/null
 install_to "$other_build" "$work/prefix-$other"
 
