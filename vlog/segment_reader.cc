@@ -1,6 +1,5 @@
 #include "vlog/segment_reader.h"
 
-#include <algorithm>
 
 #include <cstring>
 #include <utility>
@@ -115,8 +114,7 @@ absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view
     std::vector<ChunkRef> chunks;
     absl::Status s = ParseChunkTable(record.stored_value, &header, &chunks);
     if (!s.ok()) return Corrupt(pointer, s.message());
-    if (std::none_of(chunks.begin(), chunks.end(),
-                     [](const ChunkRef& c) { return c.compressed(); })) {
+    if (!AnyCompressed(chunks)) {
       // Raw chunks, back to back, are the value: drop everything before it.
       buf->erase(0, kRecordHeaderSize + record.key.size() + header.table_size());
       buf->resize(header.raw_size);

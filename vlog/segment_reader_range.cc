@@ -68,10 +68,7 @@ absl::Status SegmentReader::ReadValueRange(const ValuePointer& pointer,
                                          value_len, "-byte value; the pointer says ",
                                          pointer.size, " bytes"));
   }
-  if ((flags & ~kKnownRecordFlags) != 0 ||
-      ((flags & kRecordFlagZstd) != 0 && (flags & kRecordFlagChunked) != 0)) {
-    return Corrupt(pointer, "unknown record flags");
-  }
+  if (!ValidRecordFlags(flags)) return Corrupt(pointer, "unknown record flags");
   if (key_len != expected_key.size() || got.substr(kRecordHeaderSize, key_len) != expected_key) {
     return Corrupt(pointer, "record holds another key");
   }
@@ -92,7 +89,7 @@ absl::Status SegmentReader::ReadValueRange(const ValuePointer& pointer,
   absl::Status s = ParseChunkTableHeader(in_head, value_len, &table);
   if (!s.ok()) return Corrupt(pointer, s.message());
   if (offset >= table.raw_size || length == 0) return absl::OkStatus();
-  const uint64_t end = std::min<uint64_t>(table.raw_size, offset + std::min(length, uint64_t{table.raw_size}));
+  const uint64_t end = offset + std::min<uint64_t>(length, table.raw_size - offset);
   const uint32_t first = table.ChunkOf(offset);
   const uint32_t last = table.ChunkOf(end - 1);
   const ChunkEntrySpan span = EntriesFor(first, last);
@@ -115,8 +112,7 @@ absl::Status SegmentReader::ReadValueRange(const ValuePointer& pointer,
 
   // Unverified and stored raw: the range's own bytes, nothing more (raw
   // chunks hold the value's bytes back to back).
-  if (!verify && std::none_of(chunks.begin(), chunks.end(),
-                              [](const ChunkRef& c) { return c.compressed(); })) {
+  if (!verify && !AnyCompressed(chunks)) {
     const uint64_t at = chunks.front().stored_offset + (offset - chunks.front().raw_offset);
     return ReadPlainRange(pointer, value_start + at, end - offset, out);
   }

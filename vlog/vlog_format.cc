@@ -291,10 +291,7 @@ RecordCheck ParseRecord(std::string_view data, ParsedRecord* record) {
   const uint32_t stored = io::DecodeFixed32(data.data());
   if (io::Checksum32(data.substr(4, size - 4)) != stored) return RecordCheck::kBadChecksum;
   const uint8_t flags = static_cast<uint8_t>(data[12]);
-  if ((flags & ~kKnownRecordFlags) != 0 ||
-      (flags & (kRecordFlagZstd | kRecordFlagChunked)) == (kRecordFlagZstd | kRecordFlagChunked)) {
-    return RecordCheck::kBadFlags;
-  }
+  if (!ValidRecordFlags(flags)) return RecordCheck::kBadFlags;
   record->size = static_cast<uint32_t>(size);
   record->flags = flags;
   record->key = data.substr(kRecordHeaderSize, key_len);

@@ -56,6 +56,11 @@ const char* SegmentKindName(SegmentKind kind);
 inline constexpr uint8_t kRecordFlagZstd = 0x01;     // value is one zstd frame
 inline constexpr uint8_t kRecordFlagChunked = 0x02;  // value is a chunk table and chunks
 inline constexpr uint8_t kKnownRecordFlags = kRecordFlagZstd | kRecordFlagChunked;
+// Flags a reader accepts: known bits, and not both forms at once.
+inline constexpr bool ValidRecordFlags(uint8_t flags) {
+  return (flags & ~kKnownRecordFlags) == 0 &&
+         (flags & (kRecordFlagZstd | kRecordFlagChunked)) != (kRecordFlagZstd | kRecordFlagChunked);
+}
 
 // A chunked value (docs/vlog_format.md, "Chunked values"): the value cut
 // into chunks of chunk_size bytes (the last one shorter), each stored raw or
@@ -151,6 +156,14 @@ struct ChunkRef {
   uint8_t flags = 0;
   bool compressed() const { return (flags & kChunkFlagZstd) != 0; }
 };
+// True when some chunk is a zstd frame; false means the chunks, back to back,
+// are the value's bytes.
+inline bool AnyCompressed(const std::vector<ChunkRef>& chunks) {
+  for (const ChunkRef& c : chunks) {
+    if (c.compressed()) return true;
+  }
+  return false;
+}
 
 // Parses and checks the table header at data[0] of a chunked stored value
 // of stored_size bytes. Errors: DataLoss naming the failed check.
