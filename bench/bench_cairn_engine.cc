@@ -134,6 +134,13 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   db_options.value_compression = db_options.compression;
   db_options.direct_reads = options.direct_reads;
   db_options.value_separation_threshold = options.value_separation_threshold;
+  if (options.gc_trigger >= 0) db_options.gc_space_amp_trigger = options.gc_trigger;
+  if (options.gc_bytes_per_sec >= 0) {
+    db_options.gc_bytes_per_sec = static_cast<uint64_t>(options.gc_bytes_per_sec);
+  }
+  if (options.memtable_value_bytes >= 0) {
+    db_options.max_memtable_value_bytes = static_cast<uint64_t>(options.memtable_value_bytes);
+  }
   if (!options.gc) db_options.gc_space_amp_trigger = 0;
   absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(db_options, options.path);
   if (!db.ok()) return db.status();

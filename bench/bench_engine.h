@@ -40,6 +40,12 @@ struct EngineOptions {
   // background value-log GC runs.
   int prefetch_depth = 32;
   bool gc = true;
+  // cairn only, each < 0 for the library's default: the GC trigger
+  // (Options::gc_space_amp_trigger), GC's byte budget (gc_bytes_per_sec)
+  // and the memtable's value-byte bound (max_memtable_value_bytes).
+  double gc_trigger = -1;
+  int64_t gc_bytes_per_sec = -1;
+  int64_t memtable_value_bytes = -1;
 };
 
 // Cumulative counters since open, as the engine measures them. Byte counts

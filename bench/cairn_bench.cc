@@ -60,6 +60,11 @@ ABSL_FLAG(uint64_t, range_bytes, 65536, "getrange: bytes per ranged read");
 ABSL_FLAG(bool, scan_bounds, false,
           "seekrandom: give each scan an iterator upper bound at its end (cairn)");
 ABSL_FLAG(bool, gc, true, "cairn: background value-log garbage collection");
+ABSL_FLAG(double, gc_trigger, -1,
+          "cairn: Options::gc_space_amp_trigger (-1: the default; 0 turns GC off like --gc=false)");
+ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
+ABSL_FLAG(int64_t, memtable_value_mb, -1,
+          "cairn: flush a memtable once it points to this many MiB of values (-1: the default)");
 ABSL_FLAG(double, space_sample_secs, 0,
           "sample bytes on disk every S seconds during each benchmark and print each sample "
           "on stderr (0: every 250 ms, silently; the maximum is reported either way)");
@@ -79,6 +84,11 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.bloom_bits = absl::GetFlag(FLAGS_bloom_bits);
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.gc = absl::GetFlag(FLAGS_gc);
+  o.gc_trigger = absl::GetFlag(FLAGS_gc_trigger);
+  if (const int64_t mb = absl::GetFlag(FLAGS_gc_mb_per_sec); mb >= 0) o.gc_bytes_per_sec = mb << 20;
+  if (const int64_t mb = absl::GetFlag(FLAGS_memtable_value_mb); mb >= 0) {
+    o.memtable_value_bytes = mb << 20;
+  }
   const std::string compression = absl::GetFlag(FLAGS_compression);
   if (compression != "none" && compression != "zstd") {
     return absl::InvalidArgumentError("--compression: want none or zstd");
