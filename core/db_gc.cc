@@ -54,6 +54,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
     // the block cache (a victim's records are in write order, which under
     // random overwrites is no order at all).
     const ReadView view = db_->GetReadView(ReadOptions());
+    checked_through_ = std::max(checked_through_, view.sequence);
     if (new_job_) {
       // A job's first check (its rewrites come after all of them): every
       // record of the job is seen live at or after this base.
@@ -88,6 +89,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
         base_sequence = now.sequence;
         base_mem = now.sv->mem;
         CAIRN_RETURN_IF_ERROR(LookUp(now, keys, old_pointers, &live));
+        checked_through_ = std::max(checked_through_, now.sequence);
         db_->gc_rewrite_rechecks_.fetch_add(keys.size(), std::memory_order_relaxed);
       }
       for (size_t i = 0; i < keys.size(); ++i) {
@@ -122,6 +124,11 @@ class DBImpl::GcIndex final : public gc::IndexView {
 
   uint64_t NewFileNumber() override { return db_->versions_->NewFileNumber(); }
 
+  // The newest read view any liveness check has used: every write that
+  // made a record of the jobs so far dead, or that a rewrite lost to, is at
+  // or below it.
+  lsm::SequenceNumber checked_through() const { return checked_through_; }
+
  private:
   // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
   // lookups, as CheckLive explains.
@@ -143,6 +150,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
   lsm::SequenceNumber base_sequence_ = 0;
   std::weak_ptr<lsm::MemTable> base_mem_;
   bool new_job_ = true;  // the next liveness check sets the base
+  lsm::SequenceNumber checked_through_ = 0;
 };
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
@@ -204,7 +212,9 @@ size_t DBImpl::DeleteObsoleteSegments() {
   gc::ObsoleteSegments::Ready ready;
   {
     absl::MutexLock l(&mu_);
-    ready = obsolete_segments_.TakeDeletable(OldestSnapshot(), versions_->LogNumber());
+    // The manifest's last sequence counts synced writes only.
+    ready = obsolete_segments_.TakeDeletable(OldestSnapshot(), versions_->LastSequence(),
+                                             versions_->LogNumber());
   }
   if (ready.deletable.empty()) return ready.waiting_for_wal;
   vlog::SegmentEdit edit;
@@ -281,14 +291,17 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     {
       absl::MutexLock l(&mu_);
       // Readers from before the rewrite hold this epoch or an earlier one;
-      // the victim goes when they are all gone and no older snapshot
-      // remains.
-      // WALs up to the current one may hold pointers into the victim,
-      // unless every memtable is empty (then every WAL with data is
-      // flushed).
-      const uint64_t wal = mem_->empty() && imm_.empty() ? 0 : log_number_;
-      obsolete_segments_.Add(victim->segment_id, last_sequence_.load(), wal,
-                             std::weak_ptr<const void>(read_epoch_));
+      // the victim goes when they are all gone, no older snapshot remains,
+      // and the writes that superseded its records are durable: the
+      // rewrite's own sync covers them when it wrote anything, else the
+      // next synced write, WAL switch or flush does. WALs up to the
+      // current one may hold those writes, unless every memtable is empty
+      // (then every WAL with data is flushed).
+      obsolete_segments_.Add({.segment_id = victim->segment_id,
+                              .sequence = last_sequence_.load(),
+                              .durable_at = index.checked_through(),
+                              .log_number = mem_->empty() && imm_.empty() ? 0 : log_number_,
+                              .epoch = std::weak_ptr<const void>(read_epoch_)});
       auto next = std::make_shared<ReadEpoch>();
       read_epoch_->next = next;
       read_epoch_ = std::move(next);
@@ -334,8 +347,9 @@ absl::StatusOr<GcResult> DBImpl::RunGC() {
   CAIRN_RETURN_IF_ERROR(CheckWritable("RunGC"));
   const uint64_t freed_before = gc_segments_freed_.load();
   CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
-  // Victims whose old pointers are still in unflushed WALs go once those
-  // are flushed: do it now, so that RunGC returns the space.
+  // Victims that wait for the writes that superseded their records to be
+  // durable go after a flush (its WAL switch syncs them): do it now, so
+  // that RunGC returns the space.
   if (DeleteObsoleteSegments() > 0) {
     CAIRN_RETURN_IF_ERROR(Flush());
     DeleteObsoleteSegments();

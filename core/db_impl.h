@@ -160,6 +160,16 @@ class DBImpl final : public DB {
   };
   absl::Status ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTable* mem,
                          lsm::SequenceNumber* max_sequence, LogReplay* replay);
+  // Replay: a WAL may hold pointers into a segment GC collected and
+  // deleted once the writes that superseded them were durable. Such a
+  // pointer is applied without reading it, as long as a later replayed
+  // write to its key supersedes it. NoteCollectedPointer records or clears
+  // the key for each replayed entry and returns true for such a pointer;
+  // CheckCollectedPointersSuperseded, after the last WAL, is DataLoss when
+  // one is still the newest write to its key.
+  bool NoteCollectedPointer(uint64_t log_number, lsm::SequenceNumber seq, lsm::ValueType type,
+                            std::string_view key, std::string_view value);
+  absl::Status CheckCollectedPointersSuperseded();
   // Recovery, after the manifest: every table and segment it lists exists
   // with at least its recorded size, the WAL it names exists, and, when it
   // ended in a torn record, no older SST or segment lost its record.
@@ -394,6 +404,14 @@ class DBImpl final : public DB {
   // As the base type: a released pointer is compared, never cast (a cast
   // to SnapshotImpl reads the freed object's vtable under UBSan).
   absl::flat_hash_set<const Snapshot*> live_snapshots_ ABSL_GUARDED_BY(mu_);
+  // Replay only (one thread, before any other runs): the keys whose newest
+  // replayed write is a pointer into a collected segment, with where it was.
+  struct CollectedPointer {
+    uint64_t segment_id;
+    uint64_t log_number;
+    lsm::SequenceNumber sequence;
+  };
+  absl::flat_hash_map<std::string, CollectedPointer> replay_collected_;
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;

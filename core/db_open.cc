@@ -4,6 +4,9 @@
 #include <chrono>
 #include <cmath>
 
+#include <pthread.h>
+
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -21,6 +24,10 @@ using lsm::FileType;
 using lsm::SequenceNumber;
 
 namespace {
+
+// Linux keeps 15 characters of a thread's name; a failure only loses the
+// name.
+void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
 
 // Every Options field with a limit is checked here (a comparison written as
 // !(in range) also rejects NaN). The rest take any value: the booleans,
@@ -430,7 +437,7 @@ absl::Status DBImpl::Recover() {
     pending_outputs_.clear();
     // The manifest no longer names the replayed WALs, and no reader exists
     // yet: obsolete segments can go.
-    for (uint64_t id : obsolete_segments) obsolete_segments_.Add(id, 0, 0, {});
+    for (uint64_t id : obsolete_segments) obsolete_segments_.Add({.segment_id = id});
   }
   CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
   recovered_ = true;
@@ -440,11 +447,24 @@ absl::Status DBImpl::Recover() {
     absl::MutexLock l(&mu_);
     UpdatePendingCompactionBytes();
   }
-  background_threads_.emplace_back([this] { BackgroundThread(); });
+  // Named as RocksDB names its pools' threads, so that top, perf and a
+  // debugger tell the engine's work apart from the embedding application's.
+  background_threads_.emplace_back([this] {
+    NameThisThread("cairn:flush");
+    BackgroundThread();
+  });
   for (int i = 0; i < options_.max_background_compactions; ++i) {
-    background_threads_.emplace_back([this] { CompactionThread(); });
+    background_threads_.emplace_back([this] {
+      NameThisThread("cairn:compact");
+      CompactionThread();
+    });
   }
-  if (options_.gc_space_amp_trigger > 0) background_threads_.emplace_back([this] { GcThread(); });
+  if (options_.gc_space_amp_trigger > 0) {
+    background_threads_.emplace_back([this] {
+      NameThisThread("cairn:gc");
+      GcThread();
+    });
+  }
   return absl::OkStatus();
 }
 
@@ -516,6 +536,9 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
         ", but ", lsm::ManifestFileName(dbname_, versions_->ManifestFileNumber()),
         " records writes up to sequence ", durable_sequence,
         " as synced: acknowledged writes are missing", TornManifestNote()));
+  }
+  if (absl::Status s = CheckCollectedPointersSuperseded(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(s.message(), TornManifestNote()));
   }
   *mem_out = std::move(mem);
   *max_sequence_out = max_sequence;
@@ -628,9 +651,11 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
     // tells that apart from damage.
     std::optional<std::string> broken;
     if (s.ok()) {
-      s = WriteBatchInternal::ForEach(batch, [&](SequenceNumber, lsm::ValueType type,
+      s = WriteBatchInternal::ForEach(batch, [&](SequenceNumber seq, lsm::ValueType type,
                                                  std::string_view key, std::string_view value) {
-        if (type != lsm::ValueType::kValuePointer || broken.has_value()) return absl::OkStatus();
+        if (broken.has_value()) return absl::OkStatus();
+        if (NoteCollectedPointer(log_number, seq, type, key, value)) return absl::OkStatus();
+        if (type != lsm::ValueType::kValuePointer) return absl::OkStatus();
         CAIRN_ASSIGN_OR_RETURN(bool intact, vlog_->PointerIsIntact(key, value));
         if (!intact) broken = std::string(value);
         return absl::OkStatus();
@@ -689,6 +714,39 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
     }
   }
   return absl::OkStatus();
+}
+
+bool DBImpl::NoteCollectedPointer(uint64_t log_number, SequenceNumber seq, lsm::ValueType type,
+                                  std::string_view key, std::string_view value) {
+  std::optional<uint64_t> collected;
+  if (type == lsm::ValueType::kValuePointer) {
+    absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(value);
+    if (ptr.ok() && vlog_->IsCollected(ptr->segment_id)) collected = ptr->segment_id;
+  }
+  if (collected.has_value()) {
+    replay_collected_[std::string(key)] = CollectedPointer{*collected, log_number, seq};
+    return true;
+  }
+  // A later write to the key supersedes the old pointer.
+  if (!replay_collected_.empty()) replay_collected_.erase(std::string(key));
+  return false;
+}
+
+absl::Status DBImpl::CheckCollectedPointersSuperseded() {
+  // Every write up to the one GC's rewrite synced is replayed (the victim
+  // was deleted only then), so an old pointer into the victim is always
+  // followed by its successor. One that is not means acknowledged writes
+  // are missing: refuse, naming the files, rather than lose the key.
+  if (replay_collected_.empty()) return absl::OkStatus();
+  const auto& [key, p] = *replay_collected_.begin();
+  const absl::Status s = absl::DataLossError(absl::StrCat(
+      lsm::LogFileName(dbname_, p.log_number), ": the newest write to key '",
+      absl::CHexEscape(key), "' (sequence ", p.sequence, ") points into ",
+      lsm::ValueLogFileName(dbname_, p.segment_id),
+      ", which garbage collection removed after moving its records; the write that moved it is "
+      "missing (", replay_collected_.size(), " keys in all)"));
+  replay_collected_.clear();
+  return s;
 }
 
 absl::Status DBImpl::NewLog() {

@@ -7,13 +7,15 @@
 //
 // A round past the trigger collects one victim, then:
 //   - when kFlushForWaitingVictims or more collected victims wait only for
-//     the WALs that hold their old pointers, it flushes, so that their
-//     space comes back now rather than when the memtable fills;
+//     a sync of the writes that superseded their records (a victim whose
+//     records were all dead, collected without a synced rewrite), it
+//     flushes, so that their space comes back now rather than at the next
+//     synced write or WAL switch;
 //   - when it found no victim but the memtable hides enough garbage, it
 //     flushes, so that the flush (and the L0 compaction it leads to)
 //     counts that garbage;
 //   - it goes again at once when it collected, or after kRetryWait.
-// Below the trigger, it flushes for victims waiting for their WAL once two
+// Below the trigger, it flushes for victims waiting for a sync once two
 // idle rounds in a row found them waiting (writes have stopped), and waits
 // kIdleWait between rounds. A signal from the DB (a flush, a compaction, a
 // close) ends any wait early.
@@ -46,7 +48,7 @@ class GcHost {
   // floor). An error is also the DB's background error.
   virtual absl::StatusOr<uint64_t> CollectOne() = 0;
   // Deletes the collected victims nothing can reach; returns how many wait
-  // only for a WAL that recovery would replay.
+  // only for the writes that superseded their records to be synced.
   virtual size_t DeleteObsoleteSegments() = 0;
   // Whether the mutable memtable hides enough garbage to flush for.
   virtual bool MemTableHidesGarbage() = 0;

@@ -97,6 +97,12 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
   return absl::OkStatus();
 }
 
+bool ValueLog::IsCollected(uint64_t segment_id) const {
+  const std::optional<vlog::SegmentInfo> info = set_.Get(segment_id);
+  if (!info.has_value()) return true;
+  return info->obsolete && !fs_->FileExists(SegmentPath(segment_id));
+}
+
 absl::StatusOr<bool> ValueLog::PointerIsIntact(std::string_view key, std::string_view stored) {
   absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored);
   if (!ptr.ok() || !set_.Contains(ptr->segment_id) ||

@@ -79,6 +79,11 @@ class ValueLog {
   // are no longer needed, and removes segment files the set does not know
   // (orphans of a crash).
   absl::Status FinishRecovery(vlog::SegmentEdit* edit, std::vector<uint64_t>* obsolete);
+  // Recovery: whether segment_id was collected and deleted by GC (the
+  // manifest no longer lists it, or lists it obsolete with its file gone).
+  // A WAL may still hold pointers into such a segment that later writes
+  // superseded (docs/durability.md, "Recovery").
+  bool IsCollected(uint64_t segment_id) const;
   // True when a WAL entry's pointer names a record that reads back intact
   // with key; false when it does not (missing or torn); errors only for I/O.
   absl::StatusOr<bool> PointerIsIntact(std::string_view key, std::string_view stored);
