@@ -68,7 +68,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
   absl::StatusOr<size_t> RewritePointers(absl::Span<const std::string_view> keys,
                                          absl::Span<const vlog::ValuePointer> old_pointers,
                                          absl::Span<const vlog::ValuePointer> new_pointers,
-                                         std::vector<bool>* replaced) override {
+                                         std::vector<bool>* replaced, bool sync) override {
     new_job_ = true;  // the job's checks are over; the next one starts a job
     replaced->assign(keys.size(), false);
     if (db_->before_gc_rewrite_for_testing) db_->before_gc_rewrite_for_testing();
@@ -100,14 +100,19 @@ class DBImpl::GcIndex final : public gc::IndexView {
         kept_index.push_back(i);
       }
     }
-    if (kept_keys.empty()) return 0;
+    // A job's earlier batches were written unsynced; its last call syncs
+    // them even when it has nothing left to write itself.
+    if (kept_keys.empty() && !(sync && unsynced_rewrites_)) return 0;
     std::vector<bool> kept_replaced;
     PointerRewrite rewrite{kept_keys, kept_old, kept_new, &kept_replaced, base_sequence,
                            base_mem.get()};
     kept_replaced.assign(kept_keys.size(), false);
-    WriteOptions sync;
-    sync.sync = true;
-    CAIRN_RETURN_IF_ERROR(db_->WriteImpl(sync, nullptr, &rewrite));
+    WriteOptions wo;
+    wo.sync = sync;
+    CAIRN_RETURN_IF_ERROR(db_->WriteImpl(wo, nullptr, &rewrite));
+    // The writes this batch lost to are older than it: durable with it.
+    rewritten_through_ = std::max(rewritten_through_, db_->last_sequence_.load());
+    unsynced_rewrites_ = !sync;
     size_t n = 0;
     for (size_t j = 0; j < kept_index.size(); ++j) {
       if (!kept_replaced[j]) continue;
@@ -124,10 +129,13 @@ class DBImpl::GcIndex final : public gc::IndexView {
 
   uint64_t NewFileNumber() override { return db_->versions_->NewFileNumber(); }
 
-  // The newest read view any liveness check has used: every write that
-  // made a record of the jobs so far dead, or that a rewrite lost to, is at
-  // or below it.
-  lsm::SequenceNumber checked_through() const { return checked_through_; }
+  // Every write that made a record of the jobs so far dead (the newest
+  // read view a liveness check used), moved one, or that a rewrite lost to
+  // is at or below this sequence: once it is synced, no crash brings an old
+  // pointer into their victims back.
+  lsm::SequenceNumber superseded_through() const {
+    return std::max(checked_through_, rewritten_through_);
+  }
 
  private:
   // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
@@ -151,6 +159,8 @@ class DBImpl::GcIndex final : public gc::IndexView {
   std::weak_ptr<lsm::MemTable> base_mem_;
   bool new_job_ = true;  // the next liveness check sets the base
   lsm::SequenceNumber checked_through_ = 0;
+  lsm::SequenceNumber rewritten_through_ = 0;
+  bool unsynced_rewrites_ = false;  // the last rewrite written was not synced
 };
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
@@ -292,14 +302,14 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       absl::MutexLock l(&mu_);
       // Readers from before the rewrite hold this epoch or an earlier one;
       // the victim goes when they are all gone, no older snapshot remains,
-      // and the writes that superseded its records are durable: the
-      // rewrite's own sync covers them when it wrote anything, else the
-      // next synced write, WAL switch or flush does. WALs up to the
+      // and the writes that superseded its records are durable: the job's
+      // last rewrite synced them when it moved anything, else the next
+      // synced write, WAL switch or flush does. WALs up to the
       // current one may hold those writes, unless every memtable is empty
       // (then every WAL with data is flushed).
       obsolete_segments_.Add({.segment_id = victim->segment_id,
                               .sequence = last_sequence_.load(),
-                              .durable_at = index.checked_through(),
+                              .durable_at = index.superseded_through(),
                               .log_number = mem_->empty() && imm_.empty() ? 0 : log_number_,
                               .epoch = std::weak_ptr<const void>(read_epoch_)});
       auto next = std::make_shared<ReadEpoch>();

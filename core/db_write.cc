@@ -128,12 +128,16 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
       if (status.ok()) user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
       mu_.Lock();
     }
-    if (status.ok() && group->Count() > 0) {
-      const SequenceNumber last = first + group->Count() - 1;
-      last_sequence_.store(last, std::memory_order_release);
+    if (status.ok()) {
+      if (group->Count() > 0) {
+        last_sequence_.store(first + group->Count() - 1, std::memory_order_release);
+      }
       // The manifest's last sequence counts only synced writes: recovery
       // refuses a WAL that ends before it (docs/durability.md, "Recovery").
-      if (sync) versions_->SetLastSequence(last);
+      // A synced group covers every earlier write, even when it wrote
+      // nothing itself (GC's last rewrite of a job, all lost to newer
+      // writes).
+      if (sync) versions_->SetLastSequence(last_sequence_.load());
     } else {
       // The WAL may now hold a record the memtable does not (or a sync
       // failed): stop accepting writes until the DB is reopened.

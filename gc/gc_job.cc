@@ -152,7 +152,7 @@ class GcJob {
     vlog::SegmentScannerOptions so;
     so.read_size = options_.read_size;
     so.category = io::IoCategory::kGc;
-    so.direct_reads = options_.direct_io;
+    so.direct_reads = options_.direct_reads;
     so.allow_torn_tail = false;  // sealed: every byte must be good
     so.uncompress_values = false;
     so.read_ahead = true;  // the next chunk arrives while liveness is checked
@@ -211,7 +211,7 @@ class GcJob {
     wo.kind = vlog::SegmentKind::kGcOutput;
     wo.compress = options_.compress;
     wo.compression_level = options_.compression_level;
-    wo.direct_writes = options_.direct_io;
+    wo.direct_writes = options_.direct_writes;
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                            vlog::SegmentWriter::Create(fs_, output_path_, output_id_, wo));
     result_->bytes_written = writer->size();
@@ -292,7 +292,8 @@ class GcJob {
       }
       std::vector<bool> replaced;
       CAIRN_ASSIGN_OR_RETURN(size_t n_replaced,
-                             index_->RewritePointers(keys, old_pointers, new_pointers, &replaced));
+                             index_->RewritePointers(keys, old_pointers, new_pointers, &replaced,
+                                                     /*sync=*/end == live_.size()));
       const size_t n_true = static_cast<size_t>(std::count(replaced.begin(), replaced.end(), true));
       if (replaced.size() != keys.size() || n_true != n_replaced) {
         return absl::InternalError(absl::StrCat("RewritePointers answered ", replaced.size(),

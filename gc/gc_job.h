@@ -12,7 +12,8 @@
 //   4. Create the output segment (kGcOutput, a new file number), sync its
 //      directory, log AddSegment, append the records in key order, Sync, log
 //      SealSegment. No pointer into it exists before all of this is durable.
-//   5. IndexView::RewritePointers, in batches (compare-and-swap; durable).
+//   5. IndexView::RewritePointers, in batches (compare-and-swap; the last
+//      batch is synced, which makes the earlier ones durable too).
 //   6. Log one edit: AddGarbage on the output for the copies whose rewrite
 //      lost to a newer write or a delete, then MarkObsolete(victim). The job
 //      never deletes the victim; the DB does when nothing can read it.
@@ -49,7 +50,8 @@ struct GcJobOptions {
   size_t read_size = 2u << 20;
   // Records per CheckLive call.
   size_t liveness_batch_size = 256;
-  // Keys per RewritePointers call (each call is one durable write).
+  // Keys per RewritePointers call (each call is one write; the job's last
+  // is synced).
   size_t rewrite_batch_size = 1024;
   // Upper bound on the job's I/O (bytes read plus bytes written) per
   // second; the job sleeps as needed. 0 means unlimited.
@@ -57,8 +59,9 @@ struct GcJobOptions {
   // zstd for the output's values (the DB passes its value-log setting).
   bool compress = false;
   int compression_level = 3;
-  // O_DIRECT for the victim's reads and the output's writes.
-  bool direct_io = false;
+  // O_DIRECT for the victim's reads, and for the output's writes.
+  bool direct_reads = false;
+  bool direct_writes = false;
 };
 
 // What one job did. Byte counts are of the segments' files.

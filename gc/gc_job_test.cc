@@ -57,8 +57,9 @@ class FakeIndex : public IndexView {
   absl::StatusOr<size_t> RewritePointers(absl::Span<const std::string_view> keys,
                                          absl::Span<const ValuePointer> old_pointers,
                                          absl::Span<const ValuePointer> new_pointers,
-                                         std::vector<bool>* replaced) override {
+                                         std::vector<bool>* replaced, bool sync) override {
     CAIRN_RETURN_IF_ERROR(Enter("rewrite"));
+    rewrite_syncs.push_back(sync);
     if (before_rewrite) before_rewrite();
     if (rewrite_calls++ == refuse_rewrite_at) {
       return absl::AbortedError("refused before writing: the database is closing");
@@ -102,6 +103,7 @@ class FakeIndex : public IndexView {
   // it writes anything, as a closing DB does.
   int refuse_rewrite_at = -1;
   int rewrite_calls = 0;
+  std::vector<bool> rewrite_syncs;  // each call's sync argument
   uint64_t next_file = 20;
   int check_calls = 0;
   int calls = 0;
@@ -404,6 +406,9 @@ TEST_F(GcJobTest, EditsFollowTheProtocolOrder) {
                                 {SegmentEditTag::kMarkObsolete, kVictim})),
   };
   EXPECT_EQ(index_.events, expected);
+  // One sync per victim: the last batch's, which makes the earlier ones
+  // durable before the victim is marked obsolete.
+  EXPECT_EQ(index_.rewrite_syncs, (std::vector<bool>{false, false, true}));
 }
 
 TEST_F(GcJobTest, VictimWithoutLiveRecordsIsMarkedObsoleteWithoutOutput) {

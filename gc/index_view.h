@@ -5,7 +5,8 @@
 // The collector relies on four promises (docs/testing.md, invariants 5 and 6):
 //   - CheckLive answers from the latest state (memtables included);
 //   - RewritePointers is a compare-and-swap ordered with user writes through
-//     the write queue, and durable (synced) before it returns;
+//     the write queue; a call with sync is durable (synced) before it
+//     returns, and so is every call before it;
 //   - LogSegmentEdit is durable in the manifest before it returns;
 //   - file numbers are never reused.
 //
@@ -41,12 +42,16 @@ class IndexView {
                                  absl::Span<const vlog::ValuePointer> pointers,
                                  std::vector<bool>* live) = 0;
 
-  // Conditional write-back through the write queue, made durable (synced)
-  // before returning: for each i, if keys[i] still points at old_pointers[i]
+  // Conditional write-back through the write queue: for each i, if keys[i]
+  // still points at old_pointers[i]
   // at the moment of the write, it is made to point at new_pointers[i];
   // otherwise (a newer Put or a Delete won) it is left alone and a deleted
   // key never comes back. Resizes *replaced to keys.size() and sets
   // (*replaced)[i] to whether keys[i] was replaced; returns how many were.
+  // With sync, the write is durable (synced) before this returns, and every
+  // earlier call's with it (they share one ordered log). Without, it is
+  // written in order and becomes durable with the next sync: a job syncs
+  // only its last call, once per victim instead of once per batch.
   // REQUIRES: the three spans have equal sizes.
   // Errors: Aborted when the index refused the batch before writing any of
   // it (the DB is closing); otherwise the write path's, and then any subset
@@ -54,7 +59,8 @@ class IndexView {
   virtual absl::StatusOr<size_t> RewritePointers(
       absl::Span<const std::string_view> keys,
       absl::Span<const vlog::ValuePointer> old_pointers,
-      absl::Span<const vlog::ValuePointer> new_pointers, std::vector<bool>* replaced) = 0;
+      absl::Span<const vlog::ValuePointer> new_pointers, std::vector<bool>* replaced,
+      bool sync) = 0;
 
   // Persists a segment edit in the manifest, then applies it to the DB's
   // in-memory segment set. The edit is atomic: all its changes or none.
