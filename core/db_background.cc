@@ -356,6 +356,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   GarbageMeter garbage;
   env.listener = &garbage;
   env.block_sink = [this](uint64_t number) { return NewTableBlockSink(number); };
+  env.max_subcompactions = options_.max_subcompactions;
   lsm::VersionEdit edit;
   lsm::CompactionJobStats stats;
   absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);
@@ -410,10 +411,10 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
                            .output_bytes = stats.output_bytes,
                            .micros = stats.micros};
     info_log_->Log("compaction: L%d -> L%d%s, %d files (%d bytes) in, %d files (%d bytes) out, "
-                   "in %d us",
+                   "%d key ranges, in %d us",
                    info.level, info.output_level, info.trivial_move ? " (trivial move)" : "",
                    info.input_files, info.input_bytes, info.output_files, info.output_bytes,
-                   info.micros);
+                   stats.subcompactions, info.micros);
     NotifyListeners([&](EventListener& l) { l.OnCompactionCompleted(info); });
     // Outputs of a failed job were removed by the job; the inputs of a good
     // one are now obsolete.
