@@ -1,6 +1,7 @@
 #include "lsm/compaction_job.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -165,12 +166,17 @@ std::unique_ptr<InternalIterator> NewInputIterator(const Compaction& c, TableCac
 // Writes the kept entries of ci into outputs, cutting a new table before a
 // user key once the open one reaches the target size or overlaps too much
 // of the grandparents; one user key's entries always share a table.
+// A set *stop (may be null) ends the loop early with Cancelled: another key
+// range of the job has failed, so this one's work would be thrown away.
 absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTables& outputs,
-                          uint64_t* output_entries) {
+                          const std::atomic<bool>* stop, uint64_t* output_entries) {
   GrandparentCutter cutter(c.grandparents(), c.MaxGrandparentOverlapBytes());
   std::string last_user_key;
   bool has_last_user_key = false;
   for (ci.SeekToFirst(); ci.Valid(); ci.Next()) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("compaction: another key range failed");
+    }
     const std::string_view user_key = ci.ikey().user_key;
     if (!has_last_user_key || user_key != last_user_key) {
       const bool too_much_overlap = cutter.ShouldCutBefore(user_key);
@@ -200,10 +206,13 @@ struct Subcompaction {
   CompactionIteratorStats input_stats;
   uint64_t output_entries = 0;
   absl::Status status;
+  // status is the Cancelled of a range stopped because another one failed.
+  bool stopped = false;
 };
 
+// Runs one range. A range that fails sets *failed, which stops the others.
 void RunSubcompaction(const Compaction& c, const Version& base, const CompactionJobEnv& env,
-                      Subcompaction* sub) {
+                      std::atomic<bool>* failed, Subcompaction* sub) {
   std::unique_ptr<InternalIterator> input =
       NewUserKeyRangeIterator(NewInputIterator(c, env.table_cache), sub->start, sub->end);
   // Each range walks the deeper levels from its own start.
@@ -211,8 +220,12 @@ void RunSubcompaction(const Compaction& c, const Version& base, const Compaction
   CompactionIterator ci(
       input.get(), env.snapshots, env.latest_sequence,
       [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener);
-  sub->status = WriteOutputs(c, ci, sub->outputs, &sub->output_entries);
+  sub->status = WriteOutputs(c, ci, sub->outputs, failed, &sub->output_entries);
   sub->input_stats = ci.stats();
+  if (sub->status.ok()) return;
+  // The first failure sets the flag; a range that saw it set first only
+  // stopped.
+  sub->stopped = failed->exchange(true);
 }
 
 // Passes each drop to the job's listener, one range at a time.
@@ -313,12 +326,13 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
     sub->end = i == boundaries.size() ? nullptr : &boundaries[i];
     subs.push_back(std::move(sub));
   }
+  std::atomic<bool> failed{false};
   std::vector<std::thread> threads;
   for (size_t i = 1; i < subs.size(); ++i) {
     threads.emplace_back(RunSubcompaction, std::cref(c), std::cref(base), std::cref(job_env),
-                         subs[i].get());
+                         &failed, subs[i].get());
   }
-  RunSubcompaction(c, base, job_env, subs[0].get());
+  RunSubcompaction(c, base, job_env, &failed, subs[0].get());
   for (std::thread& t : threads) t.join();
 
   stats->subcompactions = subs.size();
@@ -331,7 +345,7 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
     stats->dropped_tombstones += cs.dropped_tombstones;
     stats->dropped_values += cs.dropped_values;
     stats->dropped_value_bytes += cs.dropped_value_bytes;
-    if (s.ok()) s = sub->status;
+    if (s.ok() && !sub->stopped) s = sub->status;
   }
   if (!s.ok()) {
     // One range failed: the job fails whole, and no range's output stays.

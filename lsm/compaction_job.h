@@ -25,8 +25,10 @@
 // key ranges of about equal input bytes, run on that many threads (the
 // caller's and new ones) and joined before RunCompaction returns. The edit
 // holds every range's outputs, in key order, or nothing when any range
-// failed; then the outputs of every range are removed. The result is the
-// unsplit job's, except that output files may be cut at other keys.
+// failed; then the other ranges stop at their next entry, the outputs of
+// every range are removed and the error of the range that failed first is
+// returned. The result is the unsplit job's, except that output files may
+// be cut at other keys.
 //
 // Thread safety: RunCompaction may run on any thread, several at once on
 // disjoint compactions; it reads the Version and the Compaction but never
