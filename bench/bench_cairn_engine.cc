@@ -141,6 +141,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   if (options.memtable_value_bytes >= 0) {
     db_options.max_memtable_value_bytes = static_cast<uint64_t>(options.memtable_value_bytes);
   }
+  if (options.subcompactions >= 1) db_options.max_subcompactions = options.subcompactions;
   if (!options.gc) db_options.gc_space_amp_trigger = 0;
   absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(db_options, options.path);
   if (!db.ok()) return db.status();

@@ -46,6 +46,9 @@ struct EngineOptions {
   double gc_trigger = -1;
   int64_t gc_bytes_per_sec = -1;
   int64_t memtable_value_bytes = -1;
+  // Both engines: the key ranges one compaction may split into
+  // (max_subcompactions); < 1 for each engine's default (cairn 2, RocksDB 1).
+  int subcompactions = -1;
 };
 
 // Cumulative counters since open, as the engine measures them. Byte counts

@@ -185,6 +185,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenRocksDbEngine(const EngineOptio
   o.target_file_size_base = 64u << 20;
   o.max_bytes_for_level_multiplier = 10;
   o.max_background_jobs = 2;  // one flush, one compaction, as cairn
+  if (options.subcompactions >= 1) o.max_subcompactions = options.subcompactions;
   rocksdb::BlockBasedTableOptions table;
   table.block_size = 4096;
   table.block_cache = rocksdb::NewLRUCache(options.cache_bytes);

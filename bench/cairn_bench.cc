@@ -65,6 +65,8 @@ ABSL_FLAG(double, gc_trigger, -1,
 ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
 ABSL_FLAG(int64_t, memtable_value_mb, -1,
           "cairn: flush a memtable once it points to this many MiB of values (-1: the default)");
+ABSL_FLAG(int32_t, subcompactions, -1,
+          "both engines: max_subcompactions (-1: each engine's default, cairn 2, RocksDB 1)");
 ABSL_FLAG(double, space_sample_secs, 0,
           "sample bytes on disk every S seconds during each benchmark and print each sample "
           "on stderr (0: every 250 ms, silently; the maximum is reported either way)");
@@ -85,6 +87,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.gc = absl::GetFlag(FLAGS_gc);
   o.gc_trigger = absl::GetFlag(FLAGS_gc_trigger);
+  o.subcompactions = absl::GetFlag(FLAGS_subcompactions);
   if (const int64_t mb = absl::GetFlag(FLAGS_gc_mb_per_sec); mb >= 0) o.gc_bytes_per_sec = mb << 20;
   if (const int64_t mb = absl::GetFlag(FLAGS_memtable_value_mb); mb >= 0) {
     o.memtable_value_bytes = mb << 20;

@@ -322,11 +322,20 @@ lsm::TableBuilder::DataBlockSink DBImpl::NewTableBlockSink(uint64_t file_number)
   for (int level = 0; level < lsm::kNumLevels; ++level) {
     for (const auto& f : v->files(level)) table_bytes += f->file_size;
   }
-  if (table_bytes > block_cache_->capacity() / 2) return {};
+  const uint64_t half = block_cache_->capacity() / 2;
+  if (table_bytes > half) return {};
   // A table that never gets installed leaves blocks that simply age out:
-  // file numbers are never reused.
-  return [cache = block_cache_.get(), file_number, path = lsm::TableFileName(dbname_, file_number)](
-             uint64_t offset, std::string_view contents) {
+  // file numbers are never reused. The table being written counts too: once
+  // its own blocks would take the tables past half the cache, the sink stops,
+  // instead of copying blocks that only evict each other (a 64 MiB flush into
+  // a 64 MiB cache cost the flush thread half its CPU).
+  return [cache = block_cache_.get(), file_number, path = lsm::TableFileName(dbname_, file_number),
+          room = half - table_bytes](uint64_t offset, std::string_view contents) mutable {
+    if (contents.size() > room) {
+      room = 0;
+      return;
+    }
+    room -= contents.size();
     absl::StatusOr<std::shared_ptr<const lsm::Block>> block =
         lsm::Block::Create(std::string(contents), absl::StrCat(path, " block at offset ", offset));
     if (block.ok()) cache->Insert(file_number, offset, *block, (*block)->size());
@@ -356,6 +365,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   GarbageMeter garbage;
   env.listener = &garbage;
   env.block_sink = [this](uint64_t number) { return NewTableBlockSink(number); };
+  env.max_subcompactions = options_.max_subcompactions;
   lsm::VersionEdit edit;
   lsm::CompactionJobStats stats;
   absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);
@@ -410,10 +420,10 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
                            .output_bytes = stats.output_bytes,
                            .micros = stats.micros};
     info_log_->Log("compaction: L%d -> L%d%s, %d files (%d bytes) in, %d files (%d bytes) out, "
-                   "in %d us",
+                   "%d key ranges, in %d us",
                    info.level, info.output_level, info.trivial_move ? " (trivial move)" : "",
                    info.input_files, info.input_bytes, info.output_files, info.output_bytes,
-                   info.micros);
+                   stats.subcompactions, info.micros);
     NotifyListeners([&](EventListener& l) { l.OnCompactionCompleted(info); });
     // Outputs of a failed job were removed by the job; the inputs of a good
     // one are now obsolete.

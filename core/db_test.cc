@@ -351,6 +351,8 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
        }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 0; }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 65; }},
+      {"max_subcompactions", [](Options& o) { o.max_subcompactions = 0; }},
+      {"max_subcompactions", [](Options& o) { o.max_subcompactions = 65; }},
       {"value_log_segment_size", [](Options& o) { o.value_log_segment_size = (64 << 10) - 1; }},
       {"value_log_segment_size",
        [](Options& o) { o.value_log_segment_size = (uint64_t{4} << 30) + 1; }},
@@ -377,6 +379,8 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
         o.level0_compaction_trigger = o.level0_slowdown_trigger = o.level0_stop_trigger = 1;
       },
       [](Options& o) { o.max_background_compactions = 64; },
+      [](Options& o) { o.max_subcompactions = 1; },
+      [](Options& o) { o.max_subcompactions = 64; },
   };
   for (size_t i = 0; i < good.size(); ++i) {
     Options o = SmallOptions();

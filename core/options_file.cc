@@ -102,6 +102,7 @@ std::string FormatOptionsFile(const Options& o) {
   add_double("gc_space_amp_trigger", o.gc_space_amp_trigger);
   add("gc_bytes_per_sec", o.gc_bytes_per_sec);
   add("max_background_compactions", o.max_background_compactions);
+  add("max_subcompactions", o.max_subcompactions);
   add("max_info_log_size", o.max_info_log_size);
   return out;
 }

@@ -188,10 +188,11 @@ absl::Status FdWritableFile::Close() {
 }
 
 absl::Status FdWritableFile::WriteAt(uint64_t offset, std::string_view data) {
+  const size_t max_piece = direct_ ? data.size() : kMaxBufferedWrite;
   size_t done = 0;
   while (done < data.size()) {
-    ssize_t r =
-        ::pwrite(fd_, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    const size_t piece = std::min(data.size() - done, max_piece);
+    ssize_t r = ::pwrite(fd_, data.data() + done, piece, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return ErrnoError(errno, absl::StrCat("write ", path_, " at ", offset + done));

@@ -42,6 +42,12 @@ absl::Status ErrnoError(int errno_value, const std::string& what);
 class FdWritableFile : public WritableFile {
  public:
   static constexpr size_t kBufferSize = 1 << 20;
+  // A buffered (not O_DIRECT) write goes to the kernel in pieces of at most
+  // this many bytes. The page cache sizes its folios by the write: aligned
+  // writes of 512 KiB and more got large folios, whose copy cost 8x the CPU
+  // of 256 KiB pieces on Linux 6.18 here (64 MiB: 0.08 s against 0.01 s),
+  // and compaction spent half its time in that copy.
+  static constexpr size_t kMaxBufferedWrite = 256 << 10;
 
   // Takes ownership of fd. direct says whether fd was opened with O_DIRECT.
   FdWritableFile(int fd, std::string path, IoCategory category, bool direct,

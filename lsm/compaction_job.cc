@@ -1,17 +1,22 @@
 #include "lsm/compaction_job.h"
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
 #include "lsm/level_iterator.h"
 #include "lsm/merging_iterator.h"
+#include "lsm/subcompaction.h"
 
 namespace cairn::lsm {
 namespace {
@@ -161,12 +166,17 @@ std::unique_ptr<InternalIterator> NewInputIterator(const Compaction& c, TableCac
 // Writes the kept entries of ci into outputs, cutting a new table before a
 // user key once the open one reaches the target size or overlaps too much
 // of the grandparents; one user key's entries always share a table.
+// A set *stop (may be null) ends the loop early with Cancelled: another key
+// range of the job has failed, so this one's work would be thrown away.
 absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTables& outputs,
-                          CompactionJobStats* stats) {
+                          const std::atomic<bool>* stop, uint64_t* output_entries) {
   GrandparentCutter cutter(c.grandparents(), c.MaxGrandparentOverlapBytes());
   std::string last_user_key;
   bool has_last_user_key = false;
   for (ci.SeekToFirst(); ci.Valid(); ci.Next()) {
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      return absl::CancelledError("compaction: another key range failed");
+    }
     const std::string_view user_key = ci.ikey().user_key;
     if (!has_last_user_key || user_key != last_user_key) {
       const bool too_much_overlap = cutter.ShouldCutBefore(user_key);
@@ -179,11 +189,85 @@ absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTab
     }
     if (!outputs.is_open()) CAIRN_RETURN_IF_ERROR(outputs.Open());
     CAIRN_RETURN_IF_ERROR(outputs.Add(ci.key(), ci.value(), ci.ikey().sequence));
-    ++stats->output_entries;
+    ++*output_entries;
   }
   CAIRN_RETURN_IF_ERROR(ci.status());
   if (outputs.is_open()) CAIRN_RETURN_IF_ERROR(outputs.Finish());
   return absl::OkStatus();
+}
+
+// One key range of a job: its bounds, outputs and result.
+struct Subcompaction {
+  explicit Subcompaction(const CompactionJobEnv& env) : outputs(env) {}
+
+  const std::string* start = nullptr;  // null: unbounded
+  const std::string* end = nullptr;
+  OutputTables outputs;
+  CompactionIteratorStats input_stats;
+  uint64_t output_entries = 0;
+  absl::Status status;
+  // status is the Cancelled of a range stopped because another one failed.
+  bool stopped = false;
+};
+
+// Runs one range. A range that fails sets *failed, which stops the others.
+void RunSubcompaction(const Compaction& c, const Version& base, const CompactionJobEnv& env,
+                      std::atomic<bool>* failed, Subcompaction* sub) {
+  std::unique_ptr<InternalIterator> input =
+      NewUserKeyRangeIterator(NewInputIterator(c, env.table_cache), sub->start, sub->end);
+  // Each range walks the deeper levels from its own start.
+  DeeperLevels deeper(base, c.output_level());
+  CompactionIterator ci(
+      input.get(), env.snapshots, env.latest_sequence,
+      [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener);
+  sub->status = WriteOutputs(c, ci, sub->outputs, failed, &sub->output_entries);
+  sub->input_stats = ci.stats();
+  if (sub->status.ok()) return;
+  // The first failure sets the flag; a range that saw it set first only
+  // stopped.
+  sub->stopped = failed->exchange(true);
+}
+
+// Passes each drop to the job's listener, one range at a time.
+class SerializedListener : public CompactionListener {
+ public:
+  explicit SerializedListener(CompactionListener* target) : target_(target) {}
+  void OnValueDropped(std::string_view user_key, ValueType type,
+                      std::string_view stored_value) override {
+    absl::MutexLock l(&mu_);
+    target_->OnValueDropped(user_key, type, stored_value);
+  }
+
+ private:
+  absl::Mutex mu_;
+  CompactionListener* const target_;
+};
+
+// env for the ranges of a split job: its functions and listener called under
+// one mutex, so the caller's need not be thread-safe.
+CompactionJobEnv SerializedEnv(const CompactionJobEnv& env, absl::Mutex* mu,
+                               SerializedListener* listener) {
+  CompactionJobEnv out = env;
+  out.new_file_number = [mu, f = env.new_file_number] {
+    absl::MutexLock l(mu);
+    return f();
+  };
+  if (env.block_sink) {
+    out.block_sink = [mu, f = env.block_sink](uint64_t number) {
+      absl::MutexLock l(mu);
+      TableBuilder::DataBlockSink sink = f(number);
+      if (!sink) return sink;
+      // The sink of one table is used by that range's thread alone, but it
+      // may share state with the others' (the cache).
+      return TableBuilder::DataBlockSink(
+          [mu, sink = std::move(sink)](uint64_t offset, std::string_view contents) {
+            absl::MutexLock l(mu);
+            sink(offset, contents);
+          });
+    };
+  }
+  out.listener = env.listener != nullptr ? listener : nullptr;
+  return out;
 }
 
 }  // namespace
@@ -191,11 +275,12 @@ absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTab
 std::string CompactionJobStats::DebugString() const {
   return absl::StrFormat(
       "L%d -> L%d%s: in %u+%u files %u+%u bytes %u entries; out %u files %u bytes %u "
-      "entries; dropped %u obsolete %u tombstones %u values (%u bytes); %u us",
+      "entries; dropped %u obsolete %u tombstones %u values (%u bytes); %u us%s",
       level, output_level, trivial_move ? " (trivial move)" : "", input_files[0],
       input_files[1], input_bytes[0], input_bytes[1], input_entries, output_files,
       output_bytes, output_entries, dropped_obsolete, dropped_tombstones, dropped_values,
-      dropped_value_bytes, micros);
+      dropped_value_bytes, micros,
+      subcompactions > 1 ? absl::StrFormat(" in %u key ranges", subcompactions) : "");
 }
 
 absl::Status RunCompaction(const Compaction& c, const Version& base, const CompactionJobEnv& env,
@@ -226,29 +311,54 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
         "CompactionJobEnv needs fs, table_cache and new_file_number");
   }
 
-  std::unique_ptr<InternalIterator> input = NewInputIterator(c, env.table_cache);
-  DeeperLevels deeper(base, c.output_level());
-  CompactionIterator ci(
-      input.get(), env.snapshots, env.latest_sequence,
-      [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener);
-  OutputTables outputs(env);
-  absl::Status s = WriteOutputs(c, ci, outputs, stats);
+  // Split into key ranges when the job is large enough; each range runs on a
+  // thread of its own, the first on this one.
+  std::vector<std::string> boundaries = SubcompactionBoundaries(
+      c, env.table_cache, SubcompactionCount(c, env.max_subcompactions));
+  absl::Mutex env_mu;
+  SerializedListener listener(env.listener);
+  const CompactionJobEnv split_env = SerializedEnv(env, &env_mu, &listener);
+  const CompactionJobEnv& job_env = boundaries.empty() ? env : split_env;
+  std::vector<std::unique_ptr<Subcompaction>> subs;
+  for (size_t i = 0; i <= boundaries.size(); ++i) {
+    auto sub = std::make_unique<Subcompaction>(job_env);
+    sub->start = i == 0 ? nullptr : &boundaries[i - 1];
+    sub->end = i == boundaries.size() ? nullptr : &boundaries[i];
+    subs.push_back(std::move(sub));
+  }
+  std::atomic<bool> failed{false};
+  std::vector<std::thread> threads;
+  for (size_t i = 1; i < subs.size(); ++i) {
+    threads.emplace_back(RunSubcompaction, std::cref(c), std::cref(base), std::cref(job_env),
+                         &failed, subs[i].get());
+  }
+  RunSubcompaction(c, base, job_env, &failed, subs[0].get());
+  for (std::thread& t : threads) t.join();
 
-  const CompactionIteratorStats& cs = ci.stats();
-  stats->input_entries = cs.input_entries;
-  stats->dropped_obsolete = cs.dropped_obsolete;
-  stats->dropped_tombstones = cs.dropped_tombstones;
-  stats->dropped_values = cs.dropped_values;
-  stats->dropped_value_bytes = cs.dropped_value_bytes;
+  stats->subcompactions = subs.size();
+  absl::Status s;
+  for (const auto& sub : subs) {
+    const CompactionIteratorStats& cs = sub->input_stats;
+    stats->input_entries += cs.input_entries;
+    stats->output_entries += sub->output_entries;
+    stats->dropped_obsolete += cs.dropped_obsolete;
+    stats->dropped_tombstones += cs.dropped_tombstones;
+    stats->dropped_values += cs.dropped_values;
+    stats->dropped_value_bytes += cs.dropped_value_bytes;
+    if (s.ok() && !sub->stopped) s = sub->status;
+  }
   if (!s.ok()) {
-    outputs.RemoveAll();
+    // One range failed: the job fails whole, and no range's output stays.
+    for (const auto& sub : subs) sub->outputs.RemoveAll();
     return s;
   }
   c.AddInputDeletions(edit);
-  for (const FileMetaData& meta : outputs.finished()) {
-    edit->AddFile(c.output_level(), meta);
-    ++stats->output_files;
-    stats->output_bytes += meta.file_size;
+  for (const auto& sub : subs) {
+    for (const FileMetaData& meta : sub->outputs.finished()) {
+      edit->AddFile(c.output_level(), meta);
+      ++stats->output_files;
+      stats->output_bytes += meta.file_size;
+    }
   }
   return absl::OkStatus();
 }

@@ -20,9 +20,20 @@
 // the table cache before RunCompaction returns. The caller must keep the
 // numbers it hands out safe from obsolete-file deletion until step 4.
 //
+// Subcompactions (lsm/subcompaction.h): with env.max_subcompactions > 1 a
+// compaction of at least two output files' worth of input is split into
+// key ranges of about equal input bytes, run on that many threads (the
+// caller's and new ones) and joined before RunCompaction returns. The edit
+// holds every range's outputs, in key order, or nothing when any range
+// failed; then the other ranges stop at their next entry, the outputs of
+// every range are removed and the error of the range that failed first is
+// returned. The result is the unsplit job's, except that output files may
+// be cut at other keys.
+//
 // Thread safety: RunCompaction may run on any thread, several at once on
 // disjoint compactions; it reads the Version and the Compaction but never
-// their being_compacted flags.
+// their being_compacted flags. It calls env's functions and listener one at
+// a time, though from more than one thread when it splits.
 #ifndef CAIRN_LSM_COMPACTION_JOB_H_
 #define CAIRN_LSM_COMPACTION_JOB_H_
 
@@ -62,6 +73,9 @@ struct CompactionJobEnv {
   // The data-block sink of each output table, by its file number; may be
   // empty, and may return an empty sink.
   std::function<TableBuilder::DataBlockSink(uint64_t file_number)> block_sink;
+  // Threads one compaction may run on, each merging one key range; 1 runs
+  // every compaction on the caller's thread alone.
+  int max_subcompactions = 1;
 };
 
 struct CompactionJobStats {
@@ -85,6 +99,8 @@ struct CompactionJobStats {
   uint64_t dropped_values = 0;
   uint64_t dropped_value_bytes = 0;
   uint64_t micros = 0;
+  // Key ranges the job ran as (1: not split).
+  uint64_t subcompactions = 1;
 
   // One line for logs.
   std::string DebugString() const;

@@ -2,11 +2,14 @@
 // MemoryFileSystem: the merge against a std::map model, versions kept and
 // dropped around snapshots, tombstones dropped only with nothing below, the
 // listener hearing exactly the dropped values, output cuts (target size,
-// user-key boundaries, grandparent overlap), trivial moves, and clean
-// failure on write errors and corrupt inputs.
+// user-key boundaries, grandparent overlap), trivial moves, clean failure on
+// write errors and corrupt inputs, and subcompactions (a split job's output
+// equals the unsplit one's, its ranges do not overlap, one failing range
+// fails the whole job).
 #include "lsm/compaction_job.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -22,6 +25,7 @@
 #include "lsm/compaction.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
+#include "lsm/subcompaction.h"
 #include "lsm/table_builder.h"
 #include "lsm/table_cache.h"
 #include "lsm/version.h"
@@ -609,5 +613,143 @@ TEST_F(CompactionJobTest, EnvWithoutNewFileNumberIsInvalidArgument) {
   EXPECT_TRUE(edit.deleted_files().empty());
 }
 
+
+// Inputs for the subcompaction tests: four L0 files and one L6 file over
+// 2000 keys, with overwrites, tombstones and pointers, so that ranges see
+// hidden versions and droppable tombstones at their edges.
+struct SplitInputs {
+  std::shared_ptr<const Version> version;
+  SequenceNumber seq = 0;
+};
+
+SplitInputs MakeSplitInputs(uint32_t seed,
+                            const std::function<std::shared_ptr<FileMetaData>(std::vector<Entry>)>&
+                                make_table) {
+  std::mt19937 rng(seed);
+  SplitInputs in;
+  auto workload = [&](int n) {
+    std::vector<Entry> entries;
+    for (int i = 0; i < n; ++i) {
+      const std::string key = absl::StrFormat("key%05d", rng() % 2000);
+      const int kind = static_cast<int>(rng() % 10);
+      entries.push_back(kind < 2   ? Del(key, ++in.seq)
+                        : kind < 4 ? Put(key, ++in.seq, ValueType::kValuePointer)
+                                   : Put(key, ++in.seq));
+    }
+    return entries;
+  };
+  std::array<FileList, kNumLevels> levels;
+  levels[6].push_back(make_table(workload(2000)));
+  for (int i = 0; i < 4; ++i) levels[0].push_back(make_table(workload(1500)));
+  std::sort(levels[0].begin(), levels[0].end(),
+            [](const auto& a, const auto& b) { return a->number > b->number; });
+  in.version = std::make_shared<const Version>(std::move(levels));
+  return in;
+}
+
+// The L0 -> L6 compaction of in, with output files small enough that its
+// input is many files' worth and the job may split.
+std::unique_ptr<Compaction> PickSplittable(const SplitInputs& in) {
+  return PickCompaction(*in.version, CompactionOptions{.target_file_size = 8 << 10});
+}
+
+TEST_F(CompactionJobTest, SplitCompactionWritesWhatTheUnsplitOneWrites) {
+  const SplitInputs in =
+      MakeSplitInputs(23, [this](std::vector<Entry> e) { return MakeTable(std::move(e)); });
+  auto c = PickSplittable(in);
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(c->output_level(), 6);
+  ASSERT_GE(SubcompactionCount(*c, 4), 4);
+  const std::vector<SequenceNumber> snapshots = {in.seq / 3, in.seq / 2};
+
+  VersionEdit whole_edit;
+  CompactionJobStats whole;
+  ASSERT_TRUE(RunCompaction(*c, *in.version, Env(snapshots, in.seq), &whole_edit, &whole).ok());
+  const std::vector<Entry> whole_dropped = std::move(listener_.dropped);
+  listener_.dropped.clear();
+  EXPECT_EQ(whole.subcompactions, 1u);
+
+  CompactionJobEnv env = Env(snapshots, in.seq);
+  env.max_subcompactions = 4;
+  VersionEdit split_edit;
+  CompactionJobStats split;
+  ASSERT_TRUE(RunCompaction(*c, *in.version, env, &split_edit, &split).ok());
+  EXPECT_EQ(split.subcompactions, 4u);
+
+  // The same entries, in the same order, and the same values heard dropped.
+  EXPECT_EQ(ReadOutputs(split_edit), ReadOutputs(whole_edit));
+  EXPECT_THAT(listener_.dropped, UnorderedElementsAreArray(whole_dropped));
+  EXPECT_EQ(split.input_entries, whole.input_entries);
+  EXPECT_EQ(split.output_entries, whole.output_entries);
+  EXPECT_EQ(split.dropped_obsolete, whole.dropped_obsolete);
+  EXPECT_EQ(split.dropped_tombstones, whole.dropped_tombstones);
+  EXPECT_EQ(split.dropped_values, whole.dropped_values);
+
+  // One edit holds every output and removes every input; the outputs are in
+  // key order and no two share a user key.
+  EXPECT_EQ(split_edit.new_files().size(), split.output_files);
+  EXPECT_EQ(split_edit.deleted_files().size(), c->NumInputFiles());
+  for (size_t i = 1; i < split_edit.new_files().size(); ++i) {
+    const FileMetaData& prev = split_edit.new_files()[i - 1].second;
+    const FileMetaData& next = split_edit.new_files()[i].second;
+    EXPECT_LT(prev.largest_user_key(), next.smallest_user_key()) << "outputs " << i - 1 << ", " << i;
+  }
+  VersionBuilder builder(in.version.get());
+  ASSERT_TRUE(builder.Apply(split_edit).ok());
+  auto next = builder.Build();
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ((*next)->NumFiles(6), split_edit.new_files().size());
+}
+
+TEST_F(CompactionJobTest, SubcompactionBoundariesCutTheInputIntoSimilarRanges) {
+  const SplitInputs in =
+      MakeSplitInputs(29, [this](std::vector<Entry> e) { return MakeTable(std::move(e)); });
+  auto c = PickSplittable(in);
+  ASSERT_NE(c, nullptr);
+  const std::vector<std::string> cuts = SubcompactionBoundaries(*c, cache_.get(), 4);
+  ASSERT_EQ(cuts.size(), 3u);
+  EXPECT_TRUE(std::is_sorted(cuts.begin(), cuts.end()));
+  EXPECT_TRUE(std::adjacent_find(cuts.begin(), cuts.end()) == cuts.end());
+  EXPECT_GT(cuts.front(), c->smallest_user_key());
+  EXPECT_LE(cuts.back(), c->largest_user_key());
+  // Keys are uniform, so each range holds about a quarter of them.
+  const std::vector<std::string> quarter = {"key00500", "key01000", "key01500"};
+  for (size_t i = 0; i < cuts.size(); ++i) {
+    EXPECT_NEAR(std::stoi(cuts[i].substr(3)), std::stoi(quarter[i].substr(3)), 150) << cuts[i];
+  }
+  EXPECT_TRUE(SubcompactionBoundaries(*c, cache_.get(), 1).empty());
+  // A small job is not split.
+  EXPECT_EQ(SubcompactionCount(*c, 1), 1);
+  CompactionOptions big = copts_;
+  big.target_file_size = 64 << 20;
+  EXPECT_EQ(SubcompactionCount(*PickCompaction(*in.version, big), 4), 1);
+}
+
+TEST_F(CompactionJobTest, FailureInOneRangeFailsTheWholeJobAndLeavesNoOutput) {
+  const SplitInputs in =
+      MakeSplitInputs(31, [this](std::vector<Entry> e) { return MakeTable(std::move(e)); });
+  auto c = PickSplittable(in);
+  ASSERT_NE(c, nullptr);
+  const auto before = TableFiles();
+  io::FaultFileSystem fault(fs_);
+  int failures = 0;
+  for (uint64_t n : {0, 3, 10, 30, 60, 100, 200}) {
+    fault.FailAfter(n, io::InjectedIoError("test"), io::FaultKind::kAnyWrite, /*persistent=*/true);
+    CompactionJobEnv env = Env();
+    env.fs = &fault;
+    env.max_subcompactions = 4;
+    VersionEdit edit;
+    CompactionJobStats stats;
+    const absl::Status s = RunCompaction(*c, *in.version, env, &edit, &stats);
+    if (s.ok()) break;  // past the job's last write
+    ++failures;
+    EXPECT_EQ(stats.subcompactions, 4u);
+    EXPECT_EQ(s.code(), io::InjectedIoError("test").code()) << s;
+    EXPECT_TRUE(edit.new_files().empty());
+    EXPECT_TRUE(edit.deleted_files().empty());
+    EXPECT_EQ(TableFiles(), before) << "after " << n << " writes";
+  }
+  EXPECT_GE(failures, 5);
+}
 }  // namespace
 }  // namespace cairn::lsm

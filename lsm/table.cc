@@ -353,6 +353,31 @@ absl::StatusOr<std::vector<BlockHandle>> Table::DataBlockHandles() const {
   return handles;
 }
 
+std::vector<std::string> Table::SampleIndexKeys(size_t count) const {
+  std::vector<std::string> keys;
+  if (count == 0) return keys;
+  const uint64_t step = std::max<uint64_t>(1, props_.num_data_blocks / count);
+  std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
+  uint64_t i = 0;
+  for (index->SeekToFirst(); index->Valid(); index->Next(), ++i) {
+    if (i % step == step - 1) keys.emplace_back(index->key());
+  }
+  return keys;
+}
+
+uint64_t Table::ApproximateOffsetOf(std::string_view internal_key) const {
+  // The blocks after the data, in file order: filter (if any), properties.
+  const uint64_t data_end = std::min(
+      file_size_, has_filter() ? footer_.filter_handle.offset : footer_.properties_handle.offset);
+  std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
+  index->Seek(internal_key);
+  if (!index->Valid()) return data_end;
+  BlockHandle handle;
+  std::string_view value = index->value();
+  if (!handle.DecodeVarintFrom(&value)) return data_end;
+  return std::min(handle.offset, data_end);
+}
+
 std::unique_ptr<InternalIterator> Table::NewIterator(const TableReadOptions& ro) const {
   return std::make_unique<TwoLevelIterator>(this, ro, index_block_->NewIterator(),
                                             BlockOrigin(path(), footer_.index_handle.offset));

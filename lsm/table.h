@@ -98,6 +98,17 @@ class Table {
   // a bad one). DataLoss naming the file for a bad index entry.
   absl::StatusOr<std::vector<BlockHandle>> DataBlockHandles() const;
 
+  // For splitting a compaction into key ranges (lsm/subcompaction.h), from
+  // the index alone, without reading data blocks:
+  // about `count` index separators spread evenly over the table, in order
+  // (each is an internal key between two data blocks' keys);
+  std::vector<std::string> SampleIndexKeys(size_t count) const;
+  // and the offset of the data block that holds the first entry >=
+  // internal_key, or the end of the data blocks when no block does (the
+  // filter, properties and index follow them). A bad index entry counts as
+  // that end (the estimate only steers the split).
+  uint64_t ApproximateOffsetOf(std::string_view internal_key) const;
+
   uint64_t file_number() const { return file_number_; }
   uint64_t file_size() const { return file_size_; }
   const std::string& path() const { return file_->path(); }

@@ -1,7 +1,9 @@
 // Tests for TableBuilder and Table: round trips against a std::map oracle
 // (with and without compression), snapshot and deletion semantics of Get,
-// bloom and cache counters, footer checks, a corruption sweep over every byte
-// and every truncation, and the golden example of docs/table_format.md.
+// bloom and cache counters, the index estimates compactions split by, footer
+// checks, a corruption sweep over every byte and every truncation, and the
+// golden example of docs/table_format.md.
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <random>
@@ -290,6 +292,44 @@ TEST_F(TableTest, NoFilterWhenBitsPerKeyIsZero) {
   EXPECT_FALSE(r.found);
   EXPECT_EQ(counters_.bloom_probes, 0u);
   ExpectIterationMatches(**table, model);
+}
+
+// For splitting compactions: index separators spread over the table, and
+// block offsets that grow with the key, from the index alone.
+TEST_F(TableTest, IndexSamplesAndOffsetsNeedNoDataBlock) {
+  const Model model = RandomModel(5, 2000);
+  for (int bloom_bits : {10, 0}) {
+    SCOPED_TRACE(bloom_bits);
+    TableOptions options;
+    options.compress = false;
+    options.bloom_bits_per_key = bloom_bits;
+    const uint64_t size = Build(model, options);
+    auto table = Open(options, size);
+    ASSERT_TRUE(table.ok()) << table.status();
+    const uint64_t reads_before = counters_.block_reads;
+
+    const std::vector<std::string> samples = (*table)->SampleIndexKeys(16);
+    EXPECT_GE(samples.size(), 16u);
+    EXPECT_LE(samples.size(), 32u);
+    EXPECT_TRUE(std::is_sorted(samples.begin(), samples.end(), InternalKeyLess()));
+
+    auto offset = [&](int i) {
+      return (*table)->ApproximateOffsetOf(MakeLookupKey(UserKey(i), kMaxSequenceNumber));
+    };
+    const uint64_t data_end =
+        (*table)->ApproximateOffsetOf(MakeLookupKey("zzz", kMaxSequenceNumber));
+    EXPECT_LT(data_end, size);  // the index and properties follow the data
+    EXPECT_EQ(offset(0), 0u);
+    uint64_t last = 0;
+    for (int i = 0; i < 4000; i += 97) {
+      EXPECT_GE(offset(i), last) << i;
+      last = offset(i);
+    }
+    EXPECT_LE(last, data_end);
+    // Keys and values are spread evenly, so half the keys lie about halfway.
+    EXPECT_NEAR(static_cast<double>(offset(2000)) / data_end, 0.5, 0.1);
+    EXPECT_EQ(counters_.block_reads, reads_before);
+  }
 }
 
 TEST_F(TableTest, BlockCacheServesRepeatedReads) {

@@ -119,6 +119,11 @@ struct Options {
   uint64_t gc_bytes_per_sec = uint64_t{256} << 20;
   // Threads for compaction (flush has its own). Default: 1.
   int max_background_compactions = 1;
+  // Threads one compaction may split into: a compaction of at least two
+  // target_file_size of input merges that many key ranges in parallel, at
+  // most one range per target_file_size (docs/architecture.md, "Compaction";
+  // docs/decisions/20261201_subcompactions.md). 1: never split. Default: 2.
+  int max_subcompactions = 2;
 
   // The file system to run on (cairn/file_system.h: the real one, or one in
   // memory for tests); null: the real one on io_backend. Default: null.
