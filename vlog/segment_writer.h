@@ -26,9 +26,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "io/file_system.h"
 #include "vlog/value_pointer.h"
 #include "vlog/vlog_format.h"
@@ -84,6 +86,17 @@ class SegmentWriter {
   absl::StatusOr<ValuePointer> AppendStored(std::string_view key, std::string_view stored_value,
                                             uint8_t flags);
 
+  // Appends whole records that EncodeValueRecord encoded with Encoding()
+  // (e.g. in another thread, before their place was known), back to back in
+  // records, sizes[i] bytes each, as one write; appends their pointers to
+  // *pointers. The records are this process's own and are not parsed again.
+  // Errors: InvalidArgument when sizes do not add up to records.size();
+  // otherwise as Append.
+  absl::Status AppendEncoded(std::string_view records, absl::Span<const uint32_t> sizes,
+                             std::vector<ValuePointer>* pointers);
+  // How Append encodes a value: the options' compression and chunk size.
+  RecordEncoding Encoding() const;
+
   // Hands buffered records to the kernel.
   absl::Status Flush();
   // Flush, then fdatasync. To sync together with the WAL, pass file() to
@@ -109,6 +122,8 @@ class SegmentWriter {
   absl::StatusOr<ValuePointer> AppendRecord(std::string_view key,
                                             std::initializer_list<std::string_view> stored,
                                             uint8_t flags);
+  // Appends record_, one whole encoded record.
+  absl::StatusOr<ValuePointer> AppendEncodedRecord();
   // Returns s, remembering it as the sticky error when it is not OK.
   absl::Status Track(absl::Status s);
 
