@@ -103,9 +103,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
     PointerRewrite rewrite{kept_keys, kept_old, kept_new, &kept_replaced, base_sequence,
                            base_mem.get()};
     kept_replaced.assign(kept_keys.size(), false);
-    WriteOptions sync;
-    sync.sync = true;
-    CAIRN_RETURN_IF_ERROR(db_->WriteImpl(sync, nullptr, &rewrite));
+    CAIRN_RETURN_IF_ERROR(db_->WritePointerRewrite(rewrite));
     size_t n = 0;
     for (size_t j = 0; j < kept_index.size(); ++j) {
       if (!kept_replaced[j]) continue;
