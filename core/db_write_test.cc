@@ -117,11 +117,29 @@ class GatedFileSystem : public io::MemoryFileSystem {
   int held_ = 0;
 };
 
-TEST(DbWriteTest, ValuesPreparedBySeveralWritersShareOneGroupAndReadBackIntact) {
+int SegmentFiles(io::FileSystem* fs) {
+  absl::StatusOr<std::vector<std::string>> names = fs->ListDir("/db");
+  EXPECT_TRUE(names.ok()) << names.status();
+  int n = 0;
+  if (names.ok()) {
+    for (const std::string& name : *names) n += absl::EndsWith(name, ".vlog");
+  }
+  return n;
+}
+
+// Param: the active segment is nearly full when the group comes, so that
+// the group's records start a new segment part way through.
+class DbWriteGroupTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DbWriteGroupTest, ValuesPreparedBySeveralWritersShareOneGroupAndReadBackIntact) {
   auto fs = std::make_shared<GatedFileSystem>();
-  const Options o = SeparatedOptions(Compression::kZstd);
+  Options o = SeparatedOptions(Compression::kZstd);
+  o.value_log_segment_size = 64 << 10;  // the smallest allowed
   auto db = OpenWithFileSystem(o, "/db", fs);
   ASSERT_OK(db.status());
+  if (GetParam()) {
+    ASSERT_OK((*db)->Put({}, "filler", RandomValue(99, 60 << 10)));
+  }
 
   // A leader stops in its WAL flush; the writers queue behind it.
   fs->CloseGate();
@@ -143,7 +161,7 @@ TEST(DbWriteTest, ValuesPreparedBySeveralWritersShareOneGroupAndReadBackIntact) 
       expected[key] = std::move(value);
     };
     put(absl::StrCat("w", w, "/compressible"), CompressibleValue(w, 4096));
-    put(absl::StrCat("w", w, "/random"), RandomValue(100 + w, 2048));
+    put(absl::StrCat("w", w, "/random"), RandomValue(100 + w, 6144));
     put(absl::StrCat("w", w, "/inline"), absl::StrCat("small ", w));
     if (w == kWriters - 1) put(absl::StrCat("w", w, "/chunked"), CompressibleValue(w, 66 << 10));
   }
@@ -154,10 +172,15 @@ TEST(DbWriteTest, ValuesPreparedBySeveralWritersShareOneGroupAndReadBackIntact) 
   // Time to prepare and queue: each writer's encoding takes well under a
   // millisecond.
   absl::SleepFor(absl::Milliseconds(500));
+  const int segments_before = SegmentFiles(fs.get());
   fs->OpenGate();
   leader.join();
   for (std::thread& t : writers) t.join();
   expected["leader"] = RandomValue(0, 2048);
+  if (GetParam()) {
+    expected["filler"] = RandomValue(99, 60 << 10);
+    EXPECT_GT(SegmentFiles(fs.get()), segments_before);
+  }
 
   // At most two groups after the leader's: some group holds at least three
   // writers (one, unless a writer was descheduled before it queued).
@@ -181,6 +204,11 @@ TEST(DbWriteTest, ValuesPreparedBySeveralWritersShareOneGroupAndReadBackIntact) 
   ASSERT_OK(db.status());
   check(db->get());
 }
+
+INSTANTIATE_TEST_SUITE_P(Segment, DbWriteGroupTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return info.param ? "NewSegmentInTheGroup" : "OneSegment";
+                         });
 
 TEST(DbWriteTest, PreparedValueOfAFailedGroupIsNeitherAcknowledgedNorReachable) {
   auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());

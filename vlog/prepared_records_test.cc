@@ -66,7 +66,7 @@ TEST_P(PreparedRecordsTest, PreparedRecordsAreTheBytesAppendWrites) {
   writer.join();
   ASSERT_EQ(prepared.count(), values.size());
   std::vector<ValuePointer> pointers;
-  ASSERT_TRUE((*placed)->AppendEncoded(prepared.bytes(), prepared.sizes(), &pointers).ok());
+  ASSERT_TRUE((*placed)->AppendEncoded({{prepared.bytes(), prepared.sizes()}}, &pointers).ok());
   EXPECT_EQ(pointers, expected);
   EXPECT_EQ((*placed)->record_count(), values.size());
   EXPECT_EQ((*placed)->size(), (*appended)->size());
@@ -91,7 +91,7 @@ TEST_P(PreparedRecordsTest, PlacedAfterRecordsAppendedOneByOne) {
   ASSERT_TRUE(prepared.Add("k1", std::string(3000, 'x')).ok());
   ASSERT_TRUE(prepared.Add("k2", "v2").ok());
   std::vector<ValuePointer> pointers;
-  ASSERT_TRUE((*writer)->AppendEncoded(prepared.bytes(), prepared.sizes(), &pointers).ok());
+  ASSERT_TRUE((*writer)->AppendEncoded({{prepared.bytes(), prepared.sizes()}}, &pointers).ok());
   ASSERT_EQ(pointers.size(), 2u);
   EXPECT_EQ(pointers[0].offset, kSegmentHeaderSize + RecordSize(5, 10));
   EXPECT_EQ(pointers[1].offset, pointers[0].offset + pointers[0].size);
@@ -111,7 +111,7 @@ TEST_P(PreparedRecordsTest, SizesThatDoNotAddUpAreRefusedBeforeAnyWrite) {
   const uint32_t wrong[] = {prepared.sizes()[0] + 1};
   std::vector<ValuePointer> pointers;
   EXPECT_TRUE(absl::IsInvalidArgument(
-      (*writer)->AppendEncoded(prepared.bytes(), wrong, &pointers)));
+      (*writer)->AppendEncoded({{prepared.bytes(), wrong}}, &pointers)));
   EXPECT_TRUE(pointers.empty());
   EXPECT_EQ((*writer)->size(), kSegmentHeaderSize);
 }

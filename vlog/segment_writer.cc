@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
 
@@ -117,28 +118,33 @@ RecordEncoding SegmentWriter::Encoding() const {
   return {options_.compress, options_.compression_level, options_.chunk_size};
 }
 
-absl::Status SegmentWriter::AppendEncoded(std::string_view records,
-                                          absl::Span<const uint32_t> sizes,
+absl::Status SegmentWriter::AppendEncoded(absl::Span<const EncodedRecords> runs,
                                           std::vector<ValuePointer>* pointers) {
   if (closed_) {
     return absl::FailedPreconditionError(absl::StrCat(path_, ": append after close"));
   }
   CAIRN_RETURN_IF_ERROR(error_);
-  uint64_t total = 0;
-  for (uint32_t size : sizes) total += size;
-  if (total != records.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", sizes.size(), " records of ",
-                                                   total, " bytes given as ", records.size()));
+  absl::InlinedVector<std::string_view, 8> parts;
+  for (const EncodedRecords& run : runs) {
+    uint64_t total = 0;
+    for (uint32_t size : run.sizes) total += size;
+    if (total != run.bytes.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": ", run.sizes.size(),
+                                                     " records of ", total,
+                                                     " bytes given as ", run.bytes.size()));
+    }
+    parts.push_back(run.bytes);
   }
-  const uint64_t start = size();
-  CAIRN_RETURN_IF_ERROR(Track(file_->Append(records)));
-  uint64_t offset = start;
-  for (uint32_t size : sizes) {
-    pointers->push_back(ValuePointer{segment_id_, offset, size});
-    offset += size;
+  CAIRN_RETURN_IF_ERROR(Track(file_->AppendParts(parts)));
+  uint64_t offset = size();
+  for (const EncodedRecords& run : runs) {
+    for (uint32_t size : run.sizes) {
+      pointers->push_back(ValuePointer{segment_id_, offset, size});
+      offset += size;
+    }
+    record_count_ += run.sizes.size();
   }
   size_.store(offset, std::memory_order_release);
-  record_count_ += sizes.size();
   return absl::OkStatus();
 }
 

@@ -53,6 +53,12 @@ struct SegmentWriterOptions {
   uint32_t chunk_size = kDefaultValueChunkSize;
 };
 
+// Whole encoded records back to back, sizes[i] bytes each.
+struct EncodedRecords {
+  std::string_view bytes;
+  absl::Span<const uint32_t> sizes;
+};
+
 class SegmentWriter {
  public:
   // Creates (or truncates) path, writes the header for segment_id and syncs.
@@ -87,12 +93,13 @@ class SegmentWriter {
                                             uint8_t flags);
 
   // Appends whole records that EncodeValueRecord encoded with Encoding()
-  // (e.g. in another thread, before their place was known), back to back in
-  // records, sizes[i] bytes each, as one write; appends their pointers to
-  // *pointers. The records are this process's own and are not parsed again.
-  // Errors: InvalidArgument when sizes do not add up to records.size();
-  // otherwise as Append.
-  absl::Status AppendEncoded(std::string_view records, absl::Span<const uint32_t> sizes,
+  // (e.g. in other threads, before their place was known), as one write of
+  // every run (io::WritableFile::AppendParts: large runs go to the file from
+  // where they lie, not through its buffer), and appends their pointers to
+  // *pointers in order. The records are this process's own and are not
+  // parsed again. Errors: InvalidArgument (before any write) when a run's
+  // sizes do not add up to its bytes; otherwise as Append.
+  absl::Status AppendEncoded(absl::Span<const EncodedRecords> runs,
                              std::vector<ValuePointer>* pointers);
   // How Append encodes a value: the options' compression and chunk size.
   RecordEncoding Encoding() const;

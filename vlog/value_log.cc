@@ -1,5 +1,6 @@
 #include "vlog/value_log.h"
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
 #include "vlog/segment_scanner.h"
@@ -227,17 +228,27 @@ absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ValueLog::ActiveSiz
 
 absl::Status ValueLog::AppendPrepared(absl::Span<const vlog::PreparedRecords* const> prepared,
                                       std::vector<vlog::ValuePointer>* pointers) {
+  // The runs bound for the active segment, written with one append.
+  absl::InlinedVector<vlog::EncodedRecords, 8> runs;
+  auto place = [&]() -> absl::Status {
+    if (runs.empty()) return absl::OkStatus();
+    absl::Status s = active_->AppendEncoded(runs, pointers);
+    runs.clear();
+    return s;
+  };
+  uint64_t end = active_ == nullptr ? 0 : active_->size();
   for (const vlog::PreparedRecords* records : prepared) {
     const absl::Span<const uint32_t> sizes = records->sizes();
     std::string_view bytes = records->bytes();
     size_t i = 0;
     while (i < sizes.size()) {
-      if (active_ == nullptr || active_->size() >= options_.segment_size) {
+      if (active_ == nullptr || end >= options_.segment_size) {
+        CAIRN_RETURN_IF_ERROR(place());
         CAIRN_RETURN_IF_ERROR(RollSegment());
+        end = active_->size();
       }
-      // The run of records that start below the target size: a segment
-      // ends past it by at most one record, as when records came one by one.
-      uint64_t end = active_->size();
+      // The records that start below the target size: a segment ends past
+      // it by at most one record, as when records came one by one.
       size_t n = 0;
       uint64_t len = 0;
       while (i + n < sizes.size() && (n == 0 || end < options_.segment_size)) {
@@ -245,13 +256,12 @@ absl::Status ValueLog::AppendPrepared(absl::Span<const vlog::PreparedRecords* co
         len += sizes[i + n];
         ++n;
       }
-      CAIRN_RETURN_IF_ERROR(
-          active_->AppendEncoded(bytes.substr(0, len), sizes.subspan(i, n), pointers));
+      runs.push_back({bytes.substr(0, len), sizes.subspan(i, n)});
       bytes.remove_prefix(len);
       i += n;
     }
   }
-  return absl::OkStatus();
+  return place();
 }
 
 absl::Status ValueLog::Flush() { return active_ == nullptr ? absl::OkStatus() : active_->Flush(); }

@@ -98,11 +98,11 @@ class ValueLog {
   // Write path. How values are encoded: any thread may fill a
   // PreparedRecords with it, before the record's place is known.
   const vlog::RecordEncoding& encoding() const { return encoding_; }
-  // Places each prepared batch's records in the active segment, one write
-  // per batch, and appends their pointers to *pointers in order. Starts a
-  // new segment (logged in the manifest first) when none is active or the
-  // active one reached its target size, before any record that would start
-  // past it.
+  // Places the prepared records of every batch in the active segment with
+  // one write (one per segment when a new one starts among them), and
+  // appends their pointers to *pointers in order. Starts a new segment
+  // (logged in the manifest first) when none is active or the active one
+  // reached its target size, before any record that would start past it.
   absl::Status AppendPrepared(absl::Span<const vlog::PreparedRecords* const> prepared,
                               std::vector<vlog::ValuePointer>* pointers);
   // Hands appended records to the kernel (before the WAL record naming them).
