@@ -214,7 +214,7 @@ void DBImpl::RemoveObsoleteFiles() {
 
 absl::Status DBImpl::Flush() {
   CAIRN_RETURN_IF_ERROR(CheckWritable("Flush"));
-  CAIRN_RETURN_IF_ERROR(WriteImpl(WriteOptions(), nullptr));
+  CAIRN_RETURN_IF_ERROR(SwitchMemTableInQueue());
   absl::MutexLock l(&mu_);
   // Until the flush is over, the files it made obsolete (its WAL) removed
   // too: a caller that lists the directory next sees no file vanish.

@@ -107,9 +107,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
     PointerRewrite rewrite{kept_keys, kept_old, kept_new, &kept_replaced, base_sequence,
                            base_mem.get()};
     kept_replaced.assign(kept_keys.size(), false);
-    WriteOptions wo;
-    wo.sync = sync;
-    CAIRN_RETURN_IF_ERROR(db_->WriteImpl(wo, nullptr, &rewrite));
+    CAIRN_RETURN_IF_ERROR(db_->WritePointerRewrite(rewrite, sync));
     // The writes this batch lost to are older than it: durable with it.
     rewritten_through_ = std::max(rewritten_through_, db_->last_sequence_.load());
     unsynced_rewrites_ = !sync;

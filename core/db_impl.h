@@ -28,6 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
 #include "cairn/db.h"
 #include "cairn/listener.h"
@@ -208,11 +209,25 @@ class DBImpl final : public DB {
   absl::Status CheckNotClosed() const;
 
   // db_write.cc
-  absl::Status CheckBatch(const WriteBatch& batch) const;
-  // Writes batch through the write queue; a null batch switches to a new
-  // memtable (for Flush) in the queue's order.
-  absl::Status WriteImpl(const WriteOptions& options, const WriteBatch* batch,
-                         const PointerRewrite* rewrite = nullptr);
+  struct PreparedBatch;
+  // In the writer's thread, before it queues, one pass over the batch:
+  // checks it (InvalidArgument for an entry over the size limits or an
+  // internal pointer; the batch's own error; DataLoss for a malformed
+  // encoding), counts it, and encodes each value at or above the threshold
+  // as its value-log record.
+  absl::Status PrepareBatch(PreparedBatch* prepared) const;
+  // Switches to a new memtable (for Flush) in the write queue's order.
+  absl::Status SwitchMemTableInQueue();
+  // GC's pointer rewrite, alone in its group; synced when sync.
+  absl::Status WritePointerRewrite(const PointerRewrite& rewrite, bool sync);
+  // Queues w and waits until it is done, leading a group when it reaches
+  // the front.
+  absl::Status WriteImpl(Writer* w) ABSL_LOCKS_EXCLUDED(mu_);
+  // The leader's work for a user write or a rewrite: picks the group, sets
+  // *last_writer to its last member, and writes it (value log, WAL,
+  // memtable), with mu_ released meanwhile. A failure is fail-stop.
+  absl::Status WriteGroup(Writer* leader, Writer** last_writer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status MakeRoomForWrite(bool force) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Delays a user write of bytes, before it joins the writer queue, while
   // GC is behind (gc::GcController::WriteDelay). Waiting before the queue
@@ -222,17 +237,20 @@ class DBImpl final : public DB {
   void SlowDownWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Counts a write's wait since start in the stall time and the longest wait.
   void RecordStall(std::chrono::steady_clock::time_point start);
-  WriteBatch* BuildBatchGroup(Writer** last_writer) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
-  // Key and value bytes of batch; counts its puts and deletes.
-  uint64_t UserBytes(const WriteBatch& batch);
-  // Appends values at or above the threshold to the value log and replaces
-  // them in *group by pointers (write leader only).
-  absl::Status SeparateValues(WriteBatch* group);
-  // Before group goes into mem (write leader only): adds the value-log bytes
+  // The user writes at the front of the queue that go in one group (into
+  // *members); returns the last one's writer.
+  Writer* PickGroup(absl::InlinedVector<const PreparedBatch*, 8>* members)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Write leader only: places the members' prepared records in the value
+  // log and builds *group from their entries, each separated value replaced
+  // by its pointer.
+  absl::Status PlaceGroup(absl::Span<const PreparedBatch* const> members, WriteBatch* group);
+  // Write leader only: inserts group into mem, adding the value-log bytes
   // its pointers name to mem_value_bytes_, and those of the pointers in mem
   // that its entries supersede to mem_superseded_bytes_.
-  void CountMemTableValueBytes(const lsm::MemTable& mem, const WriteBatch& group);
+  absl::Status InsertGroup(lsm::MemTable* mem, const WriteBatch& group);
+  // Recovery: inserts a replayed WAL record into mem.
+  absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
   // The memtable is full by the value-log bytes it names or hides
   // (Options::max_memtable_value_bytes; docs/gc.md).
   bool MemTableValueBytesFull() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

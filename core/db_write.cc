@@ -1,8 +1,12 @@
-// The write path: writers queue, the front one leads a group, writes the
-// group's WAL record (syncing once when any member asked), applies it to the
-// memtable and wakes the others (group commit, as in LevelDB).
+// The write path: each writer checks its batch and encodes its large values
+// as value-log records in its own thread, then queues; the front one leads a
+// group: places the members' records in the value log, writes the group's
+// WAL record with their pointers (syncing once when any member asked),
+// applies it to the memtable and wakes the others (group commit, as in
+// LevelDB).
 #include <chrono>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "core/write_batch_internal.h"
@@ -13,14 +17,51 @@ namespace cairn {
 using lsm::SequenceNumber;
 using lsm::ValueType;
 
+// One entry of the write queue, tagged with what it is.
 struct DBImpl::Writer {
-  Writer(const WriteBatch* b, bool s, const PointerRewrite* r) : batch(b), sync(s), rewrite(r) {}
-  const WriteBatch* batch;  // null: a memtable switch or a pointer rewrite
+  enum class Kind : uint8_t {
+    kUserWrite = 0,       // a checked, prepared user batch; may join a group
+    kMemTableSwitch = 1,  // switch to a new memtable (Flush), in queue order
+    kGcRewrite = 2,       // GC's conditional pointer write-back; alone in its group
+  };
+  static Writer UserWrite(const PreparedBatch* prepared, bool sync) {
+    return Writer(Kind::kUserWrite, sync, prepared, nullptr);
+  }
+  static Writer MemTableSwitch() { return Writer(Kind::kMemTableSwitch, false, nullptr, nullptr); }
+  static Writer GcRewrite(const PointerRewrite* rewrite, bool sync) {
+    return Writer(Kind::kGcRewrite, sync, nullptr, rewrite);
+  }
+
+  const Kind kind;
   const bool sync;
-  const PointerRewrite* rewrite;
+  const PreparedBatch* const prepared;  // kUserWrite only
+  const PointerRewrite* const rewrite;  // kGcRewrite only
   bool done = false;
   absl::Status status;
   absl::CondVar cv;
+
+ private:
+  Writer(Kind k, bool s, const PreparedBatch* p, const PointerRewrite* r)
+      : kind(k), sync(s), prepared(p), rewrite(r) {}
+};
+
+// A user batch as its writer prepared it before joining the queue: checked,
+// counted, and its separated values already encoded as value-log records, so
+// that the leader only places them and writes their pointers.
+struct DBImpl::PreparedBatch {
+  PreparedBatch(const WriteBatch& b, const vlog::RecordEncoding& encoding)
+      : batch(b), records(encoding) {}
+
+  // Where a separated value's entry lies in batch's encoding: [begin, end).
+  struct Separated {
+    size_t begin, end;
+    std::string_view key;
+  };
+  const WriteBatch& batch;
+  absl::InlinedVector<Separated, 1> separated;  // in batch order
+  vlog::PreparedRecords records;                // their records, in the same order
+  uint64_t user_bytes = 0;                      // keys and values as given
+  uint64_t puts = 0, deletes = 0;
 };
 
 // A group stops growing at this many bytes, so one large write does not make
@@ -40,116 +81,81 @@ absl::Status DBImpl::Delete(const WriteOptions& options, std::string_view key) {
   return Write(options, batch);
 }
 
-absl::Status DBImpl::CheckBatch(const WriteBatch& batch) const {
-  CAIRN_RETURN_IF_ERROR(batch.status());
-  // A batch rebuilt with WriteBatchInternal (SetContents) bypasses Put.
+absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
+  CAIRN_RETURN_IF_ERROR(p->batch.status());
+  const size_t threshold = options_.value_separation_threshold;
+  const std::string_view rep = WriteBatchInternal::Contents(p->batch);
+  size_t begin = kBatchHeaderSize;
+  // One pass: the checks (a batch rebuilt with WriteBatchInternal's
+  // SetContents bypasses Put's), the counts, and each large value encoded
+  // as its value-log record, here in the writer's thread.
   return WriteBatchInternal::ForEach(
-      batch, [](SequenceNumber, ValueType type, std::string_view key,
-                std::string_view value) -> absl::Status {
+      p->batch, [&](SequenceNumber, ValueType type, std::string_view key,
+                    std::string_view value) -> absl::Status {
         CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckSizes(key, value));
         if (type == ValueType::kValuePointer) {
           return absl::InvalidArgumentError("write batch holds an internal value pointer");
         }
+        // The views point into rep: the entry ends where its last field does.
+        const std::string_view last = type == ValueType::kDeletion ? key : value;
+        const size_t end = static_cast<size_t>(last.data() + last.size() - rep.data());
+        p->user_bytes += key.size() + value.size();
+        ++(type == ValueType::kDeletion ? p->deletes : p->puts);
+        if (threshold != kInlineValues && type == ValueType::kValue && value.size() >= threshold) {
+          // Room for every record the rest of the batch can need (headers,
+          // zstd's bound and chunk tables are under 1/64 more), so no record
+          // is moved once written.
+          if (p->records.empty()) p->records.Reserve((rep.size() - begin) * 65 / 64 + 256);
+          CAIRN_RETURN_IF_ERROR(p->records.Add(key, value));
+          p->separated.push_back({begin, end, key});
+        }
+        begin = end;
         return absl::OkStatus();
       });
 }
 
 absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch) {
   CAIRN_RETURN_IF_ERROR(CheckWritable("write"));
-  CAIRN_RETURN_IF_ERROR(CheckBatch(batch));
+  PreparedBatch prepared(batch, vlog_->encoding());
+  CAIRN_RETURN_IF_ERROR(PrepareBatch(&prepared));
   if (batch.Count() == 0) return absl::OkStatus();
-  return WriteImpl(options, &batch);
+  Writer w = Writer::UserWrite(&prepared, options.sync);
+  return WriteImpl(&w);
 }
 
-absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* batch,
-                               const PointerRewrite* rewrite) {
-  Writer w(batch, options.sync, rewrite);
+absl::Status DBImpl::SwitchMemTableInQueue() {
+  Writer w = Writer::MemTableSwitch();
+  return WriteImpl(&w);
+}
+
+absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool sync) {
+  // A job syncs its last rewrite only: the victim waits until the writes
+  // that moved its records are synced (gc::ObsoleteSegments).
+  Writer w = Writer::GcRewrite(&rewrite, sync);
+  return WriteImpl(&w);
+}
+
+absl::Status DBImpl::WriteImpl(Writer* w) {
   absl::MutexLock l(&mu_);
   // Before joining the queue: a user write held for value-log space must not
   // hold up GC's rewrites, which queue here too and are what ends the stall.
-  if (batch != nullptr) CAIRN_RETURN_IF_ERROR(WaitForValueLogSpace(batch->ApproximateSize()));
-  writers_.push_back(&w);
-  while (!w.done && &w != writers_.front()) w.cv.Wait(&mu_);
-  if (w.done) return w.status;
+  if (w->kind == Writer::Kind::kUserWrite) {
+    CAIRN_RETURN_IF_ERROR(WaitForValueLogSpace(w->prepared->batch.ApproximateSize()));
+  }
+  writers_.push_back(w);
+  while (!w->done && w != writers_.front()) w->cv.Wait(&mu_);
+  if (w->done) return w->status;
 
   // This writer leads a group.
-  absl::Status status = MakeRoomForWrite(/*force=*/batch == nullptr && rewrite == nullptr);
-  Writer* last_writer = &w;
-  if (status.ok() && (batch != nullptr || rewrite != nullptr)) {
-    WriteBatch* group;
-    ReadView view;
-    if (rewrite != nullptr) {
-      // Alone in its group; the batch is built from the state as of now.
-      group_batch_.Clear();
-      group = &group_batch_;
-      // mem_ is installed in the current SuperVersion whenever it changes
-      // under mu_ (held here), so the view has every earlier write.
-      view = GetReadView(ReadOptions(), /*owned=*/true);
-    } else {
-      group = BuildBatchGroup(&last_writer);
-    }
-    const SequenceNumber first = last_sequence_.load() + 1;
-    bool sync = false;
-    for (Writer* x : writers_) {
-      sync |= x->sync;
-      if (x == last_writer) break;
-    }
-    lsm::LogWriter* log = log_.get();
-    std::shared_ptr<lsm::MemTable> mem = mem_;
-    {
-      // Later writers queue behind us meanwhile; only the leader touches the
-      // logs and inserts into the memtable, so mu_ is not needed here.
-      mu_.Unlock();
-      if (rewrite != nullptr) status = BuildRewriteBatch(*rewrite, view, group);
-      WriteBatchInternal::SetSequence(group, first);
-      const uint64_t user_bytes = rewrite != nullptr ? 0 : UserBytes(*group);
-      if (status.ok()) status = SeparateValues(group);
-      // Values reach the kernel before the WAL record that points to them.
-      if (status.ok()) status = vlog_->Flush();
-      if (status.ok() && group->Count() > 0) {
-        status = log->AddRecord(WriteBatchInternal::Contents(*group));
-      }
-      if (status.ok()) {
-        if (!sync) {
-          // Still reaches the kernel before it is acknowledged, so it
-          // survives a crash of this process.
-          status = log->Flush();
-        } else if (io::WritableFile* vfile = vlog_->active_file()) {
-          // Both fdatasyncs in flight together; every value any WAL record
-          // points to is covered, not only this group's.
-          io::WritableFile* files[] = {log->file(), vfile};
-          status = fs_->SyncFiles(files);
-        } else {
-          status = log->Sync();
-        }
-      }
-      if (status.ok()) CountMemTableValueBytes(*mem, *group);
-      if (status.ok()) status = InsertInto(mem.get(), *group);
-      if (status.ok()) user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
-      mu_.Lock();
-    }
-    if (status.ok()) {
-      if (group->Count() > 0) {
-        last_sequence_.store(first + group->Count() - 1, std::memory_order_release);
-      }
-      // The manifest's last sequence counts only synced writes: recovery
-      // refuses a WAL that ends before it (docs/durability.md, "Recovery").
-      // A synced group covers every earlier write, even when it wrote
-      // nothing itself (GC's last rewrite of a job, all lost to newer
-      // writes).
-      if (sync) versions_->SetLastSequence(last_sequence_.load());
-    } else {
-      // The WAL may now hold a record the memtable does not (or a sync
-      // failed): stop accepting writes until the DB is reopened.
-      SetBackgroundError(status);
-    }
-    group_batch_.Clear();
+  absl::Status status = MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
+  Writer* last_writer = w;
+  if (status.ok() && w->kind != Writer::Kind::kMemTableSwitch) {
+    status = WriteGroup(w, &last_writer);
   }
-
   while (true) {
     Writer* ready = writers_.front();
     writers_.pop_front();
-    if (ready != &w) {
+    if (ready != w) {
       ready->status = status;
       ready->done = true;
       ready->cv.Signal();
@@ -160,96 +166,173 @@ absl::Status DBImpl::WriteImpl(const WriteOptions& options, const WriteBatch* ba
   return status;
 }
 
-WriteBatch* DBImpl::BuildBatchGroup(Writer** last_writer) {
-  // The group is always a copy: the callers' batches are const, and the
-  // sequence number is written into the group's header.
+absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
+  absl::InlinedVector<const PreparedBatch*, 8> members;
+  ReadView view;
+  if (leader->kind == Writer::Kind::kGcRewrite) {
+    // Alone in its group; the batch is built from the state as of now.
+    // mem_ is installed in the current SuperVersion whenever it changes
+    // under mu_ (held here), so the view has every earlier write.
+    view = GetReadView(ReadOptions(), /*owned=*/true);
+  } else {
+    *last_writer = PickGroup(&members);
+  }
+  const SequenceNumber first = last_sequence_.load() + 1;
+  bool sync = false;
+  for (Writer* x : writers_) {
+    sync |= x->sync;
+    if (x == *last_writer) break;
+  }
+  lsm::LogWriter* log = log_.get();
+  std::shared_ptr<lsm::MemTable> mem = mem_;
+  WriteBatch* group = &group_batch_;
+  absl::Status status;
+  {
+    // Later writers queue behind us meanwhile; only the leader touches the
+    // logs, the group batch and the memtable, so mu_ is not needed here.
+    mu_.Unlock();
+    group->Clear();
+    if (leader->kind == Writer::Kind::kGcRewrite) {
+      status = BuildRewriteBatch(*leader->rewrite, view, group);
+    } else {
+      // Values reach the kernel (below) before the WAL record that points
+      // to them.
+      status = PlaceGroup(members, group);
+    }
+    WriteBatchInternal::SetSequence(group, first);
+    if (status.ok()) status = vlog_->Flush();
+    if (status.ok() && group->Count() > 0) {
+      status = log->AddRecord(WriteBatchInternal::Contents(*group));
+    }
+    if (status.ok()) {
+      if (!sync) {
+        // Still reaches the kernel before it is acknowledged, so it
+        // survives a crash of this process.
+        status = log->Flush();
+      } else if (io::WritableFile* vfile = vlog_->active_file()) {
+        // Both fdatasyncs in flight together; every value any WAL record
+        // points to is covered, not only this group's.
+        io::WritableFile* files[] = {log->file(), vfile};
+        status = fs_->SyncFiles(files);
+      } else {
+        status = log->Sync();
+      }
+    }
+    if (status.ok()) status = InsertGroup(mem.get(), *group);
+    if (status.ok()) {
+      uint64_t user_bytes = 0, puts = 0, deletes = 0;
+      for (const PreparedBatch* m : members) {
+        user_bytes += m->user_bytes;
+        puts += m->puts;
+        deletes += m->deletes;
+      }
+      user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
+      puts_.fetch_add(puts, std::memory_order_relaxed);
+      deletes_.fetch_add(deletes, std::memory_order_relaxed);
+    }
+    mu_.Lock();
+  }
+  if (status.ok()) {
+    if (group->Count() > 0) {
+      last_sequence_.store(first + group->Count() - 1, std::memory_order_release);
+    }
+    // The manifest's last sequence counts only synced writes: recovery
+    // refuses a WAL that ends before it (docs/durability.md, "Recovery").
+    // A synced group covers every earlier write, even when it wrote
+    // nothing itself (GC's last rewrite of a job, all lost to newer
+    // writes).
+    if (sync) versions_->SetLastSequence(last_sequence_.load());
+  } else {
+    // The WAL may now hold a record the memtable does not (or a sync
+    // failed): stop accepting writes until the DB is reopened.
+    SetBackgroundError(status);
+  }
+  group->Clear();
+  return status;
+}
+
+DBImpl::Writer* DBImpl::PickGroup(absl::InlinedVector<const PreparedBatch*, 8>* members) {
   Writer* first = writers_.front();
-  group_batch_.Clear();
-  WriteBatchInternal::Append(&group_batch_, *first->batch);
-  size_t size = first->batch->ApproximateSize();
+  members->push_back(first->prepared);
+  size_t size = first->prepared->batch.ApproximateSize();
   // A small first write does not wait behind a big group.
   const size_t max_size = size <= (128 << 10) ? size + (128 << 10) : kMaxGroupBytes;
-  *last_writer = first;
+  Writer* last = first;
   for (auto it = writers_.begin() + 1; it != writers_.end(); ++it) {
     Writer* w = *it;
-    if (w->batch == nullptr) break;  // a memtable switch or a rewrite goes alone
+    // A memtable switch or a rewrite goes alone.
+    if (w->kind != Writer::Kind::kUserWrite) break;
     // A sync write does not join a non-sync leader's group, which is not
     // synced.
     if (w->sync && !first->sync) break;
-    size += w->batch->ApproximateSize();
+    size += w->prepared->batch.ApproximateSize();
     if (size > max_size) break;
-    WriteBatchInternal::Append(&group_batch_, *w->batch);
-    *last_writer = w;
+    members->push_back(w->prepared);
+    last = w;
   }
-  return &group_batch_;
+  return last;
 }
 
-uint64_t DBImpl::UserBytes(const WriteBatch& batch) {
-  uint64_t bytes = 0;
-  // The batch was checked on entry; ForEach cannot fail on it.
-  WriteBatchInternal::ForEach(batch, [&](SequenceNumber, ValueType t, std::string_view k,
-                                         std::string_view v) {
-    bytes += k.size() + v.size();
-    (t == ValueType::kDeletion ? deletes_ : puts_).fetch_add(1, std::memory_order_relaxed);
-    return absl::OkStatus();
-  }).IgnoreError();
-  return bytes;
-}
-
-absl::Status DBImpl::SeparateValues(WriteBatch* group) {
-  const size_t threshold = options_.value_separation_threshold;
-  if (threshold == kInlineValues) return absl::OkStatus();
-  bool any = false;
-  CAIRN_RETURN_IF_ERROR(WriteBatchInternal::ForEach(
-      *group, [&](SequenceNumber, ValueType t, std::string_view, std::string_view v) {
-        any |= t == ValueType::kValue && v.size() >= threshold;
-        return absl::OkStatus();
-      }));
-  if (!any) return absl::OkStatus();
-  // Rebuild the group with large values replaced by pointers; each value's
-  // bytes are written once, to the value log.
-  WriteBatch rewritten;
-  WriteBatchInternal::SetSequence(&rewritten, WriteBatchInternal::Sequence(*group));
-  CAIRN_RETURN_IF_ERROR(WriteBatchInternal::ForEach(
-      *group, [&](SequenceNumber, ValueType t, std::string_view k,
-                  std::string_view v) -> absl::Status {
-        if (t == ValueType::kValue && v.size() >= threshold) {
-          CAIRN_ASSIGN_OR_RETURN(std::string ptr, vlog_->Append(k, v));
-          WriteBatchInternal::AddEntry(&rewritten, ValueType::kValuePointer, k, ptr);
-        } else {
-          WriteBatchInternal::AddEntry(&rewritten, t, k, v);
-        }
-        return absl::OkStatus();
-      }));
-  *group = std::move(rewritten);
+absl::Status DBImpl::PlaceGroup(absl::Span<const PreparedBatch* const> members,
+                                WriteBatch* group) {
+  // The members' records, one append each; their pointers in the same order.
+  absl::InlinedVector<const vlog::PreparedRecords*, 8> records;
+  for (const PreparedBatch* m : members) {
+    if (!m->records.empty()) records.push_back(&m->records);
+  }
+  std::vector<vlog::ValuePointer> pointers;
+  if (!records.empty()) CAIRN_RETURN_IF_ERROR(vlog_->AppendPrepared(records, &pointers));
+  // The group is the members' entries copied as they are, except that each
+  // separated value's entry becomes a pointer entry. The callers' batches
+  // are const, and the sequence number is written into the group's header.
+  size_t next = 0;
+  uint32_t count = 0;
+  std::string ptr;
+  for (const PreparedBatch* m : members) {
+    const std::string_view rep = WriteBatchInternal::Contents(m->batch);
+    size_t from = kBatchHeaderSize;
+    for (const PreparedBatch::Separated& s : m->separated) {
+      WriteBatchInternal::AppendEntries(group, rep.substr(from, s.begin - from));
+      ptr.clear();
+      pointers[next++].EncodeTo(&ptr);
+      WriteBatchInternal::AddEntry(group, ValueType::kValuePointer, s.key, ptr);
+      from = s.end;
+    }
+    WriteBatchInternal::AppendEntries(group, rep.substr(from));
+    count += m->batch.Count();
+  }
+  WriteBatchInternal::SetCount(group, count);
   return absl::OkStatus();
 }
 
-void DBImpl::CountMemTableValueBytes(const lsm::MemTable& mem, const WriteBatch& group) {
+absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
   // Only a memtable that holds pointers can hide value-log garbage; inline
   // mode pays nothing here.
   const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
   uint64_t named = 0, superseded = 0;
   std::string old;
-  // The group's pointers were made by this process and its entries
-  // checked on entry; a pointer that does not decode names nothing.
-  WriteBatchInternal::ForEach(group, [&](SequenceNumber, ValueType t, std::string_view k,
-                                         std::string_view v) {
-    if (mem_has_pointers) {
-      ValueType old_type;
-      SequenceNumber old_seq;
-      if (mem.Get(k, lsm::kMaxSequenceNumber, &old_type, &old_seq, &old) &&
-          old_type == ValueType::kValuePointer) {
-        if (auto p = vlog::DecodeValuePointer(old); p.ok()) superseded += p->size;
-      }
-    }
-    if (t == ValueType::kValuePointer) {
-      if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
-    }
-    return absl::OkStatus();
-  }).IgnoreError();
+  // One pass: each entry's count, then its insert. The group's pointers were
+  // made by this process and its entries checked on entry; a pointer that
+  // does not decode names nothing.
+  absl::Status s = WriteBatchInternal::ForEach(
+      group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view v) {
+        if (mem_has_pointers) {
+          ValueType old_type;
+          SequenceNumber old_seq;
+          if (mem->Get(k, lsm::kMaxSequenceNumber, &old_type, &old_seq, &old) &&
+              old_type == ValueType::kValuePointer) {
+            if (auto p = vlog::DecodeValuePointer(old); p.ok()) superseded += p->size;
+          }
+        }
+        if (t == ValueType::kValuePointer) {
+          if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
+        }
+        mem->Add(seq, t, k, v);
+        return absl::OkStatus();
+      });
   if (named > 0) mem_value_bytes_.fetch_add(named, std::memory_order_relaxed);
   if (superseded > 0) mem_superseded_bytes_.fetch_add(superseded, std::memory_order_relaxed);
+  return s;
 }
 
 bool DBImpl::MemTableValueBytesFull() {

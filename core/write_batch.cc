@@ -91,6 +91,10 @@ void WriteBatchInternal::Append(WriteBatch* dst, const WriteBatch& src) {
   dst->rep_.append(src.rep_, kBatchHeaderSize, std::string::npos);
 }
 
+void WriteBatchInternal::AppendEntries(WriteBatch* dst, std::string_view entries) {
+  dst->rep_.append(entries);
+}
+
 void WriteBatchInternal::AddEntry(WriteBatch* b, ValueType type, std::string_view key,
                                   std::string_view value) {
   SetCount(b, b->Count() + 1);

@@ -36,6 +36,9 @@ class WriteBatchInternal {
   static absl::Status SetContents(WriteBatch* b, std::string_view contents);
   // Appends src's entries to dst (sequence of dst unchanged).
   static void Append(WriteBatch* dst, const WriteBatch& src);
+  // Appends entries, whole encoded entries cut from another batch's
+  // Contents; the caller sets the count (SetCount).
+  static void AppendEntries(WriteBatch* dst, std::string_view entries);
   // Adds an entry of any type (a pointer entry's value is the pointer bytes).
   static void AddEntry(WriteBatch* b, lsm::ValueType type, std::string_view key,
                        std::string_view value);

@@ -83,6 +83,14 @@ std::unique_ptr<ReadQueue> FileSystem::NewReadQueue() {
   return std::make_unique<BatchReadQueue>(this);
 }
 
+absl::Status WritableFile::AppendParts(absl::Span<const std::string_view> parts) {
+  for (std::string_view part : parts) {
+    absl::Status s = Append(part);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FileSystem::SyncFiles(absl::Span<WritableFile* const> files) {
   absl::Status first;
   for (WritableFile* f : files) {

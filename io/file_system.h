@@ -43,6 +43,12 @@ class WritableFile {
   virtual ~WritableFile() = default;
   // Appends data; it may sit in the buffer until Flush, Sync or Close.
   virtual absl::Status Append(std::string_view data) = 0;
+  // Appends parts back to back: the same bytes and errors as one Append of
+  // their concatenation. A backend may write large parts from where they
+  // lie instead of copying them into its buffer (the POSIX one writes the
+  // buffer and the parts with one pwritev); the parts need not outlive the
+  // call. This default appends each.
+  virtual absl::Status AppendParts(absl::Span<const std::string_view> parts);
   // Hands buffered bytes to the kernel (with O_DIRECT, the whole aligned
   // blocks; a partial tail block is written padded and rewritten later).
   virtual absl::Status Flush() = 0;

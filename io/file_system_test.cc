@@ -183,6 +183,29 @@ TEST_P(FileSystemTest, AppendsLargerThanTheBufferRoundTrip) {
   EXPECT_EQ(Contents("big"), big);
 }
 
+TEST_P(FileSystemTest, AppendPartsWritesTheSameBytesAsAppends) {
+  std::mt19937_64 rng(12);
+  const std::string a = RandomBytes(rng, 100), b = RandomBytes(rng, 70000),
+                    c = RandomBytes(rng, 5), d = RandomBytes(rng, 200000);
+  auto file = fs_->NewWritableFile(Path("parts"), options_);
+  ASSERT_TRUE(file.ok());
+  ASSERT_TRUE((*file)->Append(a).ok());  // buffered bytes before the parts
+  // Small parts (through the buffer), then large ones (past it where the
+  // backend can; buffered, in pieces of at most 256 KiB, cut inside a part),
+  // then an Append after them.
+  const std::string_view small[] = {c, c};
+  ASSERT_TRUE((*file)->AppendParts(small).ok());
+  const std::string_view large[] = {b, c, d, d, d};
+  ASSERT_TRUE((*file)->AppendParts(large).ok());
+  ASSERT_TRUE((*file)->Append(a).ok());
+  const std::string expected = a + c + c + b + c + d + d + d + a;
+  EXPECT_EQ((*file)->Size(), expected.size());
+  ASSERT_TRUE((*file)->Flush().ok());
+  EXPECT_EQ(Contents("parts"), expected);
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(Contents("parts"), expected);
+}
+
 TEST_P(FileSystemTest, ReadsAtOffsetsAndShortAtEndOfFile) {
   std::mt19937_64 rng(3);
   const std::string data = RandomBytes(rng, 10000);
@@ -608,6 +631,22 @@ TEST_P(FileSystemTest, WriteErrorPoisonsTheFile) {
   EXPECT_THAT(std::string(s.message()), HasSubstr("/dev/full"));
   EXPECT_EQ((*file)->Append("more"), s);
   EXPECT_EQ((*file)->Sync(), s);
+  EXPECT_EQ((*file)->Close(), s);
+}
+
+TEST_P(FileSystemTest, FailedAppendPartsPoisonsTheFile) {
+  if (!real()) GTEST_SKIP() << "needs /dev/full";
+  if (!fs_->FileExists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  auto file = fs_->ReopenWritableFile("/dev/full", options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->Append("buffered").ok());
+  const std::string big(FdWritableFile::kGatherBytes, 'x');
+  const std::string_view parts[] = {big, "tail"};
+  absl::Status s = (*file)->AppendParts(parts);
+  if (s.ok()) s = (*file)->Flush();  // O_DIRECT: the parts went to the buffer
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_EQ((*file)->Append("more"), s);
+  EXPECT_EQ((*file)->AppendParts(parts), s);
   EXPECT_EQ((*file)->Close(), s);
 }
 

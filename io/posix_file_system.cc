@@ -3,13 +3,16 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <filesystem>
 #include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_set.h"
@@ -120,6 +123,65 @@ absl::Status FdWritableFile::Append(std::string_view data) {
   return absl::OkStatus();
 }
 
+absl::Status FdWritableFile::AppendParts(absl::Span<const std::string_view> parts) {
+  size_t total = 0;
+  for (std::string_view part : parts) total += part.size();
+  // O_DIRECT writes aligned blocks, which only the buffer can make.
+  if (direct_ || total < kGatherBytes) return WritableFile::AppendParts(parts);
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat("append to closed ", path_));
+  std::vector<iovec> iov;
+  iov.reserve(parts.size() + 1);
+  if (!buf_.empty()) iov.push_back({buf_.data(), buf_.size()});
+  for (std::string_view part : parts) {
+    if (!part.empty()) iov.push_back({const_cast<char*>(part.data()), part.size()});
+  }
+  const size_t n = buf_.size() + total;
+  absl::Status s = WriteVectorAt(buf_offset_, absl::MakeSpan(iov), n);
+  if (!s.ok()) return Poison(s);
+  stats_->AddWrite(category_, n);
+  buf_offset_ += n;
+  buf_.Clear();
+  size_.fetch_add(total, std::memory_order_relaxed);
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::WriteVectorAt(uint64_t offset, absl::Span<iovec> iov, size_t n) {
+  // A buffered write goes to the kernel in pieces of at most
+  // kMaxBufferedWrite bytes (the header says why); the last iovec of a
+  // piece is cut short for the call and restored after it.
+  const size_t max_piece = direct_ ? n : kMaxBufferedWrite;
+  size_t done = 0, first = 0;
+  while (done < n) {
+    size_t count = 0, piece = 0;
+    while (first + count < iov.size() && count < IOV_MAX && piece < max_piece) {
+      piece += iov[first + count++].iov_len;
+    }
+    const size_t held_back = piece > max_piece ? piece - max_piece : 0;
+    iov[first + count - 1].iov_len -= held_back;
+    ssize_t r = ::pwritev(fd_, iov.data() + first, static_cast<int>(count),
+                          static_cast<off_t>(offset + done));
+    iov[first + count - 1].iov_len += held_back;
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      return ErrnoError(errno, absl::StrCat("write ", path_, " at ", offset + done));
+    }
+    if (r == 0) {
+      return absl::DataLossError(
+          absl::StrCat("write ", path_, " at ", offset + done, ": no progress"));
+    }
+    done += static_cast<size_t>(r);
+    // A short write: go on from where it stopped.
+    size_t left = static_cast<size_t>(r);
+    while (first < iov.size() && left >= iov[first].iov_len) left -= iov[first++].iov_len;
+    if (left > 0) {
+      iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + left;
+      iov[first].iov_len -= left;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FdWritableFile::WriteAndCharge(uint64_t offset, std::string_view data) {
   absl::Status s = WriteAt(offset, data);
   if (!s.ok()) return Poison(s);
@@ -188,22 +250,8 @@ absl::Status FdWritableFile::Close() {
 }
 
 absl::Status FdWritableFile::WriteAt(uint64_t offset, std::string_view data) {
-  const size_t max_piece = direct_ ? data.size() : kMaxBufferedWrite;
-  size_t done = 0;
-  while (done < data.size()) {
-    const size_t piece = std::min(data.size() - done, max_piece);
-    ssize_t r = ::pwrite(fd_, data.data() + done, piece, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
-      return ErrnoError(errno, absl::StrCat("write ", path_, " at ", offset + done));
-    }
-    if (r == 0) {
-      return absl::DataLossError(
-          absl::StrCat("write ", path_, " at ", offset + done, ": no progress"));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return absl::OkStatus();
+  iovec one = {const_cast<char*>(data.data()), data.size()};
+  return WriteVectorAt(offset, absl::MakeSpan(&one, 1), data.size());
 }
 
 absl::Status FdWritableFile::DataSync() {

@@ -2,8 +2,8 @@
 
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
-#include "io/compression.h"
 #include "io/status_macros.h"
 
 namespace cairn::vlog {
@@ -108,26 +108,44 @@ absl::StatusOr<ValuePointer> SegmentWriter::Append(std::string_view key,
     return absl::InvalidArgumentError(absl::StrCat(
         path_, ": key of ", key.size(), " bytes exceeds ", kMaxRecordKeySize));
   }
-  if (options_.chunk_size != 0 && value.size() > options_.chunk_size) {
-    chunk_table_.clear();
-    bool body_is_value = false;
-    CAIRN_RETURN_IF_ERROR(EncodeChunkedValue(value, options_.chunk_size, options_.compress,
-                                             options_.compression_level, &chunk_table_,
-                                             &compressed_, &body_is_value));
-    return AppendRecord(key, {chunk_table_, body_is_value ? value : compressed_},
-                        kRecordFlagChunked);
+  record_.clear();
+  CAIRN_RETURN_IF_ERROR(EncodeValueRecord(key, value, Encoding(), &record_, &chunk_table_,
+                                          &compressed_));
+  return AppendEncodedRecord();
+}
+
+RecordEncoding SegmentWriter::Encoding() const {
+  return {options_.compress, options_.compression_level, options_.chunk_size};
+}
+
+absl::Status SegmentWriter::AppendEncoded(absl::Span<const EncodedRecords> runs,
+                                          std::vector<ValuePointer>* pointers) {
+  if (closed_) {
+    return absl::FailedPreconditionError(absl::StrCat(path_, ": append after close"));
   }
-  std::string_view stored = value;
-  uint8_t flags = 0;
-  if (options_.compress && !value.empty()) {
-    compressed_.clear();
-    CAIRN_RETURN_IF_ERROR(io::ZstdCompress(value, options_.compression_level, &compressed_));
-    if (compressed_.size() < value.size()) {
-      stored = compressed_;
-      flags |= kRecordFlagZstd;
+  CAIRN_RETURN_IF_ERROR(error_);
+  absl::InlinedVector<std::string_view, 8> parts;
+  for (const EncodedRecords& run : runs) {
+    uint64_t total = 0;
+    for (uint32_t size : run.sizes) total += size;
+    if (total != run.bytes.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(path_, ": ", run.sizes.size(),
+                                                     " records of ", total,
+                                                     " bytes given as ", run.bytes.size()));
     }
+    parts.push_back(run.bytes);
   }
-  return AppendRecord(key, {stored}, flags);
+  CAIRN_RETURN_IF_ERROR(Track(file_->AppendParts(parts)));
+  uint64_t offset = size();
+  for (const EncodedRecords& run : runs) {
+    for (uint32_t size : run.sizes) {
+      pointers->push_back(ValuePointer{segment_id_, offset, size});
+      offset += size;
+    }
+    record_count_ += run.sizes.size();
+  }
+  size_.store(offset, std::memory_order_release);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<ValuePointer> SegmentWriter::AppendStored(std::string_view key,
@@ -149,6 +167,10 @@ absl::StatusOr<ValuePointer> SegmentWriter::AppendRecord(
     std::string_view key, std::initializer_list<std::string_view> stored, uint8_t flags) {
   record_.clear();
   EncodeRecord(key, stored, flags, &record_);
+  return AppendEncodedRecord();
+}
+
+absl::StatusOr<ValuePointer> SegmentWriter::AppendEncodedRecord() {
   const uint64_t offset = size();
   CAIRN_RETURN_IF_ERROR(Track(file_->Append(record_)));
   size_.store(offset + record_.size(), std::memory_order_release);

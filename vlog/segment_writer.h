@@ -26,9 +26,11 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "io/file_system.h"
 #include "vlog/value_pointer.h"
 #include "vlog/vlog_format.h"
@@ -49,6 +51,12 @@ struct SegmentWriterOptions {
   // a range of it can be read and verified alone. 0: never chunk.
   // Otherwise kMinValueChunkSize..kMaxValueChunkSize.
   uint32_t chunk_size = kDefaultValueChunkSize;
+};
+
+// Whole encoded records back to back, sizes[i] bytes each.
+struct EncodedRecords {
+  std::string_view bytes;
+  absl::Span<const uint32_t> sizes;
 };
 
 class SegmentWriter {
@@ -84,6 +92,18 @@ class SegmentWriter {
   absl::StatusOr<ValuePointer> AppendStored(std::string_view key, std::string_view stored_value,
                                             uint8_t flags);
 
+  // Appends whole records that EncodeValueRecord encoded with Encoding()
+  // (e.g. in other threads, before their place was known), as one write of
+  // every run (io::WritableFile::AppendParts: large runs go to the file from
+  // where they lie, not through its buffer), and appends their pointers to
+  // *pointers in order. The records are this process's own and are not
+  // parsed again. Errors: InvalidArgument (before any write) when a run's
+  // sizes do not add up to its bytes; otherwise as Append.
+  absl::Status AppendEncoded(absl::Span<const EncodedRecords> runs,
+                             std::vector<ValuePointer>* pointers);
+  // How Append encodes a value: the options' compression and chunk size.
+  RecordEncoding Encoding() const;
+
   // Hands buffered records to the kernel.
   absl::Status Flush();
   // Flush, then fdatasync. To sync together with the WAL, pass file() to
@@ -109,6 +129,8 @@ class SegmentWriter {
   absl::StatusOr<ValuePointer> AppendRecord(std::string_view key,
                                             std::initializer_list<std::string_view> stored,
                                             uint8_t flags);
+  // Appends record_, one whole encoded record.
+  absl::StatusOr<ValuePointer> AppendEncodedRecord();
   // Returns s, remembering it as the sticky error when it is not OK.
   absl::Status Track(absl::Status s);
 

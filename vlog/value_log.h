@@ -9,7 +9,7 @@
 // The LSM stores a separated value as ValueType::kValuePointer with the
 // bytes of vlog::EncodeValuePointer. Formats: docs/vlog_format.md.
 //
-// Thread safety: Append, Flush, Sync and active_file are for the write-group
+// Thread safety: AppendPrepared, Flush, Sync and active_file are for the write-group
 // leader (one thread at a time); everything else may run concurrently.
 #ifndef CAIRN_VLOG_VALUE_LOG_H_
 #define CAIRN_VLOG_VALUE_LOG_H_
@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "io/sharded_lru_cache.h"
 #include "io/file_system.h"
+#include "vlog/prepared_records.h"
 #include "vlog/segment_edit.h"
 #include "vlog/segment_reader_cache.h"
 #include "vlog/segment_set.h"
@@ -99,10 +100,16 @@ class ValueLog {
   // DataLoss naming the file otherwise.
   absl::Status CheckSegmentFiles();
 
-  // Write path. Appends the value and returns the pointer bytes to store in
-  // the LSM. Starts a new segment (logged in the manifest first) when none
-  // is active or the active one reached its target size.
-  absl::StatusOr<std::string> Append(std::string_view key, std::string_view value);
+  // Write path. How values are encoded: any thread may fill a
+  // PreparedRecords with it, before the record's place is known.
+  const vlog::RecordEncoding& encoding() const { return encoding_; }
+  // Places the prepared records of every batch in the active segment with
+  // one write (one per segment when a new one starts among them), and
+  // appends their pointers to *pointers in order. Starts a new segment
+  // (logged in the manifest first) when none is active or the active one
+  // reached its target size, before any record that would start past it.
+  absl::Status AppendPrepared(absl::Span<const vlog::PreparedRecords* const> prepared,
+                              std::vector<vlog::ValuePointer>* pointers);
   // Hands appended records to the kernel (before the WAL record naming them).
   absl::Status Flush();
   // The active segment's file, for syncing together with the WAL; null when
@@ -180,6 +187,7 @@ class ValueLog {
   io::FileSystem* const fs_;
   const std::string dbname_;
   const ValueLogOptions options_;
+  const vlog::RecordEncoding encoding_;
   const EditLogger log_edit_;
   vlog::SegmentSet set_;
   vlog::SegmentReaderCache readers_;

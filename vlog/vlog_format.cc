@@ -73,6 +73,23 @@ absl::StatusOr<SegmentHeader> DecodeSegmentHeader(std::string_view data,
   return header;
 }
 
+namespace {
+
+// Fills in the header of the record that starts at (*dst)[start] and runs to
+// the end of *dst: its lengths, flags and checksum.
+void FinishRecord(size_t start, size_t key_size, uint8_t flags, std::string* dst) {
+  const size_t value_size = dst->size() - start - kRecordHeaderSize - key_size;
+  char* h = dst->data() + start;
+  io::EncodeFixed32(h + 4, static_cast<uint32_t>(key_size));
+  io::EncodeFixed32(h + 8, static_cast<uint32_t>(value_size));
+  h[12] = static_cast<char>(flags);
+  // The checksum covers everything after itself: lengths, flags, key, value.
+  const std::string_view covered = std::string_view(*dst).substr(start + 4);
+  io::EncodeFixed32(h, io::Checksum32(covered));
+}
+
+}  // namespace
+
 void EncodeRecord(std::string_view key, std::initializer_list<std::string_view> stored_value,
                   uint8_t flags, std::string* dst) {
   size_t value_size = 0;
@@ -80,15 +97,47 @@ void EncodeRecord(std::string_view key, std::initializer_list<std::string_view> 
   const size_t start = dst->size();
   dst->reserve(start + kRecordHeaderSize + key.size() + value_size);
   dst->resize(start + kRecordHeaderSize);
-  char* h = dst->data() + start;
-  io::EncodeFixed32(h + 4, static_cast<uint32_t>(key.size()));
-  io::EncodeFixed32(h + 8, static_cast<uint32_t>(value_size));
-  h[12] = static_cast<char>(flags);
   dst->append(key);
   for (std::string_view part : stored_value) dst->append(part);
-  // The checksum covers everything after itself: lengths, flags, key, value.
-  const std::string_view covered = std::string_view(*dst).substr(start + 4);
-  io::EncodeFixed32(dst->data() + start, io::Checksum32(covered));
+  FinishRecord(start, key.size(), flags, dst);
+}
+
+absl::Status EncodeValueRecord(std::string_view key, std::string_view value,
+                               const RecordEncoding& encoding, std::string* dst,
+                               std::string* table, std::string* body) {
+  if (encoding.chunk_size != 0 && value.size() > encoding.chunk_size) {
+    table->clear();
+    bool body_is_value = false;
+    CAIRN_RETURN_IF_ERROR(EncodeChunkedValue(value, encoding.chunk_size, encoding.compress,
+                                             encoding.compression_level, table, body,
+                                             &body_is_value));
+    EncodeRecord(key, {*table, body_is_value ? value : std::string_view(*body)},
+                 kRecordFlagChunked, dst);
+    return absl::OkStatus();
+  }
+  if (!encoding.compress || value.empty()) {
+    EncodeRecord(key, {value}, 0, dst);
+    return absl::OkStatus();
+  }
+  // zstd writes its frame straight into the record; when the frame is no
+  // smaller, the value replaces it.
+  const size_t start = dst->size();
+  dst->resize(start + kRecordHeaderSize);
+  dst->append(key);
+  const size_t value_start = dst->size();
+  absl::Status s = io::ZstdCompress(value, encoding.compression_level, dst);
+  if (!s.ok()) {
+    dst->resize(start);
+    return s;
+  }
+  uint8_t flags = kRecordFlagZstd;
+  if (dst->size() - value_start >= value.size()) {
+    dst->resize(value_start);
+    dst->append(value);
+    flags = 0;
+  }
+  FinishRecord(start, key.size(), flags, dst);
+  return absl::OkStatus();
 }
 
 namespace {

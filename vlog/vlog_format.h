@@ -123,6 +123,30 @@ inline void EncodeRecord(std::string_view key, std::string_view stored_value, ui
   EncodeRecord(key, {stored_value}, flags, dst);
 }
 
+// How a writer stores a value (SegmentWriterOptions carries the same three).
+struct RecordEncoding {
+  // Try zstd; the frame is kept only when it is smaller than the value.
+  bool compress = false;
+  int compression_level = 3;  // zstd level, 1..19
+  // A value longer than this is stored chunked; 0: never chunk.
+  uint32_t chunk_size = kDefaultValueChunkSize;
+};
+
+// Appends to *dst the whole record a writer stores for key and value:
+// chunked when the value is longer than encoding.chunk_size, else one zstd
+// frame when encoding.compress and the frame is smaller, else the value
+// itself. The record's checksum covers neither its segment nor its offset,
+// so a record can be encoded before its place in the log is known (the
+// write path encodes in each writer's own thread, docs/architecture.md).
+// *table and *body are scratch for a chunked value.
+// REQUIRES: key.size() <= kMaxRecordKeySize, value.size() <=
+// kMaxRecordValueSize, and a chunk_size of 0 or within
+// kMinValueChunkSize..kMaxValueChunkSize. Errors: zstd's (*dst is then left
+// as it was).
+absl::Status EncodeValueRecord(std::string_view key, std::string_view value,
+                               const RecordEncoding& encoding, std::string* dst,
+                               std::string* table, std::string* body);
+
 // Encodes value as a chunked stored value: appends its table to *table,
 // and *body_is_value tells what follows it. True: every chunk is stored raw,
 // so the stored value is *table followed by value itself (no copy made).
