@@ -22,12 +22,10 @@ namespace cairn::gc {
 
 namespace {
 
-// One record of the victim: views into the victim, which the job holds in memory whole while it
-// runs: no record is copied until it is written to the output, and a dead
-// one never is.
+// One record of the victim, copied out of the scanner's window.
 struct Record {
-  std::string_view key;
-  std::string_view stored_value;  // as on disk
+  std::string key;
+  std::string stored_value;  // as on disk
   uint8_t flags = 0;
   vlog::ValuePointer old_pointer;
   vlog::ValuePointer new_pointer;
@@ -152,18 +150,15 @@ class GcJob {
     };
     PhaseTimer t(throttle_, &whole);
     vlog::SegmentScannerOptions so;
-    // One read of the whole victim, so that the scanner's window never
-    // moves and the records can stay views into it (a sealed segment is at
-    // most value_log_segment_size, or one record past it).
-    const std::string path = segment_path_(victim_id_);
-    CAIRN_ASSIGN_OR_RETURN(const uint64_t victim_size, fs_->GetFileSize(path));
-    so.read_size = std::max<uint64_t>(victim_size, 1);
+    so.read_size = options_.read_size;
     so.category = io::IoCategory::kGc;
     so.direct_reads = options_.direct_reads;
     so.allow_torn_tail = false;  // sealed: every byte must be good
     so.uncompress_values = false;
-    CAIRN_ASSIGN_OR_RETURN(scanner_, vlog::SegmentScanner::Open(fs_, path, victim_id_, so));
-    vlog::SegmentScanner* scanner = scanner_.get();
+    so.read_ahead = true;  // the next chunk arrives while liveness is checked
+    CAIRN_ASSIGN_OR_RETURN(
+        std::unique_ptr<vlog::SegmentScanner> scanner,
+        vlog::SegmentScanner::Open(fs_, segment_path_(victim_id_), victim_id_, so));
     Charge(vlog::kSegmentHeaderSize, &result_->bytes_read);
     std::vector<Record> batch;
     batch.reserve(options_.liveness_batch_size);
@@ -171,7 +166,8 @@ class GcJob {
     while (scanner->Next(&rec)) {
       ++result_->records_scanned;
       Charge(rec.size, &result_->bytes_read);
-      batch.push_back(Record{rec.key, rec.stored_value, rec.flags, rec.pointer(victim_id_), {}});
+      batch.push_back(Record{std::string(rec.key), std::string(rec.stored_value), rec.flags,
+                             rec.pointer(victim_id_), {}});
       if (batch.size() >= options_.liveness_batch_size) CAIRN_RETURN_IF_ERROR(KeepLive(&batch));
     }
     CAIRN_RETURN_IF_ERROR(scanner->status());
@@ -237,6 +233,7 @@ class GcJob {
       } else {
         CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->AppendStored(r.key, r.stored_value, r.flags));
       }
+      std::string().swap(r.stored_value);  // no longer needed; frees memory early
       result_->bytes_relocated += r.new_pointer.size;
       ++result_->live_records;
       Charge(r.new_pointer.size, nullptr);
@@ -328,8 +325,6 @@ class GcJob {
   GcJobResult* const result_;
   Throttle throttle_;
 
-  // The victim's bytes, which live_ points into.
-  std::unique_ptr<vlog::SegmentScanner> scanner_;
   std::vector<Record> live_;
   uint64_t output_id_ = 0;
   std::string output_path_;
@@ -352,9 +347,10 @@ std::string GcJobResult::DebugString() const {
 }
 
 absl::Status ValidateGcJobOptions(const GcJobOptions& options) {
-  if (options.liveness_batch_size == 0 || options.rewrite_batch_size == 0) {
+  if (options.read_size == 0 || options.liveness_batch_size == 0 ||
+      options.rewrite_batch_size == 0) {
     return absl::InvalidArgumentError(
-        "GcJobOptions: the batch sizes must be positive");
+        "GcJobOptions: read_size and the batch sizes must be positive");
   }
   if (options.compress && (options.compression_level < 1 || options.compression_level > 19)) {
     return absl::InvalidArgumentError(absl::StrCat(

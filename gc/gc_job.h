@@ -2,14 +2,13 @@
 // into a new GC output segment and points their keys at the new copies, so
 // that the victim can be deleted. Protocol and crash analysis: docs/gc.md.
 //
-//   1. Read the victim whole, in one read, and scan it front to back (a
-//      sealed segment: any bad record is DataLoss, and nothing is written).
-//      The job holds it in memory until it ends (at most a segment), and
-//      its records stay views into it: a dead record is never copied.
+//   1. Scan the victim front to back with large sequential reads (a sealed
+//      segment: any bad record is DataLoss, and nothing is written).
 //   2. Check liveness in batches through IndexView::CheckLive.
-//   3. Sort the live records by key (views, as stored: compressed values
-//      stay compressed); re-reading values in key order instead would
-//      trade the victim's memory for a random read per record.
+//   3. Sort the live records by key. They are buffered in memory as stored
+//      (compressed values stay compressed), so the job holds at most about
+//      one victim's worth of bytes; re-reading values in key order instead
+//      would trade that memory for a random read per record.
 //   4. Create the output segment (kGcOutput, a new file number), sync its
 //      directory, log AddSegment, append the records in key order, Sync, log
 //      SealSegment. No pointer into it exists before all of this is durable.
@@ -47,6 +46,8 @@
 namespace cairn::gc {
 
 struct GcJobOptions {
+  // Bytes per sequential read of the victim.
+  size_t read_size = 2u << 20;
   // Records per CheckLive call.
   size_t liveness_batch_size = 256;
   // Keys per RewritePointers call (each call is one write; the job's last
