@@ -110,13 +110,16 @@ struct Options {
   // on disk over its live bytes) exceeds this; 0 disables background GC
   // (DB::RunGC still works). Default: 1.5.
   double gc_space_amp_trigger = 1.5;
-  // I/O budget of background GC in bytes per second (reads plus writes), so
-  // foreground writes do not stall; 0 means unlimited. Lifted while the
-  // value log's space amplification is above gc_space_amp_trigger (read
-  // before each victim), so that GC never sleeps while user writes are
-  // slowed for space (from t + 0.1 (t - 1), t the trigger; docs/gc.md).
-  // Default: 256 MiB/s.
-  uint64_t gc_bytes_per_sec = uint64_t{256} << 20;
+  // I/O budget of background GC in bytes per second (reads plus writes),
+  // for a device that foreground reads must share with GC; 0 means
+  // unlimited. Lifted while the value log's space amplification is above
+  // gc_space_amp_trigger (read before each victim), so that GC never sleeps
+  // while user writes are slowed for space (from t + 0.1 (t - 1), t the
+  // trigger; docs/gc.md). Default: 0, unlimited: a budget held GC back on
+  // its way down to the stop mark, so the value log was back at the trigger
+  // sooner, and writes were slowed twice as long
+  // (docs/decisions/20261201_gc_budget_default.md).
+  uint64_t gc_bytes_per_sec = 0;
   // Threads for compaction (flush has its own). Default: 1.
   int max_background_compactions = 1;
   // Threads one compaction may split into: a compaction of at least two
