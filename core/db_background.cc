@@ -495,10 +495,11 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       if (!bg_error_.ok()) return bg_error_;
       if (shutting_down_) return absl::AbortedError("the database is closing");
     }
-    // Collected segments that wait only for the WALs holding their old
-    // pointers, or garbage GC cannot see because the memtable hides it:
-    // flush, so that the space is back (or GC can take it) on return.
-    // Twice at most: the second round collects what the first made visible.
+    // Collected segments that wait only for a sync of the writes that
+    // superseded their records: sync. Garbage GC cannot see because the
+    // memtable hides it: flush, so that the space is back (or GC can take
+    // it) on return. Twice at most: the second round collects what the
+    // first made visible.
     if (settle == 2) return absl::OkStatus();
     bool hidden;
     {
@@ -507,8 +508,13 @@ absl::Status DBImpl::WaitForBackgroundWork() {
                GetValueLogSpaceLocked(/*with_estimate=*/true).amplification() >
                    gc_controller_.stop_mark();
     }
-    if (DeleteObsoleteSegments() == 0 && !hidden) return absl::OkStatus();
-    CAIRN_RETURN_IF_ERROR(Flush());
+    const bool waiting = DeleteObsoleteSegments() > 0;
+    if (!waiting && !hidden) return absl::OkStatus();
+    if (hidden) {
+      CAIRN_RETURN_IF_ERROR(Flush());  // its WAL switch syncs too
+    } else {
+      CAIRN_RETURN_IF_ERROR(SyncWAL());
+    }
     DeleteObsoleteSegments();
     // Garbage the flush counted makes GcCanCollect true again (a garbage
     // report); wake GC to look at it.

@@ -356,10 +356,9 @@ absl::StatusOr<GcResult> DBImpl::RunGC() {
   const uint64_t freed_before = gc_segments_freed_.load();
   CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
   // Victims that wait for the writes that superseded their records to be
-  // durable go after a flush (its WAL switch syncs them): do it now, so
-  // that RunGC returns the space.
+  // durable go after a sync: do it now, so that RunGC returns the space.
   if (DeleteObsoleteSegments() > 0) {
-    CAIRN_RETURN_IF_ERROR(Flush());
+    CAIRN_RETURN_IF_ERROR(SyncWAL());
     DeleteObsoleteSegments();
   }
   {
@@ -495,6 +494,9 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
   }
   size_t DeleteObsoleteSegments() override { return db_->DeleteObsoleteSegments(); }
   bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }
+  void SyncWal() override {
+    db_->SyncWAL().IgnoreError();  // an error is sticky in bg_error_, or the close
+  }
   void Flush() override {
     db_->Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
   }

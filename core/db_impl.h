@@ -98,6 +98,7 @@ class DBImpl final : public DB {
   const Snapshot* GetSnapshot() override;
   void ReleaseSnapshot(const Snapshot* snapshot) override;
   absl::Status Flush() override;
+  absl::Status SyncWAL() override;
   absl::StatusOr<GcResult> RunGC() override;
   absl::Status CompactRange(const std::string* begin, const std::string* end) override;
   absl::Status WaitForBackgroundWork() override;

@@ -23,6 +23,7 @@ struct DBImpl::Writer {
     kUserWrite = 0,       // a checked, prepared user batch; may join a group
     kMemTableSwitch = 1,  // switch to a new memtable (Flush), in queue order
     kGcRewrite = 2,       // GC's conditional pointer write-back; alone in its group
+    kSync = 3,            // SyncWAL: a synced group of no writes; alone in its group
   };
   static Writer UserWrite(const PreparedBatch* prepared, bool sync) {
     return Writer(Kind::kUserWrite, sync, prepared, nullptr);
@@ -31,6 +32,7 @@ struct DBImpl::Writer {
   static Writer GcRewrite(const PointerRewrite* rewrite, bool sync) {
     return Writer(Kind::kGcRewrite, sync, nullptr, rewrite);
   }
+  static Writer Sync() { return Writer(Kind::kSync, true, nullptr, nullptr); }
 
   const Kind kind;
   const bool sync;
@@ -135,6 +137,14 @@ absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool syn
   return WriteImpl(&w);
 }
 
+absl::Status DBImpl::SyncWAL() {
+  CAIRN_RETURN_IF_ERROR(CheckWritable("SyncWAL"));
+  // Through the queue: only a group's leader touches the WAL and the value
+  // log's buffers, and a sync must cover every write acknowledged before it.
+  Writer w = Writer::Sync();
+  return WriteImpl(&w);
+}
+
 absl::Status DBImpl::WriteImpl(Writer* w) {
   absl::MutexLock l(&mu_);
   // Before joining the queue: a user write held for value-log space must not
@@ -146,8 +156,10 @@ absl::Status DBImpl::WriteImpl(Writer* w) {
   while (!w->done && w != writers_.front()) w->cv.Wait(&mu_);
   if (w->done) return w->status;
 
-  // This writer leads a group.
-  absl::Status status = MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
+  // This writer leads a group. A sync writes nothing, so it needs no room.
+  absl::Status status = w->kind == Writer::Kind::kSync
+                            ? bg_error_
+                            : MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
   Writer* last_writer = w;
   if (status.ok() && w->kind != Writer::Kind::kMemTableSwitch) {
     status = WriteGroup(w, &last_writer);
@@ -174,6 +186,8 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     // mem_ is installed in the current SuperVersion whenever it changes
     // under mu_ (held here), so the view has every earlier write.
     view = GetReadView(ReadOptions(), /*owned=*/true);
+  } else if (leader->kind == Writer::Kind::kSync) {
+    // Alone in its group: an empty, synced one.
   } else {
     *last_writer = PickGroup(&members);
   }
@@ -194,6 +208,8 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     group->Clear();
     if (leader->kind == Writer::Kind::kGcRewrite) {
       status = BuildRewriteBatch(*leader->rewrite, view, group);
+    } else if (leader->kind == Writer::Kind::kSync) {
+      // Nothing to place: the group only syncs.
     } else {
       // Values reach the kernel (below) before the WAL record that points
       // to them.

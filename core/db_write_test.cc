@@ -239,6 +239,47 @@ TEST(DbWriteTest, PreparedValueOfAFailedGroupIsNeitherAcknowledgedNorReachable) 
   EXPECT_EQ(keys, std::vector<std::string>{"before"});
 }
 
+// SyncWAL makes every write acknowledged before it durable, values in the
+// value log and inline ones alike: a crash that drops every unsynced byte
+// (and every directory entry no sync covered) after it loses none of them,
+// while the writes after it are lost with the rest of the unsynced tail.
+TEST(DbWriteTest, SyncWalMakesEarlierWritesSurviveACrashThatDropsUnsyncedBytes) {
+  io::FaultFileSystemOptions fo;
+  fo.drop_unsynced_dir_entries = true;
+  auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>(), fo);
+  const Options o = SeparatedOptions(Compression::kZstd);
+  std::map<std::string, std::string> model;
+  {
+    auto db = OpenWithFileSystem(o, "/db", fault);
+    ASSERT_OK(db.status());
+    for (int i = 0; i < 50; ++i) {
+      const std::string k = absl::StrCat("key", i);
+      model[k] = i % 2 == 0 ? RandomValue(i, 4096) : CompressibleValue(i, 100);  // both paths
+      ASSERT_OK((*db)->Put({}, k, model[k]));
+    }
+    ASSERT_OK((*db)->SyncWAL());
+    ASSERT_OK((*db)->Put({}, "after", RandomValue(99, 4096)));
+    fault->SetFilesystemActive(false);
+  }
+  ASSERT_OK(fault->SimulateCrash(io::CrashMode::kDropUnsynced, /*seed=*/3));
+  auto db = OpenWithFileSystem(o, "/db", fault);
+  ASSERT_OK(db.status());
+  for (const auto& [k, v] : model) {
+    std::string got;
+    ASSERT_OK((*db)->Get({}, k, &got)) << k;
+    EXPECT_EQ(got, v) << k;
+  }
+  std::string got;
+  EXPECT_TRUE(absl::IsNotFound((*db)->Get({}, "after", &got)));
+  db->reset();
+  // A read-only DB has nothing to sync, and says so.
+  Options ro_options = o;
+  ro_options.file_system = fault;
+  auto ro = DB::OpenForReadOnly(ro_options, "/db");
+  ASSERT_OK(ro.status());
+  EXPECT_TRUE(absl::IsFailedPrecondition((*ro)->SyncWAL()));
+}
+
 TEST(DbWriteTest, ConcurrentWritersCutOffByAFailureLeaveOnlyIntactValues) {
   auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());
   const Options o = SeparatedOptions(Compression::kZstd);
@@ -253,12 +294,17 @@ TEST(DbWriteTest, ConcurrentWritersCutOffByAFailureLeaveOnlyIntactValues) {
   };
   std::vector<std::vector<bool>> acked(kWriters, std::vector<bool>(kPuts, false));
   std::atomic<int> done{0};
+  absl::Notification armed;
   std::vector<std::thread> writers;
   for (int w = 0; w < kWriters; ++w) {
     writers.emplace_back([&, w] {
       for (int i = 0; i < kPuts; ++i) {
         acked[w][i] = (*db)->Put({}, absl::StrCat("w", w, "/", i), value(w, i)).ok();
-        if (i == kPuts / 3) done.fetch_add(1);
+        if (i == kPuts / 3) {
+          // Wait for the fault, so that no writer can finish before it.
+          done.fetch_add(1);
+          armed.WaitForNotification();
+        }
       }
     });
   }
@@ -267,6 +313,7 @@ TEST(DbWriteTest, ConcurrentWritersCutOffByAFailureLeaveOnlyIntactValues) {
   while (done.load() < kWriters) absl::SleepFor(absl::Microseconds(100));
   fault->FailAfter(3, io::InjectedIoError("group write"), io::FaultKind::kAnyWrite,
                    /*persistent=*/true);
+  armed.Notify();
   for (std::thread& t : writers) t.join();
   int failed = 0;
   for (const auto& a : acked) failed += static_cast<int>(std::count(a.begin(), a.end(), false));

@@ -9,10 +9,11 @@ void RunGcLoop(GcHost* host) {
       const uint64_t reports_before = host->GarbageReports();
       const absl::StatusOr<uint64_t> victims = host->CollectOne();
       const bool collected = victims.ok() && *victims > 0;
-      if (victims.ok() && host->DeleteObsoleteSegments() >= kFlushForWaitingVictims) {
-        // Victims wait for the WALs holding their old pointers; when writes
-        // are held for space those fill slowly.
-        host->Flush();
+      if (victims.ok() && host->DeleteObsoleteSegments() >= kSyncForWaitingVictims) {
+        // Victims wait for the writes that superseded their records to be
+        // synced; non-sync writes alone never sync them before the next
+        // WAL switch.
+        host->SyncWal();
         host->DeleteObsoleteSegments();
       } else if (victims.ok() && !collected && host->MemTableHidesGarbage()) {
         // Past the trigger with nothing counted enough to collect: the
@@ -23,12 +24,12 @@ void RunGcLoop(GcHost* host) {
       // more (they signal), or retry after kRetryWait.
       host->EndRound(collected, reports_before, collected ? absl::ZeroDuration() : kRetryWait);
     } else {
-      // Below the trigger: collected victims still waiting for their WAL
-      // once writes have stopped are freed by a flush.
+      // Below the trigger: collected victims still waiting for a sync once
+      // writes have stopped are freed by one.
       if (host->DeleteObsoleteSegments() == 0) {
         idle_rounds_waiting = 0;
       } else if (++idle_rounds_waiting >= 2) {
-        host->Flush();
+        host->SyncWal();
         host->DeleteObsoleteSegments();
         idle_rounds_waiting = 0;
       }

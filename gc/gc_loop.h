@@ -6,17 +6,17 @@
 // (docs/gc.md, "Keeping up").
 //
 // A round past the trigger collects one victim, then:
-//   - when kFlushForWaitingVictims or more collected victims wait only for
+//   - when kSyncForWaitingVictims or more collected victims wait only for
 //     a sync of the writes that superseded their records (a victim whose
-//     records were all dead, collected without a synced rewrite), it
-//     flushes, so that their space comes back now rather than at the next
+//     records were all dead, collected without a synced rewrite), it syncs
+//     the WAL, so that their space comes back now rather than at the next
 //     synced write or WAL switch;
 //   - when it found no victim but the memtable hides enough garbage, it
 //     flushes, so that the flush (and the L0 compaction it leads to)
 //     counts that garbage;
 //   - it goes again at once when it collected, or after kRetryWait.
-// Below the trigger, it flushes for victims waiting for a sync once two
-// idle rounds in a row found them waiting (writes have stopped), and waits
+// Below the trigger, it syncs for victims waiting for a sync once two idle
+// rounds in a row found them waiting (writes have stopped), and waits
 // kIdleWait between rounds. A signal from the DB (a flush, a compaction, a
 // close) ends any wait early.
 //
@@ -52,6 +52,10 @@ class GcHost {
   virtual size_t DeleteObsoleteSegments() = 0;
   // Whether the mutable memtable hides enough garbage to flush for.
   virtual bool MemTableHidesGarbage() = 0;
+  // Syncs the WAL and the value log: every write so far becomes durable,
+  // which frees the victims that waited for it (an error is the DB's
+  // background error, or the close).
+  virtual void SyncWal() = 0;
   // Flushes the memtables (an error is the DB's background error, or the
   // close).
   virtual void Flush() = 0;
@@ -62,7 +66,7 @@ class GcHost {
   virtual void EndRound(bool can_collect, uint64_t idle_reports, absl::Duration wait) = 0;
 };
 
-inline constexpr size_t kFlushForWaitingVictims = 2;
+inline constexpr size_t kSyncForWaitingVictims = 2;
 inline constexpr absl::Duration kRetryWait = absl::Milliseconds(100);
 inline constexpr absl::Duration kIdleWait = absl::Seconds(1);
 

@@ -1,4 +1,4 @@
-// GC's schedule against a scripted host: when a round flushes, what it
+// GC's schedule against a scripted host: when a round flushes or syncs, what it
 // publishes, and how long it waits. The mechanism is the DB's, tested
 // through it in core/gc_test.cc.
 #include "gc/gc_loop.h"
@@ -40,12 +40,13 @@ class ScriptedHost final : public GcHost {
     return current_.victims;
   }
   size_t DeleteObsoleteSegments() override {
-    // The first call of a round finds the scripted number; after a flush
+    // The first call of a round finds the scripted number; after a sync
     // none wait.
     return deletes_in_round_++ == 0 ? current_.waiting_for_wal : 0;
   }
   bool MemTableHidesGarbage() override { return current_.memtable_hides_garbage; }
   void Flush() override { log_.push_back("flush"); }
+  void SyncWal() override { log_.push_back("sync"); }
   void EndRound(bool can_collect, uint64_t idle_reports, absl::Duration wait) override {
     log_.push_back(absl::StrCat("end can=", can_collect, " wait=", absl::FormatDuration(wait)));
     last_idle_reports_ = idle_reports;
@@ -73,11 +74,11 @@ TEST(GcLoopTest, ACollectingRoundGoesAgainAtOnce) {
   EXPECT_EQ(RunScript({Round{}}), (std::vector<std::string>{"collect", "end can=1 wait=0"}));
 }
 
-TEST(GcLoopTest, TwoVictimsWaitingForTheirWalAreFreedByAFlush) {
+TEST(GcLoopTest, TwoVictimsWaitingForASyncAreFreedByASyncNotAFlush) {
   EXPECT_EQ(RunScript({Round{.waiting_for_wal = 1}}),
             (std::vector<std::string>{"collect", "end can=1 wait=0"}));
-  EXPECT_EQ(RunScript({Round{.waiting_for_wal = kFlushForWaitingVictims}}),
-            (std::vector<std::string>{"collect", "flush", "end can=1 wait=0"}));
+  EXPECT_EQ(RunScript({Round{.waiting_for_wal = kSyncForWaitingVictims}}),
+            (std::vector<std::string>{"collect", "sync", "end can=1 wait=0"}));
 }
 
 TEST(GcLoopTest, NothingToCollectFlushesOnlyForGarbageTheMemtableHides) {
@@ -101,11 +102,11 @@ TEST(GcLoopTest, AFailedRoundNeitherFlushesNorSaysItCanCollect) {
             (std::vector<std::string>{"collect", "end can=0 wait=100ms"}));
 }
 
-TEST(GcLoopTest, BelowTheTriggerVictimsWaitingTwoIdleRoundsAreFlushed) {
+TEST(GcLoopTest, BelowTheTriggerVictimsWaitingTwoIdleRoundsAreSynced) {
   const Round idle_waiting{.collecting = false, .waiting_for_wal = 1};
   const Round idle_clear{.collecting = false, .waiting_for_wal = 0};
   EXPECT_EQ(RunScript({idle_waiting, idle_waiting}),
-            (std::vector<std::string>{"end can=1 wait=1s", "flush", "end can=1 wait=1s"}));
+            (std::vector<std::string>{"end can=1 wait=1s", "sync", "end can=1 wait=1s"}));
   // A round with none waiting starts the count again.
   EXPECT_EQ(RunScript({idle_waiting, idle_clear, idle_waiting}),
             (std::vector<std::string>{"end can=1 wait=1s", "end can=1 wait=1s",

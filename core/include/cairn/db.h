@@ -112,6 +112,12 @@ class DB {
 
   // Writes the memtable to an SST and waits for it.
   virtual absl::Status Flush() = 0;
+  // Syncs the WAL and the value log (their fdatasyncs in flight together):
+  // every write acknowledged before the call is durable when it returns, as
+  // if it had been written with WriteOptions::sync. A failed sync stops
+  // writes, as a failed sync write does. FailedPrecondition on a read-only
+  // DB.
+  virtual absl::Status SyncWAL() = 0;
   // Compacts the key range [begin, end] (null: unbounded) down the levels.
   virtual absl::Status CompactRange(const std::string* begin, const std::string* end) = 0;
   // Collects value-log segments whose garbage share reaches
