@@ -33,6 +33,10 @@ struct EngineOptions {
   bool sync = false;
   bool zstd = false;
   bool direct_reads = false;
+  // cairn: value-log appends with O_DIRECT (Options::direct_writes);
+  // RocksDB: use_direct_io_for_flush_and_compaction, which covers its blob
+  // files (its WAL is never O_DIRECT).
+  bool direct_writes = false;
   size_t memtable_bytes = 64u << 20;
   size_t cache_bytes = 64u << 20;
   int bloom_bits = 10;
@@ -44,6 +48,11 @@ struct EngineOptions {
   // (Options::gc_space_amp_trigger), GC's byte budget (gc_bytes_per_sec)
   // and the memtable's value-byte bound (max_memtable_value_bytes).
   double gc_trigger = -1;
+  // Both engines: start writeback every this many bytes written (cairn:
+  // Options::value_log_bytes_per_sync; RocksDB: bytes_per_sync, which
+  // covers its tables and blob files). -1: each engine's default (cairn
+  // 1 MiB, RocksDB 0).
+  int64_t bytes_per_sync = -1;
   int64_t gc_bytes_per_sec = -1;
   int64_t memtable_value_bytes = -1;
   // Both engines: the key ranges one compaction may split into

@@ -176,6 +176,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenRocksDbEngine(const EngineOptio
   o.write_buffer_size = options.memtable_bytes;
   o.compression = options.zstd ? rocksdb::kZSTD : rocksdb::kNoCompression;
   o.use_direct_reads = options.direct_reads;
+  o.use_direct_io_for_flush_and_compaction = options.direct_writes;
   // Leveled compaction shaped like cairn's defaults (cairn/options.h).
   o.compaction_style = rocksdb::kCompactionStyleLevel;
   o.level_compaction_dynamic_level_bytes = true;
@@ -186,6 +187,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenRocksDbEngine(const EngineOptio
   o.max_bytes_for_level_multiplier = 10;
   o.max_background_jobs = 2;  // one flush, one compaction, as cairn
   if (options.subcompactions >= 1) o.max_subcompactions = options.subcompactions;
+  if (options.bytes_per_sync >= 0) o.bytes_per_sync = static_cast<uint64_t>(options.bytes_per_sync);
   rocksdb::BlockBasedTableOptions table;
   table.block_size = 4096;
   table.block_cache = rocksdb::NewLRUCache(options.cache_bytes);

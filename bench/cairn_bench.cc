@@ -48,6 +48,9 @@ ABSL_FLAG(std::string, engine, "cairn", "cairn, rocksdb or blobdb (RocksDB integ
 ABSL_FLAG(bool, sync, false, "sync every write");
 ABSL_FLAG(std::string, compression, "zstd", "SST (and blob) compression: none or zstd");
 ABSL_FLAG(bool, direct_reads, false, "read with O_DIRECT");
+ABSL_FLAG(bool, direct_writes, false,
+          "cairn: value-log appends with O_DIRECT; RocksDB/BlobDB: "
+          "use_direct_io_for_flush_and_compaction");
 ABSL_FLAG(uint64_t, memtable_mb, 64, "memtable (write buffer) MiB");
 ABSL_FLAG(uint64_t, cache_mb, 64, "block cache MiB");
 ABSL_FLAG(int32_t, bloom_bits, 10, "bloom filter bits per key (0: none)");
@@ -60,6 +63,9 @@ ABSL_FLAG(uint64_t, range_bytes, 65536, "getrange: bytes per ranged read");
 ABSL_FLAG(bool, scan_bounds, false,
           "seekrandom: give each scan an iterator upper bound at its end (cairn)");
 ABSL_FLAG(bool, gc, true, "cairn: background value-log garbage collection");
+ABSL_FLAG(int64_t, bytes_per_sync, -1,
+          "both engines: start writeback every N bytes written (cairn: "
+          "value_log_bytes_per_sync; RocksDB: bytes_per_sync); -1: each engine's default");
 ABSL_FLAG(double, gc_trigger, -1,
           "cairn: Options::gc_space_amp_trigger (-1: the default; 0 turns GC off like --gc=false)");
 ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
@@ -81,12 +87,14 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.use_existing_db = absl::GetFlag(FLAGS_use_existing_db);
   o.sync = absl::GetFlag(FLAGS_sync);
   o.direct_reads = absl::GetFlag(FLAGS_direct_reads);
+  o.direct_writes = absl::GetFlag(FLAGS_direct_writes);
   o.memtable_bytes = absl::GetFlag(FLAGS_memtable_mb) << 20;
   o.cache_bytes = absl::GetFlag(FLAGS_cache_mb) << 20;
   o.bloom_bits = absl::GetFlag(FLAGS_bloom_bits);
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.gc = absl::GetFlag(FLAGS_gc);
   o.gc_trigger = absl::GetFlag(FLAGS_gc_trigger);
+  o.bytes_per_sync = absl::GetFlag(FLAGS_bytes_per_sync);
   o.subcompactions = absl::GetFlag(FLAGS_subcompactions);
   if (const int64_t mb = absl::GetFlag(FLAGS_gc_mb_per_sec); mb >= 0) o.gc_bytes_per_sec = mb << 20;
   if (const int64_t mb = absl::GetFlag(FLAGS_memtable_value_mb); mb >= 0) {

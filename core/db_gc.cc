@@ -257,6 +257,9 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   gc::GcJobOptions jo;
   jo.compress = options_.value_compression == Compression::kZstd;
   jo.compression_level = 1;  // as the write path's (value_log.cc)
+  // GC output takes the same append path as fresh values.
+  jo.direct_writes = options_.direct_writes;
+  jo.writeback_bytes = options_.value_log_bytes_per_sync;
   // Larger batches than the job's default: each shares one read view and
   // one sorted pass over the LSM.
   jo.liveness_batch_size = 1024;

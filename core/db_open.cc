@@ -216,6 +216,10 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   vo.segment_size = options_.value_log_segment_size;
   vo.compress = options_.value_compression == Compression::kZstd;
   vo.direct_reads = options_.direct_reads;
+  vo.direct_writes = options_.direct_writes;
+  vo.writeback_bytes = options_.value_log_bytes_per_sync;
+  // info_log_ is replaced once the database is locked; the note reads it then.
+  vo.note = [this](const std::string& note) { info_log_->Log("%s", note); };
   vo.value_cache_size = options_.value_cache_size;
   vo.shared_cache = std::move(shared_cache);
   vo.segment_path = [d = dbname_](uint64_t id) { return lsm::ValueLogFileName(d, id); };

@@ -83,6 +83,8 @@ std::string FormatOptionsFile(const Options& o) {
   add("compression", CompressionName(o.compression));
   add("io_backend", BackendName(o.io_backend));
   add_bool("direct_reads", o.direct_reads);
+  add_bool("direct_writes", o.direct_writes);
+  add("value_log_bytes_per_sync", o.value_log_bytes_per_sync);
   if (o.value_separation_threshold == kInlineValues) {
     add("value_separation_threshold", "inline");
   } else {

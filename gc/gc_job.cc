@@ -212,6 +212,7 @@ class GcJob {
     wo.compress = options_.compress;
     wo.compression_level = options_.compression_level;
     wo.direct_writes = options_.direct_writes;
+    wo.writeback_bytes = options_.writeback_bytes;
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                            vlog::SegmentWriter::Create(fs_, output_path_, output_id_, wo));
     result_->bytes_written = writer->size();

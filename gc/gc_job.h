@@ -62,6 +62,8 @@ struct GcJobOptions {
   // O_DIRECT for the victim's reads, and for the output's writes.
   bool direct_reads = false;
   bool direct_writes = false;
+  // Buffered output starts writeback every this many bytes (0: never).
+  uint64_t writeback_bytes = 0;
 };
 
 // What one job did. Byte counts are of the segments' files.

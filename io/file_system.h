@@ -28,12 +28,25 @@ namespace cairn::io {
 
 // Alignment of O_DIRECT buffers, offsets and lengths.
 inline constexpr size_t kDirectIoAlignment = 4096;
+// FileOptions::writeback_bytes leaves this many bytes at the end of the file
+// out of each writeback it starts: a page under writeback makes the next
+// write to it wait (stable pages), and the last pages are the ones the next
+// appends fill.
+inline constexpr uint64_t kWritebackLag = uint64_t{1} << 20;
 
 struct FileOptions {
   IoCategory category = IoCategory::kOther;
   // O_DIRECT. A backend or file system that cannot do it (tmpfs, memory)
   // silently uses buffered I/O; callers must not rely on it for durability.
   bool direct = false;
+  // Buffered writes only: once this many bytes have been written since the
+  // last time, the file starts the kernel's writeback of them
+  // (sync_file_range, SYNC_FILE_RANGE_WRITE), all but the last
+  // kWritebackLag bytes, which later writes may still touch. Without it a
+  // fast writer fills the page cache with dirty pages until the kernel
+  // throttles it for seconds at a time. It promises nothing about
+  // durability. 0: never.
+  uint64_t writeback_bytes = 0;
 };
 
 // WritableFile appends bytes sequentially to one file through a write buffer
@@ -49,8 +62,10 @@ class WritableFile {
   // buffer and the parts with one pwritev); the parts need not outlive the
   // call. This default appends each.
   virtual absl::Status AppendParts(absl::Span<const std::string_view> parts);
-  // Hands buffered bytes to the kernel (with O_DIRECT, the whole aligned
-  // blocks; a partial tail block is written padded and rewritten later).
+  // Hands buffered bytes to the kernel. With O_DIRECT every byte goes to
+  // the device in whole blocks: a partial tail block is written padded with
+  // zeros and rewritten by the next Flush, so until Close the file on disk
+  // may hold up to one block of zeros past Size().
   virtual absl::Status Flush() = 0;
   // Flush, then fdatasync. After an error the file refuses further writes.
   virtual absl::Status Sync() = 0;
@@ -58,6 +73,10 @@ class WritableFile {
   virtual absl::Status Close() = 0;
   virtual uint64_t Size() const = 0;
   virtual const std::string& path() const = 0;
+  // Whether appends reach the file with O_DIRECT: false when FileOptions did
+  // not ask for it, and when the file system refused it (tmpfs, memory) and
+  // the file fell back to buffered writes.
+  virtual bool direct() const { return false; }
 };
 
 // One request of a batched read. buf must hold len bytes (any alignment; the
@@ -197,6 +216,10 @@ enum class IoBackend : uint8_t { kAuto = 0, kUring = 1, kPosix = 2 };
 // never fails to open because io_uring is missing. Name() says which backend
 // is in use.
 absl::StatusOr<std::shared_ptr<FileSystem>> NewFileSystem(IoBackend backend);
+
+// Test hook: the real backends' opens with O_DIRECT fail with EINVAL, as on
+// a file system that cannot do it, until called again with false.
+void SetDirectIoRefusedForTesting(bool refused);
 
 // Test hook: makes ring setup fail with -errno_value (0 restores the real
 // io_uring_queue_init). Lets tests prove the POSIX fallback.

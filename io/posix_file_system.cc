@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -64,13 +65,14 @@ int RetryOnEintr(int (*fn)(int), int fd) {
 // FdWritableFile
 
 FdWritableFile::FdWritableFile(int fd, std::string path, IoCategory category, bool direct,
-                               std::shared_ptr<IoStats> stats)
+                               std::shared_ptr<IoStats> stats, uint64_t writeback_bytes)
     : fd_(fd),
       path_(std::move(path)),
       category_(category),
       direct_(direct),
       stats_(std::move(stats)),
-      buf_(kBufferSize) {}
+      buf_(kBufferSize),
+      writeback_bytes_(direct ? 0 : writeback_bytes) {}
 
 FdWritableFile::~FdWritableFile() {
   if (!closed_) Close().IgnoreError();
@@ -78,6 +80,9 @@ FdWritableFile::~FdWritableFile() {
 
 absl::Status FdWritableFile::InitAtEnd(uint64_t end_offset) {
   size_.store(end_offset, std::memory_order_relaxed);
+  disk_size_ = end_offset;
+  writeback_from_ = AlignDown(end_offset, kDirectIoAlignment);
+  tail_written_ = false;
   buf_.Clear();
   if (!direct_) {
     buf_offset_ = end_offset;
@@ -118,8 +123,35 @@ absl::Status FdWritableFile::Append(std::string_view data) {
     const size_t took = buf_.Append(data);
     data.remove_prefix(took);
     size_.fetch_add(took, std::memory_order_relaxed);
-    if (buf_.room() == 0) CAIRN_RETURN_IF_ERROR(WriteBuffer());
+    if (took > 0) tail_written_ = false;
+    if (buf_.room() > 0) continue;
+    if (!direct_) {
+      CAIRN_RETURN_IF_ERROR(WriteBuffer());
+      continue;
+    }
+    // A full buffer is whole blocks: it goes to the device while the
+    // appends go on into the spare one.
+    CAIRN_RETURN_IF_ERROR(FinishWriteBehind());
+    if (spare_.capacity() == 0) spare_ = AlignedBuffer(kBufferSize);
+    const size_t n = buf_.size();
+    absl::Status s = StartWrite(buf_offset_, buf_.view());
+    if (!s.ok()) return Poison(s);
+    behind_ = n;
+    std::swap(buf_, spare_);
+    buf_.Clear();
+    buf_offset_ += n;
+    disk_size_ = std::max(disk_size_, buf_offset_);
   }
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::FinishWriteBehind() {
+  if (behind_ == 0) return absl::OkStatus();
+  const size_t n = behind_;
+  behind_ = 0;
+  absl::Status s = FinishWrites();
+  if (!s.ok()) return Poison(s);
+  stats_->AddWrite(category_, n);
   return absl::OkStatus();
 }
 
@@ -141,6 +173,7 @@ absl::Status FdWritableFile::AppendParts(absl::Span<const std::string_view> part
   if (!s.ok()) return Poison(s);
   stats_->AddWrite(category_, n);
   buf_offset_ += n;
+  StartWriteback(buf_offset_);
   buf_.Clear();
   size_.fetch_add(total, std::memory_order_relaxed);
   return absl::OkStatus();
@@ -187,11 +220,25 @@ absl::Status FdWritableFile::WriteAndCharge(uint64_t offset, std::string_view da
   if (!s.ok()) return Poison(s);
   // Charged as the device sees it: padding and rewritten tail blocks count.
   stats_->AddWrite(category_, data.size());
+  StartWriteback(offset + data.size());
   return absl::OkStatus();
+}
+
+void FdWritableFile::StartWriteback(uint64_t end) {
+  if (writeback_bytes_ == 0) return;
+  uint64_t to = AlignDown(end, kDirectIoAlignment);
+  if (to < writeback_from_ + kWritebackLag + writeback_bytes_) return;
+  to -= kWritebackLag;
+  // Only a hint to the kernel: a failure here changes nothing that was
+  // promised, and the next write or sync reports a real I/O error.
+  ::sync_file_range(fd_, static_cast<off64_t>(writeback_from_),
+                    static_cast<off64_t>(to - writeback_from_), SYNC_FILE_RANGE_WRITE);
+  writeback_from_ = to;
 }
 
 absl::Status FdWritableFile::WriteBuffer() {
   if (!error_.ok()) return error_;
+  CAIRN_RETURN_IF_ERROR(FinishWriteBehind());
   const size_t n = buf_.size();
   if (n == 0) return absl::OkStatus();
   if (!direct_) {
@@ -200,21 +247,19 @@ absl::Status FdWritableFile::WriteBuffer() {
     buf_.Clear();
     return absl::OkStatus();
   }
+  // Only a partial tail block, already on disk as it is now (a Sync after
+  // a Flush): nothing to write.
+  if (tail_written_) return absl::OkStatus();
   const size_t whole = AlignDown(n, kDirectIoAlignment);
   const size_t padded = AlignUp(n, kDirectIoAlignment);
   buf_.ZeroFill(padded);
   CAIRN_RETURN_IF_ERROR(WriteAndCharge(buf_offset_, std::string_view(buf_.data(), padded)));
-  if (padded != whole) {
-    // The zero padding must not count as file contents.
-    const uint64_t logical = buf_offset_ + n;
-    int r;
-    do {
-      r = ::ftruncate(fd_, static_cast<off_t>(logical));
-    } while (r < 0 && errno == EINTR);
-    if (r < 0) return Poison(ErrnoError(errno, absl::StrCat("ftruncate ", path_, " to ", logical)));
-  }
+  // The zero padding stays on disk until Close cuts it: truncating after
+  // every write would cost a journal update each time.
+  disk_size_ = std::max(disk_size_, buf_offset_ + padded);
   buf_offset_ += whole;
   buf_.DropPrefix(whole);
+  tail_written_ = true;
   return absl::OkStatus();
 }
 
@@ -239,14 +284,40 @@ absl::Status FdWritableFile::Sync() {
 
 absl::Status FdWritableFile::Close() {
   if (closed_) return error_;
-  absl::Status s = WriteBuffer();
+  // The write-behind buffer must be off the device before it is freed,
+  // whatever else failed.
+  absl::Status s = FinishWriteBehind();
+  if (s.ok()) s = WriteBuffer();
   closed_ = true;
+  const uint64_t logical = size_.load(std::memory_order_relaxed);
+  if (s.ok() && disk_size_ > logical) {
+    // O_DIRECT's zero padding goes, durably, so that a closed file is
+    // exactly its bytes after a crash too.
+    int r;
+    do {
+      r = ::ftruncate(fd_, static_cast<off_t>(logical));
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) {
+      s = Poison(ErrnoError(errno, absl::StrCat("ftruncate ", path_, " to ", logical)));
+    } else {
+      s = DataSync();
+      if (!s.ok()) s = Poison(s);
+    }
+  }
   if (::close(fd_) < 0 && s.ok()) {
     // close may report a deferred writeback error; it counts like a failed write.
     s = Poison(ErrnoError(errno, absl::StrCat("close ", path_)));
   }
   fd_ = -1;
   return s;
+}
+
+void FdWritableFile::AbandonForTesting() {
+  if (closed_) return;
+  FinishWriteBehind().IgnoreError();
+  closed_ = true;
+  ::close(fd_);
+  fd_ = -1;
 }
 
 absl::Status FdWritableFile::WriteAt(uint64_t offset, std::string_view data) {
@@ -419,11 +490,22 @@ absl::StatusOr<std::unique_ptr<FileLock>> PosixFileSystem::LockFile(const std::s
 PosixFileSystem::PosixFileSystem() : stats_(std::make_shared<IoStats>()) {}
 PosixFileSystem::~PosixFileSystem() = default;
 
+namespace {
+std::atomic<bool> refuse_direct_for_testing{false};
+}  // namespace
+
+void SetDirectIoRefusedForTesting(bool refused) { refuse_direct_for_testing.store(refused); }
+
 absl::StatusOr<int> PosixFileSystem::OpenFd(const std::string& path, int flags, bool* direct) {
   flags |= O_CLOEXEC;
   int fd;
   if (*direct) {
     do {
+      if (refuse_direct_for_testing.load()) {
+        fd = -1;
+        errno = EINVAL;  // as from a file system without O_DIRECT
+        break;
+      }
       fd = ::open(path.c_str(), flags | O_DIRECT, 0644);
     } while (fd < 0 && errno == EINTR);
     if (fd >= 0) return fd;
@@ -438,9 +520,10 @@ absl::StatusOr<int> PosixFileSystem::OpenFd(const std::string& path, int flags, 
 }
 
 std::unique_ptr<FdWritableFile> PosixFileSystem::MakeWritableFile(int fd, const std::string& path,
-                                                                  IoCategory category,
+                                                                  const FileOptions& options,
                                                                   bool direct) {
-  return std::make_unique<FdWritableFile>(fd, path, category, direct, stats_);
+  return std::make_unique<FdWritableFile>(fd, path, options.category, direct, stats_,
+                                          options.writeback_bytes);
 }
 
 std::unique_ptr<FdRandomAccessFile> PosixFileSystem::MakeRandomAccessFile(int fd,
@@ -454,7 +537,7 @@ absl::StatusOr<std::unique_ptr<WritableFile>> PosixFileSystem::NewWritableFile(
     const std::string& path, const FileOptions& options) {
   bool direct = options.direct;
   CAIRN_ASSIGN_OR_RETURN(int fd, OpenFd(path, O_RDWR | O_CREAT | O_TRUNC, &direct));
-  return MakeWritableFile(fd, path, options.category, direct);
+  return MakeWritableFile(fd, path, options, direct);
 }
 
 absl::StatusOr<std::unique_ptr<WritableFile>> PosixFileSystem::ReopenWritableFile(
@@ -467,7 +550,7 @@ absl::StatusOr<std::unique_ptr<WritableFile>> PosixFileSystem::ReopenWritableFil
     ::close(fd);
     return s;
   }
-  std::unique_ptr<FdWritableFile> file = MakeWritableFile(fd, path, options.category, direct);
+  std::unique_ptr<FdWritableFile> file = MakeWritableFile(fd, path, options, direct);
   CAIRN_RETURN_IF_ERROR(file->InitAtEnd(static_cast<uint64_t>(st.st_size)));
   return file;
 }

@@ -34,13 +34,20 @@ absl::Status ErrnoError(int errno_value, const std::string& what);
 
 // FdWritableFile appends to an open file descriptor through a 1 MiB buffer.
 // Without O_DIRECT, Flush writes the buffer as is. With O_DIRECT, Flush writes
-// whole aligned blocks; a partial tail block is written padded with zeros,
-// the file is then ftruncate'd to Size(), and the tail stays in the buffer to
-// be rewritten by the next Flush. So after Flush, Sync or Close the file on
-// disk is exactly Size() bytes long.
+// whole aligned blocks, as RocksDB's direct-I/O writer does: a partial tail
+// block is written padded with zeros and stays in the buffer, to be
+// rewritten whole, with the bytes after it, by the next Flush. The file on
+// disk then holds up to one block of zeros past Size(); Close cuts them off
+// (ftruncate, then fdatasync so that the cut is as durable as the bytes), so
+// a closed file is exactly Size() bytes long. Readers of a file still open
+// (recovery after a crash) find the zeros after the last record, where a
+// torn tail would be.
 //
-// Fail-stop: after any write, truncate or sync error every later call returns
-// that same error; a failed fdatasync is never retried.
+// Write-behind (O_DIRECT only): when Append fills the buffer, its whole
+// blocks go to the file through StartWrite and the appends go on into a
+// second buffer while they are on the device; the next write of the file
+// waits for them (FinishWrites). The base class writes at once; the io_uring
+// backend keeps the write in flight on a ring of the file's own.
 class FdWritableFile : public WritableFile {
  public:
   static constexpr size_t kBufferSize = 1 << 20;
@@ -59,8 +66,9 @@ class FdWritableFile : public WritableFile {
   static constexpr size_t kGatherBytes = 16 << 10;
 
   // Takes ownership of fd. direct says whether fd was opened with O_DIRECT.
+  // writeback_bytes: FileOptions::writeback_bytes.
   FdWritableFile(int fd, std::string path, IoCategory category, bool direct,
-                 std::shared_ptr<IoStats> stats);
+                 std::shared_ptr<IoStats> stats, uint64_t writeback_bytes = 0);
   ~FdWritableFile() override;  // Closes if Close was not called.
 
   // Positions the file at end_offset, an existing file's size (reopen). With
@@ -74,6 +82,12 @@ class FdWritableFile : public WritableFile {
   absl::Status Close() override;
   uint64_t Size() const override { return size_.load(std::memory_order_relaxed); }
   const std::string& path() const override { return path_; }
+  bool direct() const override { return direct_; }
+
+  // As a crash of the process would leave the file: waits for a write in
+  // flight (the kernel finishes one it has started), then closes the
+  // descriptor without writing the buffer, cutting the padding or syncing.
+  void AbandonForTesting();
 
   // The two halves of Sync, for backends that sync many files at once:
   // PrepareSync flushes (or returns the sticky error); FinishSync records the
@@ -81,7 +95,6 @@ class FdWritableFile : public WritableFile {
   absl::Status PrepareSync();
   absl::Status FinishSync(absl::Status sync_status);
   int fd() const { return fd_; }
-  bool direct() const { return direct_; }
   IoCategory category() const { return category_; }
 
  protected:
@@ -90,6 +103,13 @@ class FdWritableFile : public WritableFile {
   virtual absl::Status WriteAt(uint64_t offset, std::string_view data);
   // fdatasync(fd), retrying EINTR.
   virtual absl::Status DataSync();
+  // Starts writing data (aligned, O_DIRECT) at offset; data must stay
+  // untouched until FinishWrites returns. The default writes at once.
+  virtual absl::Status StartWrite(uint64_t offset, std::string_view data) {
+    return WriteAt(offset, data);
+  }
+  // Waits for every write StartWrite began; the first failure.
+  virtual absl::Status FinishWrites() { return absl::OkStatus(); }
 
  private:
   // Writes the buffer (see the class comment); an error is made sticky.
@@ -100,6 +120,8 @@ class FdWritableFile : public WritableFile {
   absl::Status WriteVectorAt(uint64_t offset, absl::Span<iovec> iov, size_t n);
   // WriteAt, then charges the write or poisons the file.
   absl::Status WriteAndCharge(uint64_t offset, std::string_view data);
+  // Buffered files: starts writeback up to end (FileOptions::writeback_bytes).
+  void StartWriteback(uint64_t end);
   absl::Status Poison(absl::Status status);
 
   int fd_;
@@ -107,8 +129,21 @@ class FdWritableFile : public WritableFile {
   const IoCategory category_;
   const bool direct_;
   const std::shared_ptr<IoStats> stats_;
+  // Waits for the write-behind write, charging it or poisoning the file.
+  absl::Status FinishWriteBehind();
+
   AlignedBuffer buf_;
+  // O_DIRECT write-behind: the buffer on the device (empty when none is),
+  // and its length.
+  AlignedBuffer spare_;
+  size_t behind_ = 0;
   uint64_t buf_offset_ = 0;  // File offset of buf_.data(); aligned when direct.
+  uint64_t disk_size_ = 0;   // Bytes on disk, with O_DIRECT's padding.
+  // O_DIRECT: the buffer holds only a partial tail block that is on disk
+  // as it is (padded), so Flush has nothing to write.
+  bool tail_written_ = false;
+  const uint64_t writeback_bytes_;
+  uint64_t writeback_from_ = 0;  // where the next writeback starts
   std::atomic<uint64_t> size_{0};
   absl::Status error_;
   bool closed_ = false;
@@ -182,8 +217,10 @@ class PosixFileSystem : public FileSystem {
 
   // Factories for the backend's file types; the io_uring backend overrides
   // them. They take ownership of fd.
+  // direct: whether fd was opened with O_DIRECT (options.direct asked).
   virtual std::unique_ptr<FdWritableFile> MakeWritableFile(int fd, const std::string& path,
-                                                           IoCategory category, bool direct);
+                                                           const FileOptions& options,
+                                                           bool direct);
   virtual std::unique_ptr<FdRandomAccessFile> MakeRandomAccessFile(int fd, const std::string& path,
                                                                    IoCategory category,
                                                                    bool direct);

@@ -110,6 +110,76 @@ absl::Status UringWritableFile::WriteAt(uint64_t offset, std::string_view data) 
   return error;
 }
 
+UringWritableFile::~UringWritableFile() {
+  Close().IgnoreError();
+  if (ring_ != nullptr) Ring::ReturnOwned(std::move(ring_));
+}
+
+absl::Status UringWritableFile::StartWrite(uint64_t offset, std::string_view data) {
+  if (ring_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<Ring>> ring = Ring::TakeOwned();
+    if (!ring.ok()) return WriteAt(offset, data);
+    ring_ = *std::move(ring);
+  }
+  behind_offset_ = offset;
+  behind_ = data;
+  behind_done_ = 0;
+  return SubmitBehind();
+}
+
+absl::Status UringWritableFile::SubmitBehind() {
+  io_uring_sqe* sqe = ring_->GetSqe();
+  absl::Status s = sqe == nullptr
+                       ? absl::InternalError(absl::StrCat("write ", path(), ": no ring entry"))
+                       : absl::OkStatus();
+  if (s.ok()) {
+    const size_t len = std::min(behind_.size() - behind_done_, Ring::kMaxTransfer);
+    io_uring_prep_write(sqe, fd(), behind_.data() + behind_done_, static_cast<unsigned>(len),
+                        behind_offset_ + behind_done_);
+    io_uring_sqe_set_data64(sqe, 1);
+    s = ring_->Submit();
+  }
+  if (!s.ok()) {
+    // Its fate is unknown: the ring waits for the kernel, and goes.
+    ring_->Abandon(1);
+    Ring::ReturnOwned(std::move(ring_));
+    behind_ = {};
+  }
+  return s;
+}
+
+absl::Status UringWritableFile::FinishWrites() {
+  while (!behind_.empty()) {
+    uint64_t data = 0;
+    int res = 0;
+    absl::Status s = ring_->WaitCompletion(&data, &res);
+    if (!s.ok()) {
+      ring_->Abandon(1);
+      Ring::ReturnOwned(std::move(ring_));
+      behind_ = {};
+      return s;
+    }
+    const uint64_t at = behind_offset_ + behind_done_;
+    if (res == -EAGAIN || res == -EINTR) {
+      // Retried below.
+    } else if (res < 0) {
+      behind_ = {};
+      return ErrnoError(-res, absl::StrCat("write ", path(), " at ", at));
+    } else if (res == 0) {
+      behind_ = {};
+      return absl::DataLossError(absl::StrCat("write ", path(), " at ", at, ": no progress"));
+    } else {
+      behind_done_ += static_cast<size_t>(res);
+    }
+    if (behind_done_ == behind_.size()) {
+      behind_ = {};
+      break;
+    }
+    CAIRN_RETURN_IF_ERROR(SubmitBehind());  // the rest of a short write, or a retry
+  }
+  return absl::OkStatus();
+}
+
 absl::Status UringWritableFile::DataSync() {
   absl::StatusOr<Ring*> ring = Ring::ThisThread();
   if (!ring.ok()) return FdWritableFile::DataSync();
@@ -420,9 +490,10 @@ absl::Status UringFileSystem::SyncFiles(absl::Span<WritableFile* const> files) {
 }
 
 std::unique_ptr<FdWritableFile> UringFileSystem::MakeWritableFile(int fd, const std::string& path,
-                                                                  IoCategory category,
+                                                                  const FileOptions& options,
                                                                   bool direct) {
-  return std::make_unique<UringWritableFile>(fd, path, category, direct, shared_stats());
+  return std::make_unique<UringWritableFile>(fd, path, options.category, direct, shared_stats(),
+                                             options.writeback_bytes);
 }
 
 std::unique_ptr<FdRandomAccessFile> UringFileSystem::MakeRandomAccessFile(int fd,

@@ -22,17 +22,33 @@
 #include "io/aligned_buffer.h"
 #include "io/file_system.h"
 #include "io/posix_file_system.h"
+#include "io/ring.h"
 
 namespace cairn::io {
 
-// FdWritableFile whose positioned writes and fdatasyncs go through the ring.
+// FdWritableFile whose O_DIRECT writes and fdatasyncs go through the ring.
+// Its write-behind (a full O_DIRECT buffer) stays in flight on a ring of the
+// file's own (Ring::TakeOwned, taken on first use) while appends go on; it
+// is written at once where no ring can be had.
 class UringWritableFile : public FdWritableFile {
  public:
   using FdWritableFile::FdWritableFile;
+  ~UringWritableFile() override;  // Closes, so no write is left in flight.
 
  protected:
   absl::Status WriteAt(uint64_t offset, std::string_view data) override;
   absl::Status DataSync() override;
+  absl::Status StartWrite(uint64_t offset, std::string_view data) override;
+  absl::Status FinishWrites() override;
+
+ private:
+  // Puts the rest of the write-behind on the ring.
+  absl::Status SubmitBehind();
+
+  std::unique_ptr<Ring> ring_;  // null until the first write-behind, or after a failure
+  uint64_t behind_offset_ = 0;
+  std::string_view behind_;  // the write in flight; empty when none is
+  size_t behind_done_ = 0;
 };
 
 // FdRandomAccessFile whose reads go through the ring.
@@ -74,7 +90,8 @@ class UringFileSystem : public PosixFileSystem {
 
  protected:
   std::unique_ptr<FdWritableFile> MakeWritableFile(int fd, const std::string& path,
-                                                   IoCategory category, bool direct) override;
+                                                   const FileOptions& options,
+                                                   bool direct) override;
   std::unique_ptr<FdRandomAccessFile> MakeRandomAccessFile(int fd, const std::string& path,
                                                            IoCategory category,
                                                            bool direct) override;

@@ -26,7 +26,9 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -64,8 +66,17 @@ using Model = std::map<std::string, std::string>;
 // the parent to recover and check): tiny memtables, tables and segments, so
 // that flushes, compactions, segment rolls and garbage collection (background
 // GC is on) happen many times a cycle.
+// CAIRN_CRASH_DIRECT_WRITES=1 in the environment (set by the suites for
+// their *_direct modes, and so inherited by crash_child) turns on
+// Options::direct_writes: the value log appends with O_DIRECT.
+inline bool CrashTestDirectWrites() {
+  const char* v = std::getenv("CAIRN_CRASH_DIRECT_WRITES");
+  return v != nullptr && std::string_view(v) == "1";
+}
+
 inline Options CrashTestOptions(size_t value_separation_threshold) {
   Options options;
+  options.direct_writes = CrashTestDirectWrites();
   options.memtable_size = 64 << 10;  // flushes every few dozen writes
   options.target_file_size = 64 << 10;
   options.block_size = 1024;

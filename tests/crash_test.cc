@@ -20,7 +20,8 @@
 // Runs on both io backends (CAIRN_IO=posix and CAIRN_IO=uring, set for the
 // child and for the reopen here) and in both value modes. Cycles, all on one
 // database per (mode, backend) pair: 100 for separated_posix, 40 for the
-// others; 500 each with CAIRN_LONG=1. The base seed of each pair is printed;
+// others, 25 for each backend with O_DIRECT value-log appends
+// (separated_direct); 500 each with CAIRN_LONG=1. The base seed of each pair is printed;
 // CAIRN_CRASH_SEED=<n> reruns with that seed (same workloads and kill
 // delays; where the kill lands still depends on timing).
 #include <fcntl.h>
@@ -63,6 +64,7 @@ struct CrashParams {
   size_t value_separation_threshold;
   const char* backend;  // value of CAIRN_IO
   int cycles;           // per CI run; CAIRN_LONG=1 runs 500
+  bool direct_writes = false;  // Options::direct_writes (CAIRN_CRASH_DIRECT_WRITES)
 };
 
 std::string ReadWholeFile(const fs::path& p) {
@@ -132,11 +134,13 @@ class CrashTest : public ::testing::TestWithParam<CrashParams> {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     db_path_ = (dir_ / "db").string();
-    // The reopen here must use the backend the child used.
+    // The reopen here must use the backend the child used, and its options.
     ::setenv("CAIRN_IO", GetParam().backend, 1);
+    ::setenv("CAIRN_CRASH_DIRECT_WRITES", GetParam().direct_writes ? "1" : "0", 1);
   }
   void TearDown() override {
     ::unsetenv("CAIRN_IO");
+    ::unsetenv("CAIRN_CRASH_DIRECT_WRITES");
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
@@ -309,7 +313,10 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CrashParams{"inline", kInlineValues, "posix", 40},
                       CrashParams{"inline", kInlineValues, "uring", 40},
                       CrashParams{"separated", 100, "posix", 100},
-                      CrashParams{"separated", 100, "uring", 40}),
+                      CrashParams{"separated", 100, "uring", 40},
+                      // Value-log appends with O_DIRECT (Options::direct_writes).
+                      CrashParams{"separated_direct", 100, "posix", 25, true},
+                      CrashParams{"separated_direct", 100, "uring", 25, true}),
     [](const auto& info) {
       return absl::StrCat(info.param.mode, "_", info.param.backend);
     });

@@ -57,6 +57,7 @@ struct PowerLossParams {
   const char* mode;
   size_t value_separation_threshold;
   const char* backend;  // value of CAIRN_IO
+  bool direct_writes = false;  // Options::direct_writes (CAIRN_CRASH_DIRECT_WRITES)
 };
 
 // What the writer thread did before the power failed.
@@ -109,9 +110,11 @@ class PowerLossTest : public ::testing::TestWithParam<PowerLossParams> {
     db_path_ = (dir_ / "db").string();
     // The file system here and `cairn check` use the backend under test.
     ::setenv("CAIRN_IO", GetParam().backend, 1);
+    ::setenv("CAIRN_CRASH_DIRECT_WRITES", GetParam().direct_writes ? "1" : "0", 1);
   }
   void TearDown() override {
     ::unsetenv("CAIRN_IO");
+    ::unsetenv("CAIRN_CRASH_DIRECT_WRITES");
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
@@ -252,7 +255,9 @@ INSTANTIATE_TEST_SUITE_P(ModesAndBackends, PowerLossTest,
                          ::testing::Values(PowerLossParams{"inline", kInlineValues, "posix"},
                                            PowerLossParams{"inline", kInlineValues, "uring"},
                                            PowerLossParams{"separated", 100, "posix"},
-                                           PowerLossParams{"separated", 100, "uring"}),
+                                           PowerLossParams{"separated", 100, "uring"},
+                                           PowerLossParams{"separated_direct", 100, "posix", true},
+                                           PowerLossParams{"separated_direct", 100, "uring", true}),
                          [](const auto& info) {
                            return absl::StrCat(info.param.mode, "_", info.param.backend);
                          });

@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<SegmentWriter>> SegmentWriter::Create(
   io::FileOptions file_options;
   file_options.category = CategoryFor(options.kind);
   file_options.direct = options.direct_writes;
+  file_options.writeback_bytes = options.writeback_bytes;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
                          fs->NewWritableFile(path, file_options));
   std::string header;
@@ -67,6 +68,7 @@ absl::StatusOr<std::unique_ptr<SegmentWriter>> SegmentWriter::Reopen(
   io::FileOptions file_options;
   file_options.category = CategoryFor(options.kind);
   file_options.direct = options.direct_writes;
+  file_options.writeback_bytes = options.writeback_bytes;
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
                          fs->ReopenWritableFile(path, file_options));
   // What recovery kept (and a truncation of a torn tail) is durable before

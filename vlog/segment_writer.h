@@ -46,6 +46,9 @@ struct SegmentWriterOptions {
   int compression_level = 3;  // zstd level, 1..19
   // Open the file with O_DIRECT (where the file system can).
   bool direct_writes = false;
+  // Buffered writes: start the kernel's writeback every this many bytes
+  // (io::FileOptions::writeback_bytes). 0: never.
+  uint64_t writeback_bytes = 0;
   // A value longer than this is stored chunked (kRecordFlagChunked): cut into
   // chunks of this size, each compressed on its own and checksummed, so that
   // a range of it can be read and verified alone. 0: never chunk.

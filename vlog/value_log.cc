@@ -79,6 +79,7 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
       CAIRN_ASSIGN_OR_RETURN(
           std::unique_ptr<vlog::SegmentWriter> writer,
           vlog::SegmentWriter::Reopen(fs_, path, info.segment_id, end, records, WriterOptions()));
+      NoteDirectFallback(*writer);
       absl::MutexLock l(&active_mu_);
       active_ = std::move(writer);
       continue;
@@ -194,13 +195,17 @@ absl::Status ValueLog::OpenEveryReader() {
 absl::Status ValueLog::RollSegment() {
   vlog::SegmentEdit edit;
   if (active_ != nullptr) {
-    // Sealed means complete: its bytes are durable before the manifest says so.
+    // Sealed means complete: its bytes are durable before the manifest says
+    // so, and the file is exactly its records (Close cuts O_DIRECT's zero
+    // padding, durably), as a sealed segment's scan requires.
     CAIRN_RETURN_IF_ERROR(active_->Sync());
+    CAIRN_RETURN_IF_ERROR(active_->Close());
     edit.SealSegment(active_->segment_id(), active_->size(), active_->record_count());
   }
   const uint64_t id = options_.new_file_number();
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                          vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, WriterOptions()));
+  NoteDirectFallback(*writer);
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
   // The manifest knows the segment before any pointer into it exists.
   edit.AddSegment(id, vlog::SegmentKind::kFresh);
@@ -211,7 +216,6 @@ absl::Status ValueLog::RollSegment() {
     old = std::move(active_);
     active_ = std::move(writer);
   }
-  if (old != nullptr) CAIRN_RETURN_IF_ERROR(old->Close());
   return absl::OkStatus();
 }
 
@@ -223,7 +227,19 @@ vlog::SegmentWriterOptions ValueLog::WriterOptions() const {
   wo.compress = encoding_.compress;
   wo.compression_level = encoding_.compression_level;
   wo.chunk_size = encoding_.chunk_size;
+  wo.direct_writes = options_.direct_writes;
+  wo.writeback_bytes = options_.writeback_bytes;
   return wo;
+}
+
+void ValueLog::NoteDirectFallback(vlog::SegmentWriter& writer) {
+  io::WritableFile* file = writer.file();
+  if (!options_.direct_writes || file == nullptr || file->direct() || noted_fallback_) return;
+  noted_fallback_ = true;
+  if (options_.note) {
+    options_.note(absl::StrCat("value log: ", fs_->Name(), " refused O_DIRECT for ",
+                               writer.path(), "; appending through the page cache instead"));
+  }
 }
 
 absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ValueLog::ActiveSizes() const {

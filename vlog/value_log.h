@@ -47,6 +47,12 @@ struct ValueLogOptions {
   uint64_t segment_size = 256 << 20;  // a segment is sealed once it reaches this
   bool compress = false;              // zstd value records (level 1)
   bool direct_reads = false;          // O_DIRECT value reads
+  // O_DIRECT appends. Where the file system refuses them the segments are
+  // written buffered, and note (when set) hears so once.
+  bool direct_writes = false;
+  std::function<void(const std::string&)> note;
+  // Buffered appends start writeback every this many bytes (0: never).
+  uint64_t writeback_bytes = 0;
   // Values are cached in shared_cache (the DB's one budget) unless
   // value_cache_size gives them a cache of their own.
   uint64_t value_cache_size = 0;
@@ -179,6 +185,9 @@ class ValueLog {
 
   absl::Status RollSegment();
   vlog::SegmentWriterOptions WriterOptions() const;
+  // Tells options_.note, once, when direct_writes was asked for and the
+  // file system refused it for writer's file.
+  void NoteDirectFallback(vlog::SegmentWriter& writer);
   std::string SegmentPath(uint64_t id) const;
   // The end of the last whole record of an unsealed segment (scanned once
   // and remembered; recovery only).
@@ -198,6 +207,7 @@ class ValueLog {
   absl::flat_hash_map<uint64_t, uint64_t> unsealed_valid_end_;  // recovery only
   absl::Mutex retired_mu_;
   std::vector<std::unique_ptr<InFlightReads>> retired_ ABSL_GUARDED_BY(retired_mu_);
+  bool noted_fallback_ = false;  // NoteDirectFallback spoke (write group only)
 };
 
 }  // namespace cairn::vlog

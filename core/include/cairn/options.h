@@ -74,6 +74,22 @@ struct Options {
   IoBackendOption io_backend = IoBackendOption::kAuto;
   // Read SST and value-log data with O_DIRECT. Default: false.
   bool direct_reads = false;
+  // Append to the value log (fresh values and GC output) with O_DIRECT,
+  // through the ring on the io_uring backend, instead of through the page
+  // cache. Each write group's values go to the device before it is
+  // acknowledged; the partial tail block is written padded and rewritten by
+  // the next group. Where the file system refuses O_DIRECT (tmpfs) the value
+  // log writes buffered and says so in the info log. Default: false
+  // (docs/decisions/20261201_direct_value_log_writes.md).
+  bool direct_writes = false;
+  // Buffered value-log appends (fresh values and GC output) start the
+  // kernel's writeback of every this many bytes as they go (all but the
+  // last 1 MiB, which the next appends still touch), as RocksDB's
+  // bytes_per_sync does, instead of leaving the page cache to throttle the
+  // writer once dirty pages pile up. It changes nothing about durability.
+  // 0 turns it off. Default: 1 MiB
+  // (docs/decisions/20261201_direct_value_log_writes.md).
+  uint64_t value_log_bytes_per_sync = uint64_t{1} << 20;
   // Values of at least this many bytes are stored in the value log; the
   // LSM keeps a pointer of about 10 bytes. kInlineValues stores every value
   // in the LSM and never creates a value-log file. Default: 1 KiB
