@@ -216,7 +216,22 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
       status = PlaceGroup(members, group);
     }
     WriteBatchInternal::SetSequence(group, first);
-    if (status.ok()) status = vlog_->Flush();
+    // (Placing may have rolled the segment.)
+    io::WritableFile* vfile = vlog_->active_file();
+    // A synced group on an O_DIRECT segment puts its values' write and the
+    // segment's fdatasync in flight now (one linked pair on the ring), to
+    // run while the WAL record is written and synced. Both are complete
+    // before any writer is woken.
+    const bool overlap_sync = sync && vfile != nullptr && vfile->direct();
+    bool vlog_sync_started = false;
+    if (status.ok()) {
+      if (overlap_sync) {
+        status = vfile->StartSync();
+        vlog_sync_started = status.ok();
+      } else {
+        status = vlog_->Flush();
+      }
+    }
     if (status.ok() && group->Count() > 0) {
       status = log->AddRecord(WriteBatchInternal::Contents(*group));
     }
@@ -225,7 +240,9 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
         // Still reaches the kernel before it is acknowledged, so it
         // survives a crash of this process.
         status = log->Flush();
-      } else if (io::WritableFile* vfile = vlog_->active_file()) {
+      } else if (overlap_sync) {
+        status = log->Sync();
+      } else if (vfile != nullptr) {
         // Both fdatasyncs in flight together; every value any WAL record
         // points to is covered, not only this group's.
         io::WritableFile* files[] = {log->file(), vfile};
@@ -233,6 +250,10 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
       } else {
         status = log->Sync();
       }
+    }
+    if (vlog_sync_started) {
+      absl::Status s = vfile->WaitSync();
+      if (status.ok()) status = s;
     }
     if (status.ok()) status = InsertGroup(mem.get(), *group);
     if (status.ok()) {

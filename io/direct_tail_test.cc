@@ -207,6 +207,47 @@ TEST_P(DirectTailTest, AFailedWriteBehindPoisonsTheFile) {
   EXPECT_TRUE(ReadFrom(0).compare(0, first.size(), first) == 0);
 }
 
+TEST_P(DirectTailTest, StartSyncAndWaitSyncWriteTheTailAndSyncIt) {
+  // The two halves of Sync (a linked write and fdatasync on the ring) leave
+  // the same bytes as Flush; a second StartSync with nothing new writes
+  // nothing and only syncs.
+  std::mt19937_64 rng(53);
+  std::unique_ptr<FdWritableFile> file = Open(0);
+  std::string expected;
+  for (size_t n = 1; n <= 3 * kBlock; n += 97) {
+    const std::string piece = RandomBytes(rng, n);
+    const uint64_t before = expected.size();
+    ASSERT_TRUE(file->Append(piece).ok());
+    expected += piece;
+    ASSERT_TRUE(file->StartSync().ok());
+    ASSERT_TRUE(file->WaitSync().ok());
+    CheckOnDisk(expected, before, "sync after append of " + std::to_string(n));
+    const uint64_t written = stats_->Get(IoCategory::kValueLog).bytes_written;
+    ASSERT_TRUE(file->StartSync().ok());
+    ASSERT_TRUE(file->WaitSync().ok());
+    EXPECT_EQ(stats_->Get(IoCategory::kValueLog).bytes_written, written);
+  }
+  // Mixed with Flush and the write-behind of full buffers.
+  const std::string big = RandomBytes(rng, 2 * FdWritableFile::kBufferSize + 5);
+  ASSERT_TRUE(file->Append(big).ok());
+  expected += big;
+  ASSERT_TRUE(file->StartSync().ok());
+  ASSERT_TRUE(file->WaitSync().ok());
+  ASSERT_TRUE(file->Append("tail").ok());
+  expected += "tail";
+  ASSERT_TRUE(file->Flush().ok());
+  ASSERT_TRUE(file->Close().ok());
+  EXPECT_EQ(ReadFrom(0), expected);
+}
+
+TEST_P(DirectTailTest, CloseWaitsForAStartedSync) {
+  std::unique_ptr<FdWritableFile> file = Open(0);
+  ASSERT_TRUE(file->Append(std::string(5000, 'x')).ok());
+  ASSERT_TRUE(file->StartSync().ok());
+  ASSERT_TRUE(file->Close().ok());  // the write must be off the buffer first
+  EXPECT_EQ(ReadFrom(0), std::string(5000, 'x'));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, DirectTailTest, ::testing::Values("posix", "io_uring"),
                          [](const auto& info) { return info.param; });
 

@@ -228,8 +228,31 @@ class FaultFileSystem::Writer : public WritableFile {
     return s;
   }
 
+  // The two halves of Sync, forwarded so that the base's own (a ring's
+  // linked write and fdatasync) runs; the bytes count as synced once
+  // WaitSync succeeds.
+  absl::Status StartSync() override {
+    absl::ReaderMutexLock crash_lock(&fs_->crash_mu_);
+    CAIRN_RETURN_IF_ERROR(fs_->BeforeOp(Op::kSync, generation_, path_));
+    CAIRN_RETURN_IF_ERROR(CheckOpen());
+    CAIRN_RETURN_IF_ERROR(base_->StartSync());
+    sync_started_at_ = size_.load();
+    return absl::OkStatus();
+  }
+  absl::Status WaitSync() override {
+    absl::ReaderMutexLock crash_lock(&fs_->crash_mu_);
+    CAIRN_RETURN_IF_ERROR(CheckOpen());
+    CAIRN_RETURN_IF_ERROR(base_->WaitSync());
+    MarkSynced(sync_started_at_);
+    return absl::OkStatus();
+  }
+
   uint64_t Size() const override { return size_.load(std::memory_order_relaxed); }
   const std::string& path() const override { return path_; }
+  bool direct() const override {
+    absl::ReaderMutexLock crash_lock(&fs_->crash_mu_);
+    return base_ != nullptr && base_->direct();
+  }
 
  private:
   friend class FaultFileSystem;
@@ -272,6 +295,7 @@ class FaultFileSystem::Writer : public WritableFile {
   const std::shared_ptr<FileState> state_;
   const uint64_t generation_;
   std::atomic<uint64_t> size_;  // Size() may be read by any thread
+  uint64_t sync_started_at_ = 0;  // Size() at the last StartSync
 };
 
 // ---------------------------------------------------------------- Reader

@@ -69,6 +69,15 @@ class WritableFile {
   virtual absl::Status Flush() = 0;
   // Flush, then fdatasync. After an error the file refuses further writes.
   virtual absl::Status Sync() = 0;
+  // Sync in two halves, so the caller can work while it runs: StartSync
+  // puts the buffered bytes and an fdatasync after them in flight (O_DIRECT
+  // files on the io_uring backend: one linked write and fdatasync on the
+  // file's own ring) and WaitSync waits for them and returns the outcome.
+  // Nothing else may be called on the file in between, and WaitSync must
+  // follow a StartSync that returned OK. Elsewhere StartSync is Sync and
+  // WaitSync returns OK.
+  virtual absl::Status StartSync() { return Sync(); }
+  virtual absl::Status WaitSync() { return absl::OkStatus(); }
   // Flush and close; the file's size on disk is exactly Size().
   virtual absl::Status Close() = 0;
   virtual uint64_t Size() const = 0;

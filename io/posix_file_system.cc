@@ -282,8 +282,55 @@ absl::Status FdWritableFile::Sync() {
   return FinishSync(DataSync());
 }
 
+absl::Status FdWritableFile::StartWriteAndSync(uint64_t offset, std::string_view data) {
+  if (!data.empty()) CAIRN_RETURN_IF_ERROR(WriteAt(offset, data));
+  return DataSync();
+}
+
+absl::Status FdWritableFile::StartSync() {
+  if (!direct_) return Sync();
+  if (!error_.ok()) return error_;
+  if (closed_) return absl::FailedPreconditionError(absl::StrCat("sync of closed ", path_));
+  CAIRN_RETURN_IF_ERROR(FinishWriteBehind());
+  // What WriteBuffer would write: the whole blocks and the padded tail.
+  std::string_view data;
+  if (!buf_.empty() && !tail_written_) {
+    const size_t padded = AlignUp(buf_.size(), kDirectIoAlignment);
+    buf_.ZeroFill(padded);
+    data = std::string_view(buf_.data(), padded);
+  }
+  absl::Status s = StartWriteAndSync(buf_offset_, data);
+  if (!s.ok()) {
+    stats_->AddSync(category_);
+    return Poison(s);
+  }
+  sync_write_len_ = data.size();
+  sync_pending_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status FdWritableFile::WaitSync() {
+  if (!sync_pending_) return direct_ ? error_ : absl::OkStatus();
+  sync_pending_ = false;
+  absl::Status s = FinishWriteAndSync();
+  stats_->AddSync(category_);
+  if (!s.ok()) return Poison(s);
+  const size_t n = sync_write_len_;
+  if (n > 0) {
+    stats_->AddWrite(category_, n);
+    disk_size_ = std::max(disk_size_, buf_offset_ + n);
+    const size_t whole = AlignDown(buf_.size(), kDirectIoAlignment);
+    buf_offset_ += whole;
+    buf_.DropPrefix(whole);
+    tail_written_ = true;
+  }
+  return absl::OkStatus();
+}
+
 absl::Status FdWritableFile::Close() {
   if (closed_) return error_;
+  // A StartSync nobody waited for: its write must be off the buffer first.
+  if (sync_pending_) WaitSync().IgnoreError();
   // The write-behind buffer must be off the device before it is freed,
   // whatever else failed.
   absl::Status s = FinishWriteBehind();
@@ -314,6 +361,7 @@ absl::Status FdWritableFile::Close() {
 
 void FdWritableFile::AbandonForTesting() {
   if (closed_) return;
+  if (sync_pending_) WaitSync().IgnoreError();
   FinishWriteBehind().IgnoreError();
   closed_ = true;
   ::close(fd_);

@@ -79,6 +79,11 @@ class FdWritableFile : public WritableFile {
   absl::Status AppendParts(absl::Span<const std::string_view> parts) override;
   absl::Status Flush() override;
   absl::Status Sync() override;
+  // O_DIRECT: the tail block's write and the fdatasync go through
+  // StartWriteAndSync (in flight together on the ring); buffered files sync
+  // at once.
+  absl::Status StartSync() override;
+  absl::Status WaitSync() override;
   absl::Status Close() override;
   uint64_t Size() const override { return size_.load(std::memory_order_relaxed); }
   const std::string& path() const override { return path_; }
@@ -110,6 +115,12 @@ class FdWritableFile : public WritableFile {
   }
   // Waits for every write StartWrite began; the first failure.
   virtual absl::Status FinishWrites() { return absl::OkStatus(); }
+  // Starts writing data (aligned, O_DIRECT; may be empty) at offset and
+  // then an fdatasync that covers it; data must stay untouched until
+  // FinishWriteAndSync returns, which gives the outcome of both. The
+  // default does both at once.
+  virtual absl::Status StartWriteAndSync(uint64_t offset, std::string_view data);
+  virtual absl::Status FinishWriteAndSync() { return absl::OkStatus(); }
 
  private:
   // Writes the buffer (see the class comment); an error is made sticky.
@@ -139,6 +150,10 @@ class FdWritableFile : public WritableFile {
   size_t behind_ = 0;
   uint64_t buf_offset_ = 0;  // File offset of buf_.data(); aligned when direct.
   uint64_t disk_size_ = 0;   // Bytes on disk, with O_DIRECT's padding.
+  // StartSync's write in flight: its length (0: a sync alone), and whether
+  // one is pending.
+  size_t sync_write_len_ = 0;
+  bool sync_pending_ = false;
   // O_DIRECT: the buffer holds only a partial tail block that is on disk
   // as it is (padded), so Flush has nothing to write.
   bool tail_written_ = false;

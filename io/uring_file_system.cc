@@ -115,12 +115,96 @@ UringWritableFile::~UringWritableFile() {
   if (ring_ != nullptr) Ring::ReturnOwned(std::move(ring_));
 }
 
-absl::Status UringWritableFile::StartWrite(uint64_t offset, std::string_view data) {
-  if (ring_ == nullptr) {
-    absl::StatusOr<std::unique_ptr<Ring>> ring = Ring::TakeOwned();
-    if (!ring.ok()) return WriteAt(offset, data);
-    ring_ = *std::move(ring);
+bool UringWritableFile::HaveRing() {
+  if (ring_ != nullptr) return true;
+  absl::StatusOr<std::unique_ptr<Ring>> ring = Ring::TakeOwned();
+  if (!ring.ok()) return false;
+  ring_ = *std::move(ring);
+  return true;
+}
+
+void UringWritableFile::DropRing(size_t in_flight) {
+  ring_->Abandon(in_flight);
+  Ring::ReturnOwned(std::move(ring_));
+}
+
+absl::Status UringWritableFile::StartWriteAndSync(uint64_t offset, std::string_view data) {
+  if (!direct() || !HaveRing()) return FdWritableFile::StartWriteAndSync(offset, data);
+  sync_offset_ = offset;
+  sync_data_ = data;
+  sync_ops_ = 0;
+  // The file's ring holds nothing else here (the write-behind is done), so
+  // it has room for both entries.
+  io_uring_sqe* write = data.empty() ? nullptr : ring_->GetSqe();
+  io_uring_sqe* sync = ring_->GetSqe();
+  if (sync == nullptr) {
+    if (write != nullptr) {
+      // Taken already: it goes as a no-op, reaped here, so no later wait
+      // mistakes its completion for a write's.
+      io_uring_prep_nop(write);
+      uint64_t ignored_data;
+      int ignored_res;
+      absl::Status s = ring_->Submit();
+      if (s.ok()) s = ring_->WaitCompletion(&ignored_data, &ignored_res);
+      if (!s.ok()) DropRing(1);
+    }
+    return FdWritableFile::StartWriteAndSync(offset, data);
   }
+  if (write != nullptr) {
+    io_uring_prep_write(write, fd(), data.data(), static_cast<unsigned>(data.size()), offset);
+    io_uring_sqe_set_data64(write, 1);
+    // The fdatasync starts once the write is complete, and is cancelled
+    // when the write fails or comes back short (then finished by hand).
+    write->flags |= IOSQE_IO_LINK;
+    ++sync_ops_;
+  }
+  io_uring_prep_fsync(sync, fd(), IORING_FSYNC_DATASYNC);
+  io_uring_sqe_set_data64(sync, 2);
+  ++sync_ops_;
+  absl::Status s = ring_->Submit();
+  if (!s.ok()) {
+    DropRing(sync_ops_);
+    sync_ops_ = 0;
+  }
+  return s;
+}
+
+absl::Status UringWritableFile::FinishWriteAndSync() {
+  if (sync_ops_ == 0) return absl::OkStatus();  // done at once, without the ring
+  int write_res = -ECANCELED;
+  int sync_res = -ECANCELED;
+  while (sync_ops_ > 0) {
+    uint64_t data = 0;
+    int res = 0;
+    absl::Status s = ring_->WaitCompletion(&data, &res);
+    if (!s.ok()) {
+      DropRing(sync_ops_);
+      sync_ops_ = 0;
+      return s;
+    }
+    --sync_ops_;
+    (data == 1 ? write_res : sync_res) = res;
+  }
+  size_t done = 0;
+  if (!sync_data_.empty()) {
+    if (write_res < 0 && write_res != -EAGAIN && write_res != -EINTR) {
+      return ErrnoError(-write_res, absl::StrCat("write ", path(), " at ", sync_offset_));
+    }
+    done = write_res > 0 ? static_cast<size_t>(write_res) : 0;
+  }
+  if (done < sync_data_.size()) {
+    // A short or retried write: the fdatasync was cancelled with it. The
+    // rest, then the sync, at once.
+    CAIRN_RETURN_IF_ERROR(WriteAt(sync_offset_ + done, sync_data_.substr(done)));
+    return DataSync();
+  }
+  if (sync_res == -EINTR || sync_res == -EAGAIN || sync_res == -ECANCELED) return DataSync();
+  if (sync_res < 0) return ErrnoError(-sync_res, absl::StrCat("fdatasync ", path()));
+  return absl::OkStatus();
+}
+
+absl::Status UringWritableFile::StartWrite(uint64_t offset, std::string_view data) {
+  if (!HaveRing()) return WriteAt(offset, data);
   behind_offset_ = offset;
   behind_ = data;
   behind_done_ = 0;

@@ -40,10 +40,24 @@ class UringWritableFile : public FdWritableFile {
   absl::Status DataSync() override;
   absl::Status StartWrite(uint64_t offset, std::string_view data) override;
   absl::Status FinishWrites() override;
+  // O_DIRECT: the write and an fdatasync linked after it (IOSQE_IO_LINK),
+  // in flight together on the file's ring.
+  absl::Status StartWriteAndSync(uint64_t offset, std::string_view data) override;
+  absl::Status FinishWriteAndSync() override;
 
  private:
   // Puts the rest of the write-behind on the ring.
   absl::Status SubmitBehind();
+  // Takes the file's ring if it has none; false when none can be had.
+  bool HaveRing();
+  // Drops the ring after a failure of the ring itself, once the kernel is
+  // done with the in_flight operations it may hold.
+  void DropRing(size_t in_flight);
+
+  // StartWriteAndSync's operations: 0, 1 (a sync alone) or 2 in flight.
+  size_t sync_ops_ = 0;
+  uint64_t sync_offset_ = 0;
+  std::string_view sync_data_;
 
   std::unique_ptr<Ring> ring_;  // null until the first write-behind, or after a failure
   uint64_t behind_offset_ = 0;
