@@ -6,9 +6,11 @@
 
 #include <pthread.h>
 
+#include "absl/base/call_once.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/db_impl.h"
@@ -182,6 +184,24 @@ absl::StatusOr<std::unique_ptr<DB>> OpenForReadOnlyWithFileSystem(
                                    last.message()));
 }
 
+namespace {
+
+// Debian's abseil is built without NDEBUG, so every absl::Mutex::Lock
+// records lock order in a global graph to find deadlock cycles (a debug
+// aid). That cost a 1 KiB load 15-30% of its throughput. A release build of
+// cairn turns it off once per process, at the first open; a debug build
+// (the sanitizer presets) keeps it. docs/decisions/20261201_absl_deadlock_detection.md.
+void TurnOffMutexDeadlockDetectionInReleaseBuilds() {
+#ifdef NDEBUG
+  static absl::once_flag once;
+  absl::call_once(once, [] {
+    absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  });
+#endif
+}
+
+}  // namespace
+
 DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs,
                bool read_only)
     : options_(options), dbname_(std::move(dbname)), fs_(std::move(fs)),
@@ -190,6 +210,7 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
           .min_garbage_ratio = options.gc_min_garbage_ratio,
           .bytes_per_second = options.gc_bytes_per_sec}),
       read_only_(read_only) {
+  TurnOffMutexDeadlockDetectionInReleaseBuilds();
   table_options_.block_size = options_.block_size;
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
