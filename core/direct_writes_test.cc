@@ -101,17 +101,27 @@ TEST_P(DirectWritesTest, EveryValueSizeUpToThreeBlocksSurvivesKillNine) {
       return 0;
     });
     ASSERT_GT(pid, 0);
-    // Kill it part way, at a random point, unless it is near the end.
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + rng() % 200));
+    // Kill it part way: once it has acknowledged a random number of puts
+    // (so every cycle makes progress however slow the build), plus a
+    // random few microseconds, so the kill lands anywhere in a put.
+    const uint64_t target = from - 1 + 500 + rng() % 2500;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(100);
+    while (acked->load() < std::min<uint64_t>(target, kMaxSize) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
     ::kill(pid, SIGKILL);
     const std::string how = io::testing::WaitForForkedChild(pid, 120);
     if (!how.empty()) ++kills;
     const uint64_t done = acked->load();
-    // Every acknowledged value is there, whole; the one in flight at the
-    // kill is there whole or not at all.
+    // Every acknowledged value is there, whole (those of this cycle, and
+    // every 16th earlier one; all of them once at the end); the one in
+    // flight at the kill is there whole or not at all.
     auto db = DB::Open(DirectOptions(), dir_);
     ASSERT_TRUE(db.ok()) << db.status();
     for (size_t n = 1; n <= done; ++n) {
+      if (n < from && n % 16 != 0) continue;
       std::string v;
       absl::Status s = (*db)->Get({}, Key(n), &v);
       ASSERT_TRUE(s.ok()) << "size " << n << " (acked through " << done << "): " << s;
@@ -130,6 +140,15 @@ TEST_P(DirectWritesTest, EveryValueSizeUpToThreeBlocksSurvivesKillNine) {
   }
   munmap(acked, 4096);
   EXPECT_GT(kills, 0);
+  {
+    auto db = DB::Open(DirectOptions(), dir_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    for (size_t n = 1; n <= kMaxSize; ++n) {
+      std::string v;
+      ASSERT_TRUE((*db)->Get({}, Key(n), &v).ok()) << "size " << n;
+      ASSERT_EQ(v, ValueOf(n)) << "size " << n;
+    }
+  }
   // The value log really ran O_DIRECT (no fallback note).
   EXPECT_EQ(InfoLog().find("refused O_DIRECT"), std::string::npos) << InfoLog();
 }
