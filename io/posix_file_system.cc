@@ -247,20 +247,30 @@ absl::Status FdWritableFile::WriteBuffer() {
     buf_.Clear();
     return absl::OkStatus();
   }
+  const std::string_view blocks = DirectBlocks();
+  if (blocks.empty()) return absl::OkStatus();
+  CAIRN_RETURN_IF_ERROR(WriteAndCharge(buf_offset_, blocks));
+  BlocksWritten(blocks.size());
+  return absl::OkStatus();
+}
+
+std::string_view FdWritableFile::DirectBlocks() {
   // Only a partial tail block, already on disk as it is now (a Sync after
   // a Flush): nothing to write.
-  if (tail_written_) return absl::OkStatus();
-  const size_t whole = AlignDown(n, kDirectIoAlignment);
-  const size_t padded = AlignUp(n, kDirectIoAlignment);
+  if (buf_.empty() || tail_written_) return {};
+  const size_t padded = AlignUp(buf_.size(), kDirectIoAlignment);
   buf_.ZeroFill(padded);
-  CAIRN_RETURN_IF_ERROR(WriteAndCharge(buf_offset_, std::string_view(buf_.data(), padded)));
+  return std::string_view(buf_.data(), padded);
+}
+
+void FdWritableFile::BlocksWritten(size_t padded) {
   // The zero padding stays on disk until Close cuts it: truncating after
   // every write would cost a journal update each time.
   disk_size_ = std::max(disk_size_, buf_offset_ + padded);
+  const size_t whole = AlignDown(buf_.size(), kDirectIoAlignment);
   buf_offset_ += whole;
   buf_.DropPrefix(whole);
   tail_written_ = true;
-  return absl::OkStatus();
 }
 
 absl::Status FdWritableFile::Flush() {
@@ -292,13 +302,7 @@ absl::Status FdWritableFile::StartSync() {
   if (!error_.ok()) return error_;
   if (closed_) return absl::FailedPreconditionError(absl::StrCat("sync of closed ", path_));
   CAIRN_RETURN_IF_ERROR(FinishWriteBehind());
-  // What WriteBuffer would write: the whole blocks and the padded tail.
-  std::string_view data;
-  if (!buf_.empty() && !tail_written_) {
-    const size_t padded = AlignUp(buf_.size(), kDirectIoAlignment);
-    buf_.ZeroFill(padded);
-    data = std::string_view(buf_.data(), padded);
-  }
+  const std::string_view data = DirectBlocks();
   absl::Status s = StartWriteAndSync(buf_offset_, data);
   if (!s.ok()) {
     stats_->AddSync(category_);
@@ -310,19 +314,15 @@ absl::Status FdWritableFile::StartSync() {
 }
 
 absl::Status FdWritableFile::WaitSync() {
-  if (!sync_pending_) return direct_ ? error_ : absl::OkStatus();
+  // StartSync synced at once (buffered files), or there is nothing to wait for.
+  if (!sync_pending_) return absl::OkStatus();
   sync_pending_ = false;
   absl::Status s = FinishWriteAndSync();
   stats_->AddSync(category_);
   if (!s.ok()) return Poison(s);
-  const size_t n = sync_write_len_;
-  if (n > 0) {
-    stats_->AddWrite(category_, n);
-    disk_size_ = std::max(disk_size_, buf_offset_ + n);
-    const size_t whole = AlignDown(buf_.size(), kDirectIoAlignment);
-    buf_offset_ += whole;
-    buf_.DropPrefix(whole);
-    tail_written_ = true;
+  if (sync_write_len_ > 0) {
+    stats_->AddWrite(category_, sync_write_len_);
+    BlocksWritten(sync_write_len_);
   }
   return absl::OkStatus();
 }

@@ -133,6 +133,12 @@ class FdWritableFile : public WritableFile {
   absl::Status WriteAndCharge(uint64_t offset, std::string_view data);
   // Buffered files: starts writeback up to end (FileOptions::writeback_bytes).
   void StartWriteback(uint64_t end);
+  // O_DIRECT: the buffer's bytes padded to whole blocks, as the next write
+  // must put them at buf_offset_ (empty when they are on disk already); and,
+  // once that write is done, the bookkeeping that keeps only the partial
+  // tail block in the buffer.
+  std::string_view DirectBlocks();
+  void BlocksWritten(size_t padded);
   absl::Status Poison(absl::Status status);
 
   int fd_;
