@@ -366,6 +366,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   env.listener = &garbage;
   env.block_sink = [this](uint64_t number) { return NewTableBlockSink(number); };
   env.max_subcompactions = options_.max_subcompactions;
+  env.input_readahead = options_.compaction_readahead_size;
   lsm::VersionEdit edit;
   lsm::CompactionJobStats stats;
   absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);

@@ -88,6 +88,9 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.max_subcompactions < 1 || o.max_subcompactions > 64) {
     return absl::InvalidArgumentError("Options::max_subcompactions must be in [1, 64]");
   }
+  if (o.compaction_readahead_size > kMaxReadaheadSize) {
+    return absl::InvalidArgumentError("Options::compaction_readahead_size must be at most 64 MiB");
+  }
   if (o.max_memtable_value_bytes < (64 << 10)) {
     return absl::InvalidArgumentError("Options::max_memtable_value_bytes must be at least 64 KiB");
   }

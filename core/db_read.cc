@@ -27,6 +27,7 @@ DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options, bool owned) {
                       : last_sequence_.load(std::memory_order_acquire);
   view.table_read.verify_checksums = options.verify_checksums;
   view.table_read.fill_cache = options.fill_cache;
+  view.table_read.readahead_size = options.readahead_size;
   return view;
 }
 
@@ -198,6 +199,11 @@ IterateBounds BoundsOf(const ReadOptions& options) {
 std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   if (absl::Status closed = CheckNotClosed(); !closed.ok()) {
     return NewDBIterator(lsm::NewErrorIterator(closed), 0, nullptr, nullptr, ValuePrefetch());
+  }
+  if (options.readahead_size > kMaxReadaheadSize) {
+    return NewDBIterator(lsm::NewErrorIterator(absl::InvalidArgumentError(
+                             "ReadOptions::readahead_size must be at most 64 MiB")),
+                         0, nullptr, nullptr, ValuePrefetch());
   }
   auto view = std::make_shared<ReadView>(GetReadView(options, /*owned=*/true));
   ValuePrefetch prefetch;

@@ -105,6 +105,7 @@ std::string FormatOptionsFile(const Options& o) {
   add("gc_bytes_per_sec", o.gc_bytes_per_sec);
   add("max_background_compactions", o.max_background_compactions);
   add("max_subcompactions", o.max_subcompactions);
+  add("compaction_readahead_size", o.compaction_readahead_size);
   add("max_info_log_size", o.max_info_log_size);
   return out;
 }

@@ -146,9 +146,11 @@ class OutputTables {
 };
 
 // The merged entries of every input file, in internal-key order.
-std::unique_ptr<InternalIterator> NewInputIterator(const Compaction& c, TableCache* tc) {
+std::unique_ptr<InternalIterator> NewInputIterator(const Compaction& c, TableCache* tc,
+                                                   size_t readahead) {
   TableReadOptions ro;
   ro.fill_cache = false;  // a compaction reads each block once
+  ro.readahead_size = readahead;
   std::vector<std::unique_ptr<InternalIterator>> children;
   for (int which = 0; which < 2; ++which) {
     const FileList& files = c.inputs(which);
@@ -214,7 +216,7 @@ struct Subcompaction {
 void RunSubcompaction(const Compaction& c, const Version& base, const CompactionJobEnv& env,
                       std::atomic<bool>* failed, Subcompaction* sub) {
   std::unique_ptr<InternalIterator> input =
-      NewUserKeyRangeIterator(NewInputIterator(c, env.table_cache), sub->start, sub->end);
+      NewUserKeyRangeIterator(NewInputIterator(c, env.table_cache, env.input_readahead), sub->start, sub->end);
   // Each range walks the deeper levels from its own start.
   DeeperLevels deeper(base, c.output_level());
   CompactionIterator ci(

@@ -76,6 +76,9 @@ struct CompactionJobEnv {
   // Threads one compaction may run on, each merging one key range; 1 runs
   // every compaction on the caller's thread alone.
   int max_subcompactions = 1;
+  // Bytes each device read of an input table covers at least
+  // (TableReadOptions::readahead_size; 0: an iterator's own readahead).
+  size_t input_readahead = 2u << 20;
 };
 
 struct CompactionJobStats {

@@ -25,8 +25,9 @@ struct ReadCounters {
   // without a cache counts every data-block fetch as a miss.
   std::atomic<uint64_t> block_cache_hits{0};
   std::atomic<uint64_t> block_cache_misses{0};
-  // Blocks read from the device (data, index, filter, properties) and their
-  // on-disk bytes including the block trailer.
+  // Device reads of blocks (data, index, filter, properties; a read-ahead
+  // read covering several data blocks counts once) and the bytes they
+  // read, block trailers included.
   std::atomic<uint64_t> block_reads{0};
   std::atomic<uint64_t> block_bytes_read{0};
 };

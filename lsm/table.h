@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "io/aligned_buffer.h"
 #include "io/file_system.h"
 #include "lsm/block.h"
 #include "lsm/block_cache.h"
@@ -42,6 +43,34 @@ struct TableReadOptions {
   bool verify_checksums = true;
   // Put data blocks read by this operation into the block cache.
   bool fill_cache = true;
+  // How an iterator reads the data blocks it misses in the cache. 0: as
+  // RocksDB's iterators do, one block per read until it has taken
+  // kReadaheadAfterBlocks blocks in file order, then reads that also cover
+  // the next kInitialReadahead bytes, doubling per read up to kMaxReadahead;
+  // a block out of order starts over. Positive: every read covers at least
+  // this many bytes from the block on (compaction inputs). Gets read one
+  // block whatever this says.
+  size_t readahead_size = 0;
+};
+
+inline constexpr int kReadaheadAfterBlocks = 2;
+inline constexpr size_t kInitialReadahead = 8 * 1024;
+inline constexpr size_t kMaxReadahead = 256 * 1024;
+
+// What one iterator has read ahead of its position, and the pattern of its
+// reads so far (see TableReadOptions::readahead_size). Used by one thread.
+class TableReadahead {
+ public:
+  explicit TableReadahead(size_t fixed_size) : fixed_size_(fixed_size) {}
+
+ private:
+  friend class Table;
+  const size_t fixed_size_;
+  io::AlignedBuffer buffer_;  // file bytes from buffer_offset_
+  uint64_t buffer_offset_ = 0;
+  uint64_t next_offset_ = UINT64_MAX;  // just past the last block taken
+  int in_order_ = 0;                   // blocks taken in file order, the last one included
+  size_t next_size_ = kInitialReadahead;
 };
 
 struct TableGetResult {
@@ -88,10 +117,12 @@ class Table {
   // DataLoss naming the file and offset on the first failure.
   absl::Status VerifyAll() const;
 
-  // The data block at handle, from the cache or the device. For the
-  // iterator; DataLoss naming file and offset when it is bad.
-  absl::StatusOr<std::shared_ptr<const Block>> ReadDataBlock(const TableReadOptions& ro,
-                                                             const BlockHandle& handle) const;
+  // The data block at handle, from the cache or the device; with
+  // readahead (may be null), from or into what it holds, as its pattern
+  // says. For the iterator; DataLoss naming file and offset when it is bad.
+  absl::StatusOr<std::shared_ptr<const Block>> ReadDataBlock(
+      const TableReadOptions& ro, const BlockHandle& handle,
+      TableReadahead* readahead = nullptr) const;
 
   // The handle of every data block, in file order, from the index. For
   // salvage (`cairn repair` reads each with ReadDataBlock and goes on past
@@ -124,6 +155,10 @@ class Table {
  private:
   Table(std::unique_ptr<io::RandomAccessFile> file, uint64_t file_size, uint64_t file_number,
         BlockCache* cache, ReadCounters* counters);
+
+  // The contents of the block at handle, read through ra's buffer: from
+  // it when it holds the block, else with the read the pattern asks for.
+  absl::StatusOr<std::string> ReadBlockAhead(const BlockHandle& handle, TableReadahead* ra) const;
 
   const std::unique_ptr<io::RandomAccessFile> file_;
   const uint64_t file_size_;

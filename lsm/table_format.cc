@@ -129,34 +129,33 @@ void AppendBlockTrailer(std::string_view contents, BlockCompression type, std::s
   io::PutFixed32(dst, BlockChecksum(contents, t));
 }
 
-absl::StatusOr<std::string> ReadBlockContents(const io::RandomAccessFile& file, uint64_t data_end,
-                                              const BlockHandle& handle, ReadCounters* counters) {
-  auto bad = [&](absl::string_view what) {
-    return absl::DataLossError(
-        absl::StrCat(file.path(), ": block at offset ", handle.offset, ": ", what));
-  };
+absl::Status CheckBlockHandle(const std::string& path, uint64_t data_end,
+                              const BlockHandle& handle) {
   if (handle.offset > data_end || handle.size > data_end - handle.offset ||
       kBlockTrailerSize > data_end - handle.offset - handle.size) {
-    return bad(absl::StrCat("size ", handle.size, " runs past the block area (", data_end,
-                            " bytes)"));
+    return absl::DataLossError(absl::StrCat(path, ": block at offset ", handle.offset, ": size ",
+                                            handle.size, " runs past the block area (", data_end,
+                                            " bytes)"));
   }
-  const size_t n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
-  std::string buf(n, '\0');
-  std::string_view got;
-  CAIRN_RETURN_IF_ERROR(file.Read(handle.offset, n, buf.data(), &got));
-  BumpCounter(counters, &ReadCounters::block_reads);
-  BumpCounter(counters, &ReadCounters::block_bytes_read, got.size());
-  if (got.size() != n) return bad(absl::StrCat("short read of ", got.size(), " bytes"));
-  if (got.data() != buf.data()) std::memmove(buf.data(), got.data(), n);
+  return absl::OkStatus();
+}
 
-  const std::string_view stored(buf.data(), handle.size);
-  const char type = buf[handle.size];
-  const uint32_t checksum = io::DecodeFixed32(buf.data() + handle.size + 1);
+absl::StatusOr<std::string> DecodeBlockContents(std::string raw, const std::string& path,
+                                                const BlockHandle& handle) {
+  auto bad = [&](absl::string_view what) {
+    return absl::DataLossError(
+        absl::StrCat(path, ": block at offset ", handle.offset, ": ", what));
+  };
+  const size_t n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
+  if (raw.size() != n) return bad(absl::StrCat("short read of ", raw.size(), " bytes"));
+  const std::string_view stored(raw.data(), handle.size);
+  const char type = raw[handle.size];
+  const uint32_t checksum = io::DecodeFixed32(raw.data() + handle.size + 1);
   if (checksum != BlockChecksum(stored, type)) return bad("checksum mismatch");
   switch (static_cast<BlockCompression>(type)) {
     case BlockCompression::kNone:
-      buf.resize(handle.size);
-      return buf;
+      raw.resize(handle.size);
+      return raw;
     case BlockCompression::kZstd: {
       std::string out;
       absl::Status s = io::ZstdUncompress(stored, kMaxUncompressedBlockSize, &out);
@@ -165,6 +164,20 @@ absl::StatusOr<std::string> ReadBlockContents(const io::RandomAccessFile& file, 
     }
   }
   return bad(absl::StrCat("unknown compression type ", static_cast<int>(type)));
+}
+
+absl::StatusOr<std::string> ReadBlockContents(const io::RandomAccessFile& file, uint64_t data_end,
+                                              const BlockHandle& handle, ReadCounters* counters) {
+  CAIRN_RETURN_IF_ERROR(CheckBlockHandle(file.path(), data_end, handle));
+  const size_t n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
+  std::string buf(n, '\0');
+  std::string_view got;
+  CAIRN_RETURN_IF_ERROR(file.Read(handle.offset, n, buf.data(), &got));
+  BumpCounter(counters, &ReadCounters::block_reads);
+  BumpCounter(counters, &ReadCounters::block_bytes_read, got.size());
+  if (got.data() != buf.data()) std::memmove(buf.data(), got.data(), got.size());
+  buf.resize(got.size());
+  return DecodeBlockContents(std::move(buf), file.path(), handle);
 }
 
 }  // namespace cairn::lsm

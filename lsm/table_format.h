@@ -91,6 +91,18 @@ inline constexpr size_t kFooterSize = 64;
 // Appends a block's trailer for stored contents of the given type.
 void AppendBlockTrailer(std::string_view contents, BlockCompression type, std::string* dst);
 
+// OK when the block at handle, with its trailer, lies within the first
+// data_end bytes of the file at path; else DataLoss naming file and offset.
+absl::Status CheckBlockHandle(const std::string& path, uint64_t data_end,
+                              const BlockHandle& handle);
+
+// Verifies raw, the handle.size stored bytes of the block at handle followed
+// by its trailer, and returns the block's uncompressed contents. DataLoss
+// naming path and the block's offset when raw is short, the checksum fails,
+// the compression type is unknown or the frame is bad.
+absl::StatusOr<std::string> DecodeBlockContents(std::string raw, const std::string& path,
+                                                const BlockHandle& handle);
+
 // Reads the block at handle from file (within the first data_end bytes),
 // verifies its checksum and returns its uncompressed contents. DataLoss naming
 // the file and the block's offset for a short read, a bad checksum, an

@@ -25,6 +25,8 @@ inline constexpr size_t kInlineValues = std::numeric_limits<size_t>::max();
 // I/O. The empty key is allowed (it sorts first).
 inline constexpr size_t kMaxKeySize = 64 * 1024;
 inline constexpr size_t kMaxValueSize = 256u * 1024 * 1024;
+// Largest ReadOptions::readahead_size and Options::compaction_readahead_size.
+inline constexpr size_t kMaxReadaheadSize = 64u << 20;
 
 enum class IoBackendOption : uint8_t {
   kAuto = 0,   // io_uring when the kernel allows it, else POSIX
@@ -143,6 +145,13 @@ struct Options {
   // most one range per target_file_size (docs/architecture.md, "Compaction";
   // docs/decisions/20261201_subcompactions.md). 1: never split. Default: 2.
   int max_subcompactions = 2;
+  // Each device read of a compaction's input tables covers at least this
+  // many bytes, buffered per input file, so a compaction reads its inputs in
+  // large sequential reads rather than one block at a time (with
+  // direct_reads, a read per 4 KiB block at queue depth 1). 0: the
+  // iterators' own readahead (ReadOptions::readahead_size). At most 64 MiB.
+  // Default: 2 MiB, as RocksDB's compaction_readahead_size.
+  uint64_t compaction_readahead_size = uint64_t{2} << 20;
 
   // The file system to run on (cairn/file_system.h: the real one, or one in
   // memory for tests); null: the real one on io_backend. Default: null.
@@ -186,6 +195,13 @@ struct ReadOptions {
   // outlive NewIterator.
   const std::string_view* iterate_lower_bound = nullptr;
   const std::string_view* iterate_upper_bound = nullptr;
+  // How an iterator reads the SST data blocks it misses in the block cache.
+  // 0: one block per read until it has taken two blocks of a file in order,
+  // then reads covering the next 8 KiB beyond the block, doubling per read
+  // up to 256 KiB, as RocksDB's iterators do (a jump starts over). Positive:
+  // every such read covers at least this many bytes. Gets always read one
+  // block. At most 64 MiB. Default: 0.
+  size_t readahead_size = 0;
 };
 
 // Values a bounded forward scan reads one at a time after each seek before
