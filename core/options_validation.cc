@@ -1,0 +1,78 @@
+#include "core/options_validation.h"
+
+#include <cmath>
+
+namespace cairn {
+
+// Every Options field with a limit is checked here (a comparison written as
+// !(in range) also rejects NaN). The rest take any value: the booleans,
+// cache_size, block_cache_size, value_cache_size (0: no cache, or no cache
+// of its own), gc_bytes_per_sec (0 turns it off), value_separation_threshold
+// (0 separates every value) and the pending-compaction limits (only their
+// order matters).
+absl::Status ValidateOptions(const Options& o) {
+  if (o.memtable_size < (64 << 10) || o.memtable_size > (size_t{4} << 30)) {
+    return absl::InvalidArgumentError("Options::memtable_size must be in [64 KiB, 4 GiB]");
+  }
+  if (o.block_size < 256 || o.block_size > (16 << 20)) {
+    return absl::InvalidArgumentError("Options::block_size must be in [256 B, 16 MiB]");
+  }
+  if (o.bloom_bits_per_key < 0 || o.bloom_bits_per_key > 64) {
+    return absl::InvalidArgumentError("Options::bloom_bits_per_key must be in [0, 64]");
+  }
+  if (o.compression != Compression::kNone && o.compression != Compression::kZstd) {
+    return absl::InvalidArgumentError("Options::compression is not a Compression value");
+  }
+  if (o.value_compression != Compression::kNone && o.value_compression != Compression::kZstd) {
+    return absl::InvalidArgumentError("Options::value_compression is not a Compression value");
+  }
+  if (o.io_backend != IoBackendOption::kAuto && o.io_backend != IoBackendOption::kUring &&
+      o.io_backend != IoBackendOption::kPosix) {
+    return absl::InvalidArgumentError("Options::io_backend is not an IoBackendOption value");
+  }
+  if (o.level0_compaction_trigger < 1 ||
+      o.level0_slowdown_trigger < o.level0_compaction_trigger ||
+      o.level0_stop_trigger < o.level0_slowdown_trigger) {
+    return absl::InvalidArgumentError(
+        "Options: need 1 <= level0_compaction_trigger <= level0_slowdown_trigger <= "
+        "level0_stop_trigger");
+  }
+  if (o.level_size_multiplier < 2 || o.level_size_multiplier > 1000) {
+    return absl::InvalidArgumentError("Options::level_size_multiplier must be in [2, 1000]");
+  }
+  if (o.target_file_size < (64 << 10) || o.target_file_size > (size_t{4} << 30)) {
+    return absl::InvalidArgumentError("Options::target_file_size must be in [64 KiB, 4 GiB]");
+  }
+  if (o.soft_pending_compaction_bytes_limit > o.hard_pending_compaction_bytes_limit) {
+    return absl::InvalidArgumentError(
+        "Options: soft_pending_compaction_bytes_limit exceeds the hard limit");
+  }
+  if (!(o.gc_min_garbage_ratio >= 0 && o.gc_min_garbage_ratio <= 1)) {
+    return absl::InvalidArgumentError("Options::gc_min_garbage_ratio must be in [0, 1]");
+  }
+  if (!(o.gc_space_amp_trigger == 0 ||
+        (o.gc_space_amp_trigger > 1 && std::isfinite(o.gc_space_amp_trigger)))) {
+    return absl::InvalidArgumentError(
+        "Options::gc_space_amp_trigger must be finite and above 1 (or 0 to disable background "
+        "GC)");
+  }
+  if (o.max_background_compactions < 1 || o.max_background_compactions > 64) {
+    return absl::InvalidArgumentError("Options::max_background_compactions must be in [1, 64]");
+  }
+  if (o.max_subcompactions < 1 || o.max_subcompactions > 64) {
+    return absl::InvalidArgumentError("Options::max_subcompactions must be in [1, 64]");
+  }
+  if (o.compaction_readahead_size > kMaxReadaheadSize) {
+    return absl::InvalidArgumentError("Options::compaction_readahead_size must be at most 64 MiB");
+  }
+  if (o.max_memtable_value_bytes < (64 << 10)) {
+    return absl::InvalidArgumentError("Options::max_memtable_value_bytes must be at least 64 KiB");
+  }
+  if (o.value_log_segment_size < (64 << 10) || o.value_log_segment_size > (uint64_t{4} << 30)) {
+    return absl::InvalidArgumentError(
+        "Options::value_log_segment_size must be in [64 KiB, 4 GiB]");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace cairn
