@@ -250,6 +250,11 @@ class DBImpl final : public DB {
   // its pointers name to mem_value_bytes_, and those of the pointers in mem
   // that its entries supersede to mem_superseded_bytes_.
   absl::Status InsertGroup(lsm::MemTable* mem, const WriteBatch& group);
+  // Write leader only: *record becomes the members' entries as the callers
+  // gave them, values included (the WAL record of a synced group of small
+  // values); the caller sets its sequence.
+  static void BuildValuesRecord(absl::Span<const PreparedBatch* const> members,
+                                WriteBatch* record);
   // Recovery: inserts a replayed WAL record into mem.
   absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
   // The memtable is full by the value-log bytes it names or hides
@@ -413,6 +418,12 @@ class DBImpl final : public DB {
   std::deque<Writer*> writers_ ABSL_GUARDED_BY(mu_);
   // The write group's batch; used only by the current write leader.
   WriteBatch group_batch_;
+  // The WAL record of a synced group that carries its values; write leader only.
+  WriteBatch wal_values_batch_;
+  // Some WAL record written since the value log was last synced points
+  // into the value log (so a WAL sync must sync the value log too). Write
+  // leader only (NewLog runs in the leader's MakeRoomForWrite).
+  bool wal_names_unsynced_values_ = false;
   // Numbers of files being written that are not yet in a version.
   absl::flat_hash_set<uint64_t> pending_outputs_ ABSL_GUARDED_BY(mu_);
   // Highest sequence number visible to readers.

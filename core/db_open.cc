@@ -719,6 +719,7 @@ absl::Status DBImpl::NewLog() {
   CAIRN_RETURN_IF_ERROR(vlog_->Sync());
   CAIRN_RETURN_IF_ERROR(log_->Sync());
   versions_->SetLastSequence(last_sequence_.load());  // every write so far is synced
+  wal_names_unsynced_values_ = false;  // and the new WAL holds no record yet
   const uint64_t number = versions_->NewFileNumber();
   const std::string path = lsm::LogFileName(dbname_, number);
   auto created = [&]() -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {

@@ -1,7 +1,8 @@
 // The write path: each writer checks its batch and encodes its large values
 // as value-log records in its own thread, then queues; the front one leads a
 // group: places the members' records in the value log, writes the group's
-// WAL record with their pointers (syncing once when any member asked),
+// WAL record with their pointers (syncing once when any member asked; a
+// synced group of small values puts the values themselves in the WAL record),
 // applies it to the memtable and wakes the others (group commit, as in
 // LevelDB).
 #include <chrono>
@@ -69,6 +70,11 @@ struct DBImpl::PreparedBatch {
 // A group stops growing at this many bytes, so one large write does not make
 // many small ones wait for it (and the reverse).
 constexpr size_t kMaxGroupBytes = 1 << 20;
+
+// A synced group carries its separated values in its WAL record too while
+// their entries come to at most this many bytes; larger ones sync the value
+// log instead, where writing them twice would cost more than a second sync.
+constexpr uint64_t kMaxSyncedValueBytesInWal = 256u << 10;
 
 absl::Status DBImpl::Put(const WriteOptions& options, std::string_view key,
                          std::string_view value) {
@@ -216,13 +222,35 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
       status = PlaceGroup(members, group);
     }
     WriteBatchInternal::SetSequence(group, first);
+    // A synced group of small separated values also carries the values in
+    // its WAL record, so that the WAL's fdatasync alone makes it durable, as
+    // RocksDB's does: the value log's copy is then not synced for it. Only
+    // while no WAL record written since the last sync of the value log
+    // points into it: syncing the WAL makes such records durable, and their
+    // values must be too (docs/durability.md, "Synced groups").
+    uint64_t separated_bytes = 0;
+    for (const PreparedBatch* m : members) {
+      for (const PreparedBatch::Separated& x : m->separated) separated_bytes += x.end - x.begin;
+    }
+    const bool values_in_wal = status.ok() && sync && leader->kind == Writer::Kind::kUserWrite &&
+                               !wal_names_unsynced_values_ && separated_bytes > 0 &&
+                               separated_bytes <= kMaxSyncedValueBytesInWal;
+    const WriteBatch* wal_record = group;
+    if (values_in_wal) {
+      BuildValuesRecord(members, &wal_values_batch_);
+      WriteBatchInternal::SetSequence(&wal_values_batch_, first);
+      wal_record = &wal_values_batch_;
+    }
+    const bool points_to_new_values = separated_bytes > 0 && !values_in_wal;
     // (Placing may have rolled the segment.)
     io::WritableFile* vfile = vlog_->active_file();
+    const bool vlog_sync =
+        sync && vfile != nullptr && (wal_names_unsynced_values_ || points_to_new_values);
     // A synced group on an O_DIRECT segment puts its values' write and the
     // segment's fdatasync in flight now (one linked pair on the ring), to
     // run while the WAL record is written and synced. Both are complete
     // before any writer is woken.
-    const bool overlap_sync = sync && vfile != nullptr && vfile->direct();
+    const bool overlap_sync = vlog_sync && vfile->direct();
     bool vlog_sync_started = false;
     if (status.ok()) {
       if (overlap_sync) {
@@ -232,28 +260,33 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
         status = vlog_->Flush();
       }
     }
-    if (status.ok() && group->Count() > 0) {
-      status = log->AddRecord(WriteBatchInternal::Contents(*group));
+    if (status.ok() && wal_record->Count() > 0) {
+      status = log->AddRecord(WriteBatchInternal::Contents(*wal_record));
     }
     if (status.ok()) {
       if (!sync) {
         // Still reaches the kernel before it is acknowledged, so it
         // survives a crash of this process.
         status = log->Flush();
-      } else if (overlap_sync) {
+      } else if (overlap_sync || !vlog_sync) {
         status = log->Sync();
-      } else if (vfile != nullptr) {
+      } else {
         // Both fdatasyncs in flight together; every value any WAL record
         // points to is covered, not only this group's.
         io::WritableFile* files[] = {log->file(), vfile};
         status = fs_->SyncFiles(files);
-      } else {
-        status = log->Sync();
       }
     }
     if (vlog_sync_started) {
       absl::Status s = vfile->WaitSync();
       if (status.ok()) status = s;
+    }
+    if (status.ok()) {
+      if (vlog_sync) {
+        wal_names_unsynced_values_ = false;
+      } else if (points_to_new_values) {
+        wal_names_unsynced_values_ = true;
+      }
     }
     if (status.ok()) status = InsertGroup(mem.get(), *group);
     if (status.ok()) {
@@ -340,6 +373,18 @@ absl::Status DBImpl::PlaceGroup(absl::Span<const PreparedBatch* const> members,
   }
   WriteBatchInternal::SetCount(group, count);
   return absl::OkStatus();
+}
+
+void DBImpl::BuildValuesRecord(absl::Span<const PreparedBatch* const> members,
+                               WriteBatch* record) {
+  record->Clear();
+  uint32_t count = 0;
+  for (const PreparedBatch* m : members) {
+    WriteBatchInternal::AppendEntries(
+        record, WriteBatchInternal::Contents(m->batch).substr(kBatchHeaderSize));
+    count += m->batch.Count();
+  }
+  WriteBatchInternal::SetCount(record, count);
 }
 
 absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {

@@ -280,6 +280,132 @@ TEST(DbWriteTest, SyncWalMakesEarlierWritesSurviveACrashThatDropsUnsyncedBytes) 
   EXPECT_TRUE(absl::IsFailedPrecondition((*ro)->SyncWAL()));
 }
 
+// A synced group of small separated values puts the values in its WAL
+// record and syncs the WAL alone: the value log's copies may be lost to a
+// power loss, and the writes survive from the WAL.
+class SyncedValuesTest : public ::testing::Test {
+ protected:
+  SyncedValuesTest() {
+    io::FaultFileSystemOptions fo;
+    fo.drop_unsynced_dir_entries = true;
+    fault_ = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>(), fo);
+  }
+  void Open() {
+    auto db = OpenWithFileSystem(options_, "/db", fault_);
+    ASSERT_OK(db.status());
+    db_ = *std::move(db);
+  }
+  io::IoCategoryCounters Counters(io::IoCategory c) { return fault_->stats().Get(c); }
+  // A power loss (by default: everything not synced is gone); then the
+  // database reopens.
+  void PowerLossAndReopen(io::CrashMode mode = io::CrashMode::kDropUnsynced) {
+    fault_->SetFilesystemActive(false);
+    db_.reset();
+    ASSERT_OK(fault_->SimulateCrash(mode, /*seed=*/5));
+    Open();
+  }
+  void ExpectModel() {
+    for (const auto& [k, v] : model_) {
+      std::string got;
+      ASSERT_OK(db_->Get({}, k, &got)) << k;
+      EXPECT_TRUE(got == v) << k;
+    }
+  }
+
+  Options options_ = SeparatedOptions(Compression::kNone);
+  std::shared_ptr<io::FaultFileSystem> fault_;
+  std::unique_ptr<DB> db_;
+  std::map<std::string, std::string> model_;
+};
+
+TEST_F(SyncedValuesTest, SmallValuesGoInTheWalAndOnlyTheWalIsSynced) {
+  Open();
+  WriteOptions sync;
+  sync.sync = true;
+  // The first write creates the segment, whose header is synced then.
+  model_["first"] = RandomValue(1000, 4096);
+  ASSERT_OK(db_->Put(sync, "first", model_["first"]));
+  const io::IoCategoryCounters vlog_before = Counters(io::IoCategory::kValueLog);
+  const io::IoCategoryCounters wal_before = Counters(io::IoCategory::kWal);
+  for (int i = 0; i < 20; ++i) {
+    const std::string k = absl::StrCat("key", i);
+    model_[k] = RandomValue(i, 4096);
+    ASSERT_OK(db_->Put(sync, k, model_[k]));
+  }
+  // The values went to the value log and, with their keys, to the WAL; only
+  // the WAL was synced, once per write.
+  EXPECT_EQ(Counters(io::IoCategory::kValueLog).sync_ops, vlog_before.sync_ops);
+  EXPECT_GE(Counters(io::IoCategory::kValueLog).bytes_written - vlog_before.bytes_written,
+            20u * 4096);
+  EXPECT_GE(Counters(io::IoCategory::kWal).bytes_written - wal_before.bytes_written, 20u * 4096);
+  EXPECT_GE(Counters(io::IoCategory::kWal).sync_ops - wal_before.sync_ops, 20u);
+
+  PowerLossAndReopen();
+  ExpectModel();
+  // The database goes on.
+  model_["more"] = RandomValue(99, 4096);
+  ASSERT_OK(db_->Put({}, "more", model_["more"]));
+  ASSERT_OK(db_->Flush());
+  ASSERT_OK(db_->CompactRange(nullptr, nullptr));
+  ASSERT_OK(db_->RunGC().status());
+  db_.reset();
+  Open();
+  ExpectModel();
+}
+
+TEST_F(SyncedValuesTest, CopiesInTheValueLogThatSurviveACrashCountAsGarbage) {
+  Open();
+  WriteOptions sync;
+  sync.sync = true;
+  for (int i = 0; i < 20; ++i) {
+    const std::string k = absl::StrCat("key", i);
+    model_[k] = RandomValue(i, 4096);
+    ASSERT_OK(db_->Put(sync, k, model_[k]));
+  }
+  // A process crash: the value log keeps its copies, but the WAL (replayed
+  // with the values it carries) is what the LSM names now.
+  PowerLossAndReopen(io::CrashMode::kKeepRandomPrefix);
+  ExpectModel();
+  EXPECT_GT(db_->GetStats().gc_recounted_bytes, 0u);
+  db_.reset();
+  Open();
+  ExpectModel();
+  EXPECT_EQ(db_->GetStats().gc_recounted_bytes, 0u);  // counted once, in the manifest
+}
+
+TEST_F(SyncedValuesTest, ASyncAfterWritesThatPointIntoTheValueLogSyncsItToo) {
+  Open();
+  for (int i = 0; i < 30; ++i) {
+    const std::string k = absl::StrCat("key", i);
+    model_[k] = RandomValue(i, 2048);
+    ASSERT_OK(db_->Put({}, k, model_[k]));
+  }
+  const uint64_t vlog_syncs = Counters(io::IoCategory::kValueLog).sync_ops;
+  WriteOptions sync;
+  sync.sync = true;
+  model_["synced"] = RandomValue(100, 4096);
+  ASSERT_OK(db_->Put(sync, "synced", model_["synced"]));
+  // The WAL records before it point to values not yet synced.
+  EXPECT_GT(Counters(io::IoCategory::kValueLog).sync_ops, vlog_syncs);
+  // Every write before the synced one survives with it: no holes.
+  PowerLossAndReopen();
+  ExpectModel();
+}
+
+TEST_F(SyncedValuesTest, LargeSyncedValuesSyncTheValueLogInstead) {
+  Open();
+  const io::IoCategoryCounters vlog_before = Counters(io::IoCategory::kValueLog);
+  const uint64_t wal_bytes = Counters(io::IoCategory::kWal).bytes_written;
+  WriteOptions sync;
+  sync.sync = true;
+  model_["big"] = RandomValue(7, 512 << 10);
+  ASSERT_OK(db_->Put(sync, "big", model_["big"]));
+  EXPECT_GT(Counters(io::IoCategory::kValueLog).sync_ops, vlog_before.sync_ops);
+  EXPECT_LT(Counters(io::IoCategory::kWal).bytes_written - wal_bytes, 4096u);
+  PowerLossAndReopen();
+  ExpectModel();
+}
+
 TEST(DbWriteTest, ConcurrentWritersCutOffByAFailureLeaveOnlyIntactValues) {
   auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());
   const Options o = SeparatedOptions(Compression::kZstd);
