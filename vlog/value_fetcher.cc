@@ -109,6 +109,10 @@ class ValueLogFetcher final : public ValueFetcher {
     absl::Status status;
   };
 
+  // Reads whose records are at most this far apart are merged, up to this
+  // many bytes per read: a 4 KiB gap costs at most one more block.
+  static constexpr uint64_t kMaxGap = 4096;
+  static constexpr uint64_t kMaxMergedRead = 256 << 10;
 
   // A value cache hit (or a bad pointer) is done at once: false. Otherwise
   // fetch gets its segment's reader and needs a read: true.
@@ -148,8 +152,8 @@ class ValueLogFetcher final : public ValueFetcher {
       size_t last = first + 1;
       for (; last < fetches->size(); ++last) {
         const vlog::ValuePointer& p = (*fetches)[last]->ptr;
-        if (p.segment_id != start.segment_id || p.offset > end + kMaxFetchGap ||
-            p.offset + p.size - start.offset > kMaxMergedFetch) {
+        if (p.segment_id != start.segment_id || p.offset > end + kMaxGap ||
+            p.offset + p.size - start.offset > kMaxMergedRead) {
           break;
         }
         end = std::max<uint64_t>(end, p.offset + p.size);

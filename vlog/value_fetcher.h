@@ -18,12 +18,6 @@ namespace cairn::vlog {
 // reads in flight and returns; Take waits for one and hands its value over.
 // A fetch that is never taken is dropped when its read completes.
 // Thread safety: one thread at a time, like the iterator that owns it.
-// A fetcher merges the reads of records that lie at most kMaxFetchGap bytes
-// apart in one segment into one read of at most kMaxMergedFetch bytes (a
-// 4 KiB gap costs at most one more block).
-inline constexpr uint64_t kMaxFetchGap = 4096;
-inline constexpr uint64_t kMaxMergedFetch = 256 << 10;
-
 class ValueFetcher {
  public:
   virtual ~ValueFetcher() = default;  // waits for reads still in flight
