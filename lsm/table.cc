@@ -103,7 +103,8 @@ class TwoLevelIterator final : public InternalIterator {
     absl::StatusOr<BlockHandle> handle = DecodeIndexValue(index_->value(), index_origin_);
     if (!handle.ok()) return Fail(handle.status());
     if (data_ != nullptr && *handle == handle_) return;  // already there
-    absl::StatusOr<std::shared_ptr<const Block>> block = table_->ReadDataBlock(ro_, *handle, &readahead_);
+    absl::StatusOr<std::shared_ptr<const Block>> block =
+        table_->ReadDataBlock(ro_, *handle, &readahead_);
     if (!block.ok()) return Fail(block.status());
     ClearData();
     block_ = *std::move(block);
@@ -161,6 +162,56 @@ class TwoLevelIterator final : public InternalIterator {
 
 }  // namespace
 
+void TableReadahead::Took(const BlockHandle& handle) {
+  if (handle.offset == next_offset_) {
+    ++in_order_;
+  } else {
+    in_order_ = 1;
+    next_size_ = kInitialReadahead;
+  }
+  next_offset_ = handle.offset + handle.size + kBlockTrailerSize;
+}
+
+absl::StatusOr<std::string> TableReadahead::Read(const io::RandomAccessFile& file,
+                                                 uint64_t data_end, const BlockHandle& handle,
+                                                 ReadCounters* counters) {
+  CAIRN_RETURN_IF_ERROR(CheckBlockHandle(file.path(), data_end, handle));
+  const size_t n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
+  const uint64_t end = handle.offset + n;
+  if (handle.offset < buffer_offset_ || end > buffer_offset_ + buffer_.size()) {
+    size_t ahead = 0;
+    if (fixed_size_ > 0) {
+      ahead = fixed_size_ > n ? fixed_size_ - n : 0;
+    } else if (in_order_ > kReadaheadAfterBlocks) {
+      ahead = next_size_;
+      next_size_ = std::min(2 * next_size_, kMaxReadahead);
+    }
+    if (ahead == 0) return ReadBlockContents(file, data_end, handle, counters);
+    // Whole aligned blocks, so an O_DIRECT file reads straight into the
+    // buffer; never past the data blocks' last device block.
+    const uint64_t start = io::AlignDown(handle.offset, io::kDirectIoAlignment);
+    const uint64_t stop = std::min(io::AlignUp(end + ahead, io::kDirectIoAlignment),
+                                   io::AlignUp(data_end, io::kDirectIoAlignment));
+    const size_t len = static_cast<size_t>(stop - start);
+    if (buffer_.capacity() < len) buffer_ = io::AlignedBuffer(len);
+    buffer_.Clear();
+    std::string_view got;
+    CAIRN_RETURN_IF_ERROR(file.Read(start, len, buffer_.data(), &got));
+    BumpCounter(counters, &ReadCounters::block_reads);
+    BumpCounter(counters, &ReadCounters::block_bytes_read, got.size());
+    if (got.data() != buffer_.data()) std::memmove(buffer_.data(), got.data(), got.size());
+    buffer_.set_size(got.size());
+    buffer_offset_ = start;
+  }
+  // A read cut short by the end of the file leaves the block short, which
+  // DecodeBlockContents reports.
+  const uint64_t have = buffer_offset_ + buffer_.size();
+  const size_t take =
+      have > handle.offset ? static_cast<size_t>(std::min<uint64_t>(n, have - handle.offset)) : 0;
+  std::string raw(buffer_.data() + (handle.offset - buffer_offset_), take);
+  return DecodeBlockContents(std::move(raw), file.path(), handle);
+}
+
 Table::Table(std::unique_ptr<io::RandomAccessFile> file, uint64_t file_size, uint64_t file_number,
              BlockCache* cache, ReadCounters* counters)
     : file_(std::move(file)),
@@ -216,15 +267,7 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const TableOptions& options,
 
 absl::StatusOr<std::shared_ptr<const Block>> Table::ReadDataBlock(
     const TableReadOptions& ro, const BlockHandle& handle, TableReadahead* readahead) const {
-  if (readahead != nullptr) {
-    if (handle.offset == readahead->next_offset_) {
-      ++readahead->in_order_;
-    } else {
-      readahead->in_order_ = 1;
-      readahead->next_size_ = kInitialReadahead;
-    }
-    readahead->next_offset_ = handle.offset + handle.size + kBlockTrailerSize;
-  }
+  if (readahead != nullptr) readahead->Took(handle);
   if (cache_ != nullptr) {
     if (std::shared_ptr<const Block> hit = cache_->Lookup(file_number_, handle.offset)) {
       BumpCounter(counters_, &ReadCounters::block_cache_hits);
@@ -232,57 +275,17 @@ absl::StatusOr<std::shared_ptr<const Block>> Table::ReadDataBlock(
     }
   }
   BumpCounter(counters_, &ReadCounters::block_cache_misses);
+  const uint64_t data_end = file_size_ - kFooterSize;
   CAIRN_ASSIGN_OR_RETURN(std::string contents,
                          readahead != nullptr
-                             ? ReadBlockAhead(handle, readahead)
-                             : ReadBlockContents(*file_, file_size_ - kFooterSize, handle, counters_));
+                             ? readahead->Read(*file_, data_end, handle, counters_)
+                             : ReadBlockContents(*file_, data_end, handle, counters_));
   CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block,
                          Block::Create(std::move(contents), BlockOrigin(path(), handle.offset)));
   if (cache_ != nullptr && ro.fill_cache) {
     cache_->Insert(file_number_, handle.offset, block, block->size());
   }
   return block;
-}
-
-absl::StatusOr<std::string> Table::ReadBlockAhead(const BlockHandle& handle,
-                                                  TableReadahead* ra) const {
-  const uint64_t data_end = file_size_ - kFooterSize;
-  CAIRN_RETURN_IF_ERROR(CheckBlockHandle(path(), data_end, handle));
-  const size_t n = static_cast<size_t>(handle.size) + kBlockTrailerSize;
-  const uint64_t end = handle.offset + n;
-  const bool buffered =
-      handle.offset >= ra->buffer_offset_ && end <= ra->buffer_offset_ + ra->buffer_.size();
-  if (!buffered) {
-    size_t ahead = 0;
-    if (ra->fixed_size_ > 0) {
-      ahead = ra->fixed_size_ > n ? ra->fixed_size_ - n : 0;
-    } else if (ra->in_order_ > kReadaheadAfterBlocks) {
-      ahead = ra->next_size_;
-      ra->next_size_ = std::min(2 * ra->next_size_, kMaxReadahead);
-    }
-    if (ahead == 0) return ReadBlockContents(*file_, data_end, handle, counters_);
-    // Whole aligned blocks, so an O_DIRECT file reads straight into the
-    // buffer; never past the data blocks' last device block.
-    const uint64_t start = io::AlignDown(handle.offset, io::kDirectIoAlignment);
-    const uint64_t stop = std::min(io::AlignUp(end + ahead, io::kDirectIoAlignment),
-                                   io::AlignUp(data_end, io::kDirectIoAlignment));
-    const size_t len = static_cast<size_t>(stop - start);
-    if (ra->buffer_.capacity() < len) ra->buffer_ = io::AlignedBuffer(len);
-    ra->buffer_.Clear();
-    std::string_view got;
-    CAIRN_RETURN_IF_ERROR(file_->Read(start, len, ra->buffer_.data(), &got));
-    BumpCounter(counters_, &ReadCounters::block_reads);
-    BumpCounter(counters_, &ReadCounters::block_bytes_read, got.size());
-    if (got.data() != ra->buffer_.data()) std::memmove(ra->buffer_.data(), got.data(), got.size());
-    ra->buffer_.set_size(got.size());
-    ra->buffer_offset_ = start;
-  }
-  // A read cut short by the end of the file leaves the block short, which
-  // DecodeBlockContents reports.
-  const uint64_t have = ra->buffer_offset_ + ra->buffer_.size();
-  const size_t take = have > handle.offset ? static_cast<size_t>(std::min<uint64_t>(n, have - handle.offset)) : 0;
-  std::string raw(ra->buffer_.data() + (handle.offset - ra->buffer_offset_), take);
-  return DecodeBlockContents(std::move(raw), path(), handle);
 }
 
 absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,

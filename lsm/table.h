@@ -63,8 +63,19 @@ class TableReadahead {
  public:
   explicit TableReadahead(size_t fixed_size) : fixed_size_(fixed_size) {}
 
+  // Notes that the iterator takes the block at handle (from the cache or
+  // not): a block right after the previous one continues the pattern, any
+  // other starts it over.
+  void Took(const BlockHandle& handle);
+
+  // The contents of the block at handle of file (whose blocks end at
+  // data_end): from the buffer when it holds the block, else with the read
+  // the pattern asks for, which refills the buffer when it reaches ahead.
+  // Errors and counters as ReadBlockContents.
+  absl::StatusOr<std::string> Read(const io::RandomAccessFile& file, uint64_t data_end,
+                                   const BlockHandle& handle, ReadCounters* counters);
+
  private:
-  friend class Table;
   const size_t fixed_size_;
   io::AlignedBuffer buffer_;  // file bytes from buffer_offset_
   uint64_t buffer_offset_ = 0;
@@ -155,10 +166,6 @@ class Table {
  private:
   Table(std::unique_ptr<io::RandomAccessFile> file, uint64_t file_size, uint64_t file_number,
         BlockCache* cache, ReadCounters* counters);
-
-  // The contents of the block at handle, read through ra's buffer: from
-  // it when it holds the block, else with the read the pattern asks for.
-  absl::StatusOr<std::string> ReadBlockAhead(const BlockHandle& handle, TableReadahead* ra) const;
 
   const std::unique_ptr<io::RandomAccessFile> file_;
   const uint64_t file_size_;
