@@ -31,6 +31,9 @@ Options TestOptions() {
   // Blocks only: the read counts are of values read from the value log.
   o.cache_size = 0;
   o.block_cache_size = 8 << 20;
+  // Values go to the value log as they are written, where each test places
+  // them (the flush's key-ordered placement: KeyOrderScanReadsTest).
+  o.separate_at_flush_below = 0;
   return o;
 }
 
@@ -315,6 +318,60 @@ TEST_F(ScanReadsTest, ByteBudgetCapsTheWindow) {
     }
   }
   EXPECT_LE(db_->GetStats().vlog_reads - before, 51u);
+}
+
+// Values written in key order lie next to each other in the segment: a scan
+// reads them in a few large reads, a read joining the records that follow
+// its own, and still reads at most 5% more times than it shows values, and
+// past its end at most about as many bytes as it took.
+class KeyOrderScanReadsTest : public BoundedIterTest {
+ protected:
+  static constexpr int kKeys = 400;
+  static constexpr size_t kValueSize = 1000;
+  void SetUp() override {
+    BoundedIterTest::SetUp();
+    for (int i = 0; i < kKeys; ++i) {
+      ASSERT_OK(db_->Put({}, Key(i), std::string(kValueSize, 'a' + i % 26)));
+    }
+    ASSERT_OK(db_->Flush());
+    std::string v;
+    ASSERT_OK(db_->Get({}, Key(0), &v));  // opens the segment (reads its header)
+  }
+
+  struct Cost {
+    uint64_t reads = 0, bytes = 0;
+  };
+  // An unbounded scan of n entries from Key(start), without a further Next.
+  Cost Scan(int start, int n) {
+    const Stats before = db_->GetStats();
+    {
+      auto it = db_->NewIterator(ReadOptions());
+      int seen = 0;
+      for (it->Seek(Key(start)); it->Valid(); it->Next()) {
+        EXPECT_EQ(it->key(), Key(start + seen));
+        EXPECT_EQ(it->value(), std::string(kValueSize, 'a' + (start + seen) % 26));
+        if (++seen == n) break;
+      }
+      EXPECT_EQ(seen, n);
+      EXPECT_OK(it->status());
+    }
+    const Stats after = db_->GetStats();
+    return {after.vlog_reads - before.vlog_reads, after.vlog_bytes_read - before.vlog_bytes_read};
+  }
+};
+
+TEST_F(KeyOrderScanReadsTest, NeighbouringValuesShareReads) {
+  for (int n : {1, 2, 3, 10, 20, 100, 250}) {
+    const Cost c = Scan(50, n);
+    EXPECT_LE(static_cast<double>(c.reads), std::max(1.0, 1.05 * n)) << n;
+    // Past the end: at most what the scan took, or the first run's 16 KiB,
+    // plus the block a read is widened to.
+    const uint64_t shown = static_cast<uint64_t>(n) * (kValueSize + 20);
+    EXPECT_LE(c.bytes, shown + std::max<uint64_t>(shown, 16 << 10) + 8192) << n;
+    if (n >= 100) {
+      EXPECT_LE(c.reads, static_cast<uint64_t>(n / 10)) << n;
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
+#include "core/flush_segments.h"
 #include "io/status_macros.h"
 #include "lsm/block.h"
 #include "lsm/compaction_iterator.h"
@@ -61,7 +62,11 @@ absl::Status DBImpl::FlushOldestImmutable() {
   lsm::VersionEdit edit;
   GarbageMeter garbage;
   uint64_t value_bytes = 0;
-  absl::Status s = WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes);
+  // A segment of values moved out of the memtable joins the set in the edit
+  // that adds the table pointing into it, complete and sealed (ahead of the
+  // garbage counts, which GarbageMeter::Finish appends).
+  absl::Status s =
+      WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes, garbage.mutable_edit());
   if (s.ok()) {
     uint64_t oldest_needed_log;
     {
@@ -70,6 +75,8 @@ absl::Status DBImpl::FlushOldestImmutable() {
     }
     edit.SetLogNumber(oldest_needed_log);
     garbage.Finish();
+    // On failure the manifest may or may not hold the edit: the segment,
+    // like the table, stays; the next open removes it if it is an orphan.
     s = LogAndApply(&edit, &garbage.edit());
   }
   if (s.ok()) {
@@ -111,8 +118,14 @@ absl::Status DBImpl::FlushOldestImmutable() {
   return s;
 }
 
+// The flush at open writes the values it separates to a segment of their
+// own only when they come to at least this many bytes (or a quarter of the
+// memtable, when that is less); fewer stay inline in the table.
+constexpr uint64_t kMinFlushSegmentBytes = 256 << 10;
+
 absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
-                                      GarbageMeter* garbage, uint64_t* value_bytes) {
+                                      GarbageMeter* garbage, uint64_t* value_bytes,
+                                      vlog::SegmentEdit* new_segment, bool at_open) {
   lsm::FileMetaData meta;
   meta.number = versions_->NewFileNumber();
   std::vector<SequenceNumber> snapshots;
@@ -137,12 +150,51 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   bool first = true;
   absl::Status s;
   uint64_t pointed_bytes = 0;
+  // Values the write path left in the memtable for the flush to separate
+  // (Options::separate_at_flush_below), and any value a replayed synced
+  // group carried in its WAL record, go to a segment of their own here, in
+  // key order, so that neighbouring keys' values lie side by side.
+  // At open, a memtable replayed with little of them (a short session's)
+  // keeps them inline instead, so that short sessions do not leave a small
+  // segment each behind.
+  const size_t threshold = options_.value_separation_threshold;
+  bool separate = new_segment != nullptr && threshold != kInlineValues;
+  if (separate && at_open) {
+    const uint64_t min_bytes = std::min<uint64_t>(kMinFlushSegmentBytes, options_.memtable_size / 4);
+    uint64_t movable = 0;
+    std::unique_ptr<lsm::InternalIterator> all = mem->NewIterator();
+    for (all->SeekToFirst(); all->Valid() && movable < min_bytes; all->Next()) {
+      lsm::ParsedInternalKey ikey;
+      if (lsm::ParseInternalKey(all->key(), &ikey) && ikey.type == lsm::ValueType::kValue &&
+          all->value().size() >= threshold) {
+        movable += all->value().size();
+      }
+    }
+    separate = movable >= min_bytes;
+  }
+  FlushSegments segments(fs_.get(), [this] { return vlog_->CreateFlushSegment(); },
+                         options_.value_log_segment_size);
+  std::string moved_key, moved_pointer;
   for (it.SeekToFirst(); it.Valid() && s.ok(); it.Next()) {
     const SequenceNumber seq = it.ikey().sequence;
-    if (it.ikey().type == lsm::ValueType::kValuePointer) {
+    std::string_view key = it.key(), value = it.value();
+    if (separate && it.ikey().type == lsm::ValueType::kValue && value.size() >= threshold) {
+      absl::StatusOr<vlog::ValuePointer> ptr = segments.Place(it.ikey().user_key, value);
+      if (!ptr.ok()) {
+        s = ptr.status();
+        break;
+      }
+      moved_key.clear();
+      lsm::AppendInternalKey(&moved_key, it.ikey().user_key, seq, lsm::ValueType::kValuePointer);
+      moved_pointer.clear();
+      ptr->EncodeTo(&moved_pointer);
+      key = moved_key;
+      value = moved_pointer;
+      pointed_bytes += ptr->size;
+    } else if (it.ikey().type == lsm::ValueType::kValuePointer) {
       // Only sizes the garbage-counting trigger; a bad pointer is the read
       // path's to report.
-      absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(it.value());
+      absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(value);
       if (ptr.ok()) pointed_bytes += ptr->size;
     }
     if (first) {
@@ -151,15 +203,18 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
     }
     meta.smallest_seq = std::min(meta.smallest_seq, seq);
     meta.largest_seq = std::max(meta.largest_seq, seq);
-    s = builder.Add(it.key(), it.value());
+    s = builder.Add(key, value);
   }
   if (s.ok()) s = it.status();
   if (s.ok()) s = builder.Finish();
   if (s.ok()) s = file->Sync();
   if (s.ok()) s = file->Close();
+  // The segments are complete and durable before the manifest names them.
+  if (s.ok()) s = segments.Finish();
   if (!s.ok()) {
     builder.Abandon();
     fs_->RemoveFile(path).IgnoreError();  // best effort; an orphan goes at next open
+    segments.Abandon();                   // likewise
     return s;
   }
   meta.file_size = builder.FileSize();
@@ -172,6 +227,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   CAIRN_RETURN_IF_ERROR(table_cache_->FindTable(meta.number, meta.file_size).status());
   edit->AddFile(0, meta);
   if (value_bytes != nullptr) *value_bytes = pointed_bytes;
+  if (new_segment != nullptr) segments.AddTo(new_segment);
   return absl::OkStatus();
 }
 

@@ -20,6 +20,7 @@ Options SmallOptions() {
   Options o;
   o.memtable_size = 64 << 10;
   o.value_separation_threshold = 256;
+  o.separate_at_flush_below = 0;  // an active segment to copy
   o.value_log_segment_size = 64 << 10;
   o.gc_space_amp_trigger = 0;
   return o;

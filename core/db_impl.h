@@ -374,10 +374,17 @@ class DBImpl final : public DB {
   // Writes mem to a new L0 table (added to *edit), dropping versions no
   // snapshot needs; their pointers are reported to garbage.
   // *value_bytes, when given, receives the value-log bytes the table's
-  // pointers name.
+  // pointers name. With new_segment, values the write path left in the
+  // memtable (Options::separate_at_flush_below) go to a new value-log
+  // segment in key order and the table points to them; *new_segment then
+  // gets its AddSegment and SealSegment (for the caller's edit, ahead of
+  // the garbage counts). Without it they stay inline in the table. at_open:
+  // the flush of replayed WALs, which keeps a few of them inline
+  // (kMinFlushSegmentBytes).
   absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
                                 GarbageMeter* garbage,
-                                uint64_t* value_bytes = nullptr);
+                                uint64_t* value_bytes = nullptr,
+                                vlog::SegmentEdit* new_segment = nullptr, bool at_open = false);
   void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs and tells the listeners when the write stall condition changes.

@@ -128,8 +128,9 @@ class DBIter final : public Iterator {
 
   // A value read the prefetch window has started, in key order.
   struct Pending {
-    std::string stored;  // the pointer
-    uint64_t bytes = 0;  // of its record
+    std::string stored;     // the pointer
+    uint64_t bytes = 0;     // of its record
+    bool new_read = false;  // its record starts a device read (else it joins the one before)
   };
 
   bool AtOrAboveUpper(std::string_view user_key) const {
@@ -225,24 +226,64 @@ class DBIter final : public Iterator {
     for (const Pending& p : window_) fetcher_->Drop(p.stored);
     window_.clear();
     window_bytes_ = 0;
+    window_reads_ = 0;
     taken_ = 0;
+    taken_bytes_ = 0;
+    reads_started_ = 0;
   }
 
   bool PrefetchEnabled() const {
     return prefetch_.new_lookahead && prefetch_.new_fetcher && prefetch_.max_depth > 1;
   }
 
-  // Reads the window may hold now (0: read each value alone). With an
+  // Device reads the window may hold now (0: read each value alone); a
+  // record that lies right after the one before it in the same segment
+  // joins that record's read (vlog::kMaxFetchGap, kMaxMergedFetch) and is
+  // not counted, so values written or moved in key order come in a few
+  // large reads while what a scan reads past its end, in reads, stays
+  // within the bound below. With an
   // upper bound nothing past the end is read, so after the slow start of
   // kPrefetchAfterValues values (a 1- or 2-entry scan costs what Gets
   // cost) it grows by two per value taken. Without one the scan's end is
-  // unknown and every read ahead may be wasted: one read per
-  // kUnboundedValuesPerPrefetch values taken keeps that waste within 5%.
+  // unknown and every read ahead may be wasted: the reads started since
+  // the seek stay within one more per kUnboundedValuesPerPrefetch values
+  // taken, so that a scan ending now has read at most 5% more times than
+  // it showed values. Randomly placed values each need a read, which
+  // leaves one read ahead per 20 values taken; values placed in key order
+  // share reads, which leaves room for many.
   size_t WindowDepth() const {
-    const int grown = bounds_.upper
-                          ? (taken_ >= kPrefetchAfterValues ? 2 + 2 * taken_ : 0)
-                          : taken_ / kUnboundedValuesPerPrefetch;
-    return static_cast<size_t>(std::min(prefetch_.max_depth, grown));
+    if (bounds_.upper) {
+      const int grown = taken_ >= kPrefetchAfterValues ? 2 + 2 * taken_ : 0;
+      return static_cast<size_t>(std::min(prefetch_.max_depth, grown));
+    }
+    const uint64_t budget = taken_ + taken_ / kUnboundedValuesPerPrefetch;
+    const uint64_t ahead = budget > reads_started_ ? budget - reads_started_ : 0;
+    return static_cast<size_t>(
+        std::min<uint64_t>(prefetch_.max_depth, window_reads_ + ahead));
+  }
+
+  // Record bytes the window may hold: bounded, value_prefetch_bytes;
+  // unbounded, also at most what the scan has taken since its seek (at
+  // least kFirstRunBytes), as RocksDB's readahead grows, so that a scan
+  // that ends has read at most about as many bytes past its end as it took.
+  uint64_t WindowBytes() const {
+    if (bounds_.upper) return prefetch_.max_bytes;
+    return std::min<uint64_t>(prefetch_.max_bytes, std::max(kFirstRunBytes, taken_bytes_));
+  }
+
+  // The most bytes one read of neighbouring records may cover. Bounded, the
+  // fetcher's limit: nothing past the bound is read. Unbounded, what the
+  // scan has taken since its seek (at least kFirstRunBytes), as RocksDB's
+  // readahead grows: a scan that ends reads at most about as many bytes
+  // past its end as it took.
+  uint64_t RunBytes() const {
+    if (bounds_.upper) return vlog::kMaxMergedFetch;
+    return std::min<uint64_t>(vlog::kMaxMergedFetch, std::max(kFirstRunBytes, taken_bytes_));
+  }
+  static constexpr uint64_t kFirstRunBytes = 16 << 10;
+  static constexpr size_t kWindowRecordsPerRead = 4;
+  size_t MaxWindowRecords() const {
+    return static_cast<size_t>(prefetch_.max_depth) * kWindowRecordsPerRead;
   }
 
   // Keeps the reads of the next pointer entries in flight, window_ holding
@@ -251,16 +292,26 @@ class DBIter final : public Iterator {
   // hiding theirs), and each pointer it passes is started. The window
   // stops at the upper bound and at max_bytes of records (holding at least
   // one read).
-  void FillWindow() const {
-    const size_t depth = WindowDepth();
+  void FillWindow(size_t depth) const {
     // Topped up once a quarter is used, so that each submission carries
     // several reads, which the fetcher merges when their records are
     // neighbours (a quarter rather than a half: on randomly placed values
     // the deeper queue gave 3-8% more scans/s).
-    if (!window_.empty() && window_.size() > depth * 3 / 4) return;
+    if (!window_.empty() && window_reads_ > depth * 3 / 4) return;
+    // Unbounded, the bytes run out first when values lie in key order: top
+    // up once half of them are used, so that each submission carries a run
+    // of neighbours (one read) rather than a record at a time.
+    if (!bounds_.upper && !window_.empty() && window_bytes_ * 2 > WindowBytes()) return;
+    // Likewise once half of the records it may hold are used: topped up at
+    // every value, the window would start one record (one read) at a time.
+    if (!window_.empty() && window_.size() * 2 > MaxWindowRecords()) return;
     std::vector<std::string> keys;
     std::vector<Pending> started;
-    while (window_.size() + keys.size() < depth && lookahead_->Valid()) {
+    // The run of neighbouring records the last one started here belongs to
+    // (the fetcher merges a submission's neighbours into one read).
+    bool in_run = false;
+    uint64_t run_segment = 0, run_start = 0, run_end = 0;
+    while (lookahead_->Valid()) {
       ParsedInternalKey ikey;
       if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;  // iter_ reports it
       if (AtOrAboveUpper(ikey.user_key)) break;
@@ -269,11 +320,36 @@ class DBIter final : public Iterator {
         if (ikey.type == ValueType::kValuePointer) {
           absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(lookahead_->value());
           const uint64_t bytes = ptr.ok() ? ptr->size : 0;  // a bad one: its Take reports it
+          const bool joins = ptr.ok() && in_run && ptr->segment_id == run_segment &&
+                             ptr->offset >= run_start &&
+                             ptr->offset <= run_end + vlog::kMaxFetchGap &&
+                             ptr->offset + ptr->size - run_start <= RunBytes();
+          if (!joins && window_reads_ >= depth) break;  // resume here
+          // Records too are bounded, at kWindowRecordsPerRead per read the
+          // depth allows: where neighbours join reads the reads alone would
+          // let the window grow by about one record per value taken.
+          if (window_.size() + keys.size() >= MaxWindowRecords()) {
+            break;  // resume here
+          }
           const bool empty = window_.empty() && keys.empty();
-          if (!empty && window_bytes_ + bytes > prefetch_.max_bytes) break;  // resume here
+          if (!empty && window_bytes_ + bytes > WindowBytes()) break;  // resume here
           window_bytes_ += bytes;
           keys.emplace_back(ikey.user_key);
-          started.push_back({std::string(lookahead_->value()), bytes});
+          started.push_back({std::string(lookahead_->value()), bytes, !joins});
+          if (!joins) {
+            ++window_reads_;
+            ++reads_started_;
+          }
+          if (!ptr.ok()) {
+            in_run = false;
+          } else if (joins) {
+            run_end = std::max(run_end, ptr->offset + ptr->size);
+          } else {
+            in_run = true;
+            run_segment = ptr->segment_id;
+            run_start = ptr->offset;
+            run_end = ptr->offset + ptr->size;
+          }
         }
         lookahead_last_key_.assign(ikey.user_key);
         lookahead_have_last_ = true;
@@ -289,6 +365,8 @@ class DBIter final : public Iterator {
 
   void PopWindowFront(bool drop) const {
     if (drop) fetcher_->Drop(window_.front().stored);
+    // A read whose first record is used counts as used.
+    if (window_.front().new_read) --window_reads_;
     window_bytes_ -= window_.front().bytes;
     window_.pop_front();
   }
@@ -302,16 +380,19 @@ class DBIter final : public Iterator {
     while (!window_.empty() && window_.front().stored != raw_value_) PopWindowFront(true);
     if (window_.empty()) {
       // The window opens, or the scan outran the lookahead: start the
-      // lookahead at the entry shown.
+      // lookahead at the entry shown. The read of the value shown is
+      // always used, so it may be made even where the window holds no
+      // read ahead; the records that follow its record join it.
       lookahead_->Seek(iter_->key());
       lookahead_have_last_ = false;
-      FillWindow();
+      FillWindow(std::max<size_t>(WindowDepth(), 1));
     }
     if (window_.empty() || window_.front().stored != raw_value_) return false;
+    taken_bytes_ += window_.front().bytes;
     PopWindowFront(false);
     absl::Status s = fetcher_->Take(raw_value_, &resolved_value_);
     ++taken_;
-    FillWindow();  // reads for what comes next go out before the value is used
+    FillWindow(WindowDepth());  // reads for what comes next go out before the value is used
     if (!s.ok()) {
       status_ = s;
       resolved_value_.clear();
@@ -326,10 +407,24 @@ class DBIter final : public Iterator {
       return;
     }
     if (value_type_ == ValueType::kValuePointer && direction_ == kForward && PrefetchEnabled()) {
-      if (WindowDepth() > 0) {
+      // The window opens at the first value past the slow start that the
+      // value cache does not hold: opening it costs a second seek of the
+      // LSM (the lookahead), which a scan over cached values never repays
+      // (it halved cached 5-entry scans).
+      const bool open = !window_.empty() ||
+                        (taken_ >= kPrefetchAfterValues &&
+                         !(prefetch_.cached && prefetch_.cached(raw_value_)));
+      if (open) {
         if (TakePrefetched()) return;
+        ++reads_started_;  // the window could not supply it: read alone below
       } else {
-        ++taken_;  // read alone below; counts toward opening the window
+        // Read alone below (a device read or a cache hit, counted as a
+        // read); counts toward opening the window.
+        ++taken_;
+        ++reads_started_;
+        if (absl::StatusOr<vlog::ValuePointer> p = vlog::DecodeValuePointer(raw_value_); p.ok()) {
+          taken_bytes_ += p->size;
+        }
       }
     }
     absl::Status s = resolver_(saved_key_, value_type_, raw_value_, &resolved_value_);
@@ -350,9 +445,12 @@ class DBIter final : public Iterator {
   const IterateBounds bounds_;
   mutable std::deque<Pending> window_;  // reads started, in key order
   mutable uint64_t window_bytes_ = 0;   // their records' bytes
+  mutable size_t window_reads_ = 0;     // device reads among them (Pending::new_read)
   mutable std::string lookahead_last_key_;  // the last user key the lookahead passed
   mutable bool lookahead_have_last_ = false;
   mutable int taken_ = 0;  // values read since the last seek
+  mutable uint64_t taken_bytes_ = 0;  // and their records' bytes
+  mutable uint64_t reads_started_ = 0;  // value reads since the last seek, the window's included
   Direction direction_ = kForward;
   bool valid_ = false;
   std::string saved_key_;

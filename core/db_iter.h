@@ -5,6 +5,7 @@
 #define CAIRN_CORE_DB_ITER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,9 @@ using ValueFetcher = vlog::ValueFetcher;
 struct ValuePrefetch {
   absl::AnyInvocable<std::unique_ptr<lsm::InternalIterator>()> new_lookahead;
   absl::AnyInvocable<std::unique_ptr<ValueFetcher>()> new_fetcher;
+  // Whether a pointer's value is cached (a read of it costs no device
+  // read); the window opens only at a value that is not. Null: never.
+  std::function<bool(std::string_view stored)> cached;
   int max_depth = 32;
   uint64_t max_bytes = uint64_t{4} << 20;
 };

@@ -365,7 +365,13 @@ absl::Status DBImpl::Recover() {
   GarbageMeter garbage;
   std::shared_ptr<lsm::MemTable> mem;
   CAIRN_RETURN_IF_ERROR(ReplayLogs(names, &mem, &max_sequence, &edit, &garbage));
-  if (!mem->empty()) CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), &edit, &garbage));
+  // Values the WALs carried go to new segments here too; the edit below
+  // adds them with the tables (FinishRecovery knows them from it).
+  if (!mem->empty()) {
+    CAIRN_RETURN_IF_ERROR(
+        WriteLevel0Table(mem.get(), &edit, &garbage, nullptr, garbage.mutable_edit(),
+                         /*at_open=*/true));
+  }
   // Replay has decided which value-log records are referenced; seal the
   // segment that was being written and drop segments nobody logged.
   garbage.Finish();
@@ -482,7 +488,9 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
       previous_log = logs[i];
     }
     if (edit != nullptr && mem->ApproximateMemoryUsage() >= options_.memtable_size) {
-      CAIRN_RETURN_IF_ERROR(WriteLevel0Table(mem.get(), edit, garbage));
+      CAIRN_RETURN_IF_ERROR(
+          WriteLevel0Table(mem.get(), edit, garbage, nullptr, garbage->mutable_edit(),
+                           /*at_open=*/true));
       mem = std::make_shared<lsm::MemTable>();
     }
   }

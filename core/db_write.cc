@@ -5,6 +5,7 @@
 // synced group of small values puts the values themselves in the WAL record),
 // applies it to the memtable and wakes the others (group commit, as in
 // LevelDB).
+#include <algorithm>
 #include <chrono>
 
 #include "absl/container/inlined_vector.h"
@@ -92,6 +93,9 @@ absl::Status DBImpl::Delete(const WriteOptions& options, std::string_view key) {
 absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
   CAIRN_RETURN_IF_ERROR(p->batch.status());
   const size_t threshold = options_.value_separation_threshold;
+  // Smaller separated values stay in the batch (WAL and memtable) until
+  // their memtable's flush moves them (WriteLevel0Table).
+  const size_t at_write_from = std::max(threshold, options_.separate_at_flush_below);
   const std::string_view rep = WriteBatchInternal::Contents(p->batch);
   size_t begin = kBatchHeaderSize;
   // One pass: the checks (a batch rebuilt with WriteBatchInternal's
@@ -109,7 +113,8 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
         const size_t end = static_cast<size_t>(last.data() + last.size() - rep.data());
         p->user_bytes += key.size() + value.size();
         ++(type == ValueType::kDeletion ? p->deletes : p->puts);
-        if (threshold != kInlineValues && type == ValueType::kValue && value.size() >= threshold) {
+        if (threshold != kInlineValues && type == ValueType::kValue &&
+            value.size() >= at_write_from) {
           // Room for every record the rest of the batch can need (headers,
           // zstd's bound and chunk tables are under 1/64 more), so no record
           // is moved once written.

@@ -32,6 +32,7 @@ namespace {
 Options SeparatedOptions(Compression compression) {
   Options o;
   o.value_separation_threshold = 1024;
+  o.separate_at_flush_below = 0;  // the write path's own placement
   o.value_compression = compression;
   o.memtable_size = 16 << 20;  // no memtable switch in the middle of a test
   return o;

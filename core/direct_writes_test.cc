@@ -65,6 +65,7 @@ class DirectWritesTest : public ::testing::TestWithParam<std::string> {
     Options o;
     o.direct_writes = true;
     o.value_separation_threshold = 0;  // every value in the value log
+    o.separate_at_flush_below = 0;     // as it is written
     o.value_log_segment_size = 1 << 20;  // several segments: rolls too
     o.memtable_size = 256 << 10;
     return o;

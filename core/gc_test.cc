@@ -25,6 +25,7 @@ Options GcOptions() {
   o.memtable_size = 128 << 10;
   o.target_file_size = 128 << 10;
   o.value_separation_threshold = 256;
+  o.separate_at_flush_below = 0;  // values reach segments as they are written
   o.value_log_segment_size = 128 << 10;
   o.gc_space_amp_trigger = 0;  // tests call RunGC themselves
   return o;
@@ -616,10 +617,16 @@ TEST(GcLedgerTest, SmallKeySetOverwrittenBeforeAnyFlushStaysBounded) {
 
 // Segment files (issue 12): a short session continues the segment the last
 // one left unsealed, so 300 sessions do not leave 300 segment files.
-TEST(GcLedgerTest, ShortSessionsContinueTheLastSegment) {
+// Both placements: values separated as written continue the last session's
+// segment; values left for the flush (the default) are few enough per
+// session that the flush at open keeps them in its table.
+class ShortSessionsTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(ShortSessionsTest, ShortSessionsLeaveNoSegmentPerSession) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
   Options o = GcOptions();
   o.value_log_segment_size = 1 << 20;
+  o.separate_at_flush_below = GetParam();
   for (int session = 0; session < 300; ++session) {
     auto opened = OpenWithFileSystem(o, "/db", fs);
     ASSERT_TRUE(opened.ok()) << opened.status();
@@ -636,6 +643,9 @@ TEST(GcLedgerTest, ShortSessionsContinueTheLastSegment) {
     ASSERT_EQ(v, Value(session, 1000));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Placement, ShortSessionsTest,
+                         ::testing::Values(size_t{0}, Options().separate_at_flush_below));
 
 }  // namespace
 }  // namespace cairn

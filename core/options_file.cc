@@ -90,6 +90,7 @@ std::string FormatOptionsFile(const Options& o) {
   } else {
     add("value_separation_threshold", o.value_separation_threshold);
   }
+  add("separate_at_flush_below", o.separate_at_flush_below);
   add("value_log_segment_size", o.value_log_segment_size);
   add("value_cache_size", o.value_cache_size);
   add("value_compression", CompressionName(o.value_compression));

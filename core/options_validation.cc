@@ -30,6 +30,9 @@ absl::Status ValidateOptions(const Options& o) {
       o.io_backend != IoBackendOption::kPosix) {
     return absl::InvalidArgumentError("Options::io_backend is not an IoBackendOption value");
   }
+  if (o.separate_at_flush_below > (size_t{1} << 20)) {
+    return absl::InvalidArgumentError("Options::separate_at_flush_below must be at most 1 MiB");
+  }
   if (o.level0_compaction_trigger < 1 ||
       o.level0_slowdown_trigger < o.level0_compaction_trigger ||
       o.level0_stop_trigger < o.level0_slowdown_trigger) {

@@ -29,6 +29,7 @@ Options SeparatedOptions() {
   o.target_file_size = 64 << 10;
   o.value_log_segment_size = 64 << 10;
   o.value_separation_threshold = 100;
+  o.separate_at_flush_below = 0;  // WAL records point into the value log
   o.gc_space_amp_trigger = 0;
   return o;
 }

@@ -23,6 +23,7 @@ Options SeparatedOptions(size_t threshold = 1024) {
   o.memtable_size = 256 << 10;
   o.target_file_size = 128 << 10;
   o.value_separation_threshold = threshold;
+  o.separate_at_flush_below = 0;  // separated as written (FlushSeparationTest: at flush)
   o.value_log_segment_size = 1 << 20;
   return o;
 }

@@ -6,6 +6,7 @@
 #define CAIRN_VLOG_VALUE_FETCHER_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -13,6 +14,12 @@
 #include "absl/types/span.h"
 
 namespace cairn::vlog {
+
+// A fetcher merges the reads of records that lie at most kMaxFetchGap bytes
+// apart in one segment into one read of at most kMaxMergedFetch bytes (a
+// 4 KiB gap costs at most one more block).
+inline constexpr uint64_t kMaxFetchGap = 4096;
+inline constexpr uint64_t kMaxMergedFetch = 256 << 10;
 
 // Reads values behind pointers asynchronously for an iterator: Start puts
 // reads in flight and returns; Take waits for one and hands its value over.

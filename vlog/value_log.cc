@@ -1,5 +1,7 @@
 #include "vlog/value_log.h"
 
+#include <algorithm>
+
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
@@ -98,7 +100,13 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
   for (const std::string& name : names) {
     uint64_t number;
     if (!options_.parse_segment_name(name, &number)) continue;
-    if (!set_.Contains(number)) CAIRN_RETURN_IF_ERROR(fs_->RemoveFile(io::JoinPath(dbname_, name)));
+    if (set_.Contains(number)) continue;
+    // A segment recovery's own flush wrote is added by *edit.
+    const bool added = std::any_of(
+        edit->changes().begin(), edit->changes().end(), [number](const vlog::SegmentEdit::Change& c) {
+          return c.tag == vlog::SegmentEditTag::kNewSegment && c.segment_id == number;
+        });
+    if (!added) CAIRN_RETURN_IF_ERROR(fs_->RemoveFile(io::JoinPath(dbname_, name)));
   }
   return absl::OkStatus();
 }
@@ -217,6 +225,11 @@ absl::Status ValueLog::RollSegment() {
     active_ = std::move(writer);
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<vlog::SegmentWriter>> ValueLog::CreateFlushSegment() {
+  const uint64_t id = options_.new_file_number();
+  return vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, WriterOptions());
 }
 
 vlog::SegmentWriterOptions ValueLog::WriterOptions() const {

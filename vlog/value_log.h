@@ -83,8 +83,9 @@ class ValueLog {
   // *edit); marks
   // obsolete a GC output the crash caught unsealed (nothing points into
   // it), lists in *obsolete the segments to delete once the replayed WALs
-  // are no longer needed, and removes segment files the set does not know
-  // (orphans of a crash).
+  // are no longer needed, and removes segment files that neither the set
+  // nor *edit (segments recovery's own flushes wrote) knows: orphans of a
+  // crash.
   absl::Status FinishRecovery(vlog::SegmentEdit* edit, std::vector<uint64_t>* obsolete);
   // Recovery: whether segment_id was collected and deleted by GC (the
   // manifest no longer lists it, or lists it obsolete with its file gone).
@@ -116,6 +117,13 @@ class ValueLog {
   // reached its target size, before any record that would start past it.
   absl::Status AppendPrepared(absl::Span<const vlog::PreparedRecords* const> prepared,
                               std::vector<vlog::ValuePointer>* pointers);
+  // Flush: a new segment (a new file number, kFresh) for the values of a
+  // memtable that the flush thread moves out of it, in key order, with the
+  // write path's encoding. The caller appends, syncs and closes it, syncs
+  // the directory, and logs AddSegment and SealSegment in the edit that adds
+  // the table pointing into it; until then nothing names the file, and a
+  // crash leaves an orphan that FinishRecovery removes.
+  absl::StatusOr<std::unique_ptr<vlog::SegmentWriter>> CreateFlushSegment();
   // Hands appended records to the kernel (before the WAL record naming them).
   absl::Status Flush();
   // The active segment's file, for syncing together with the WAL; null when
@@ -139,6 +147,11 @@ class ValueLog {
   // else by Get.
   absl::Status GetRange(std::string_view key, std::string_view stored, uint64_t offset,
                         uint64_t length, bool verify, std::string* out);
+
+  // Whether the value cache holds the value behind stored (a pointer) now,
+  // so that reading it makes no device read; counts no hit or miss. False
+  // for a pointer that does not decode.
+  bool Cached(std::string_view stored);
 
   // An asynchronous reader of values for one iterator, with an io::ReadQueue
   // of its own (value_fetcher.cc). Value cache hits are served at Start.

@@ -97,6 +97,16 @@ struct Options {
   // in the LSM and never creates a value-log file. Default: 1 KiB
   // (docs/decisions/20261129_separation_threshold.md).
   size_t value_separation_threshold = 1024;
+  // Separated values smaller than this are written like inline ones, to the
+  // WAL and the memtable, and the flush of their memtable moves them into a
+  // value-log segment of its own in key order, as RocksDB's BlobDB does:
+  // neighbouring keys' values then lie side by side, and a scan reads them
+  // in a few large reads instead of one read each. It costs one more write
+  // of each such value (the WAL's) and saves one write system call per
+  // group. Values of at least this size go to the value log as they are
+  // written, once. 0: every separated value does. At most 1 MiB. Default:
+  // 16 KiB (docs/decisions/20261202_separate_at_flush.md).
+  size_t separate_at_flush_below = 16u << 10;
   // Target size of a value-log segment, the unit of garbage collection.
   // Default: 64 MiB.
   uint64_t value_log_segment_size = uint64_t{64} << 20;
@@ -176,14 +186,17 @@ struct ReadOptions {
   // Put blocks read for this operation into the block cache. Default: true.
   bool fill_cache = true;
   // Forward scans keep up to this many separated values' reads in flight
-  // ahead of the current entry, up to value_prefetch_bytes. With an upper
-  // bound the window opens once the scan has read kPrefetchAfterValues
-  // values since its seek and grows by two reads per value (it never reads
-  // past the bound). Without one it opens only after
-  // kUnboundedValuesPerPrefetch values and holds one read per that many
-  // values taken, so a short scan reads no value it does not show and a
-  // longer one reads at most 1/kUnboundedValuesPerPrefetch more than it
-  // shows. 1 disables prefetching. Default: 32.
+  // ahead of the current entry, up to value_prefetch_bytes; records that
+  // lie next to each other in a segment (values written or moved by GC in
+  // key order) share one read. The first kPrefetchAfterValues values after
+  // a seek are read one at a time. With an upper bound the window then
+  // grows by two reads per value (it never reads past the bound). Without
+  // one, the reads started since the seek stay within one more per
+  // kUnboundedValuesPerPrefetch values taken, so a scan reads at most
+  // 1/kUnboundedValuesPerPrefetch more times than it shows values (randomly
+  // placed values: one read ahead per 20 taken), and the window's bytes
+  // stay within what the scan has taken (at least 16 KiB). 1 disables
+  // prefetching. Default: 32.
   int value_prefetch_depth = 32;
   // Value-log bytes the window may have in flight (at least one record).
   // Default: 4 MiB.

@@ -1,0 +1,66 @@
+// FlushSegments writes the values a flush moves out of its memtable
+// (Options::separate_at_flush_below) to new value-log segments, in the
+// order the flush hands them over (key order), starting a new segment once
+// one reaches the value log's segment size. The segments are complete,
+// synced and closed by Finish, and only then named in the manifest, by the
+// edit that adds the table pointing into them (AddTo): until then a crash
+// leaves orphans that the next open removes.
+//
+// Thread safety: one thread (the flush's) at a time.
+#ifndef CAIRN_CORE_FLUSH_SEGMENTS_H_
+#define CAIRN_CORE_FLUSH_SEGMENTS_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "io/file_system.h"
+#include "vlog/segment_edit.h"
+#include "vlog/segment_writer.h"
+#include "vlog/value_pointer.h"
+
+namespace cairn {
+
+class FlushSegments {
+ public:
+  using Create = std::function<absl::StatusOr<std::unique_ptr<vlog::SegmentWriter>>()>;
+  // create makes each new segment (ValueLog::CreateFlushSegment); a segment
+  // is closed once it holds segment_size bytes.
+  FlushSegments(io::FileSystem* fs, Create create, uint64_t segment_size)
+      : fs_(fs), create_(std::move(create)), segment_size_(segment_size) {}
+  FlushSegments(const FlushSegments&) = delete;
+  FlushSegments& operator=(const FlushSegments&) = delete;
+
+  // Appends one value's record and returns where it is.
+  absl::StatusOr<vlog::ValuePointer> Place(std::string_view user_key, std::string_view value);
+  // Syncs and closes the last segment: every record is durable.
+  absl::Status Finish();
+  // After a failure before the manifest named them: removes every file
+  // written (best effort; the next open removes what is left).
+  void Abandon();
+  // AddSegment and SealSegment of each segment, after Finish.
+  void AddTo(vlog::SegmentEdit* edit) const;
+
+  bool empty() const { return closed_.empty() && current_ == nullptr; }
+
+ private:
+  absl::Status Close();
+
+  struct Closed {
+    uint64_t id, size, records;
+    std::string path;
+  };
+  io::FileSystem* const fs_;
+  const Create create_;
+  const uint64_t segment_size_;
+  std::unique_ptr<vlog::SegmentWriter> current_;
+  std::vector<Closed> closed_;
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_CORE_FLUSH_SEGMENTS_H_
