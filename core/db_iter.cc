@@ -5,6 +5,7 @@
 #include <vector>
 #include <string>
 
+#include "absl/container/inlined_vector.h"
 #include "cairn/options.h"
 #include "vlog/value_pointer.h"
 
@@ -307,10 +308,14 @@ class DBIter final : public Iterator {
     if (!window_.empty() && window_.size() * 2 > MaxWindowRecords()) return;
     std::vector<std::string> keys;
     std::vector<Pending> started;
-    // The run of neighbouring records the last one started here belongs to
-    // (the fetcher merges a submission's neighbours into one read).
-    bool in_run = false;
-    uint64_t run_segment = 0, run_start = 0, run_end = 0;
+    // The runs of neighbouring records started here, one per segment: the
+    // fetcher sorts a submission by segment and offset and merges
+    // neighbours into one read, so keys whose values lie in a few
+    // key-ordered segments (one per flush) interleave their runs.
+    struct Run {
+      uint64_t segment, start, end;
+    };
+    absl::InlinedVector<Run, 8> runs;
     while (lookahead_->Valid()) {
       ParsedInternalKey ikey;
       if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;  // iter_ reports it
@@ -320,10 +325,15 @@ class DBIter final : public Iterator {
         if (ikey.type == ValueType::kValuePointer) {
           absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(lookahead_->value());
           const uint64_t bytes = ptr.ok() ? ptr->size : 0;  // a bad one: its Take reports it
-          const bool joins = ptr.ok() && in_run && ptr->segment_id == run_segment &&
-                             ptr->offset >= run_start &&
-                             ptr->offset <= run_end + vlog::kMaxFetchGap &&
-                             ptr->offset + ptr->size - run_start <= RunBytes();
+          Run* run = nullptr;
+          if (ptr.ok()) {
+            for (Run& r : runs) {
+              if (r.segment == ptr->segment_id) run = &r;
+            }
+          }
+          const bool joins = run != nullptr && ptr->offset >= run->end &&
+                             ptr->offset <= run->end + vlog::kMaxFetchGap &&
+                             ptr->offset + ptr->size - run->start <= RunBytes();
           if (!joins && window_reads_ >= depth) break;  // resume here
           // Records too are bounded, at kWindowRecordsPerRead per read the
           // depth allows: where neighbours join reads the reads alone would
@@ -340,15 +350,12 @@ class DBIter final : public Iterator {
             ++window_reads_;
             ++reads_started_;
           }
-          if (!ptr.ok()) {
-            in_run = false;
-          } else if (joins) {
-            run_end = std::max(run_end, ptr->offset + ptr->size);
-          } else {
-            in_run = true;
-            run_segment = ptr->segment_id;
-            run_start = ptr->offset;
-            run_end = ptr->offset + ptr->size;
+          if (joins) {
+            run->end = ptr->offset + ptr->size;
+          } else if (run != nullptr) {
+            *run = {ptr->segment_id, ptr->offset, ptr->offset + ptr->size};
+          } else if (ptr.ok()) {
+            runs.push_back({ptr->segment_id, ptr->offset, ptr->offset + ptr->size});
           }
         }
         lookahead_last_key_.assign(ikey.user_key);
@@ -411,9 +418,16 @@ class DBIter final : public Iterator {
       // value cache does not hold: opening it costs a second seek of the
       // LSM (the lookahead), which a scan over cached values never repays
       // (it halved cached 5-entry scans).
-      const bool open = !window_.empty() ||
-                        (taken_ >= kPrefetchAfterValues &&
-                         !(prefetch_.cached && prefetch_.cached(raw_value_)));
+      bool open = !window_.empty() || taken_ >= kPrefetchAfterValues;
+      if (open && window_.empty() && prefetch_.cached) {
+        if (std::shared_ptr<const std::string> hit = prefetch_.cached(raw_value_)) {
+          resolved_value_.assign(*hit);
+          ++taken_;
+          ++reads_started_;
+          taken_bytes_ += hit->size();
+          return;
+        }
+      }
       if (open) {
         if (TakePrefetched()) return;
         ++reads_started_;  // the window could not supply it: read alone below

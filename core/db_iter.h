@@ -40,9 +40,10 @@ using ValueFetcher = vlog::ValueFetcher;
 struct ValuePrefetch {
   absl::AnyInvocable<std::unique_ptr<lsm::InternalIterator>()> new_lookahead;
   absl::AnyInvocable<std::unique_ptr<ValueFetcher>()> new_fetcher;
-  // Whether a pointer's value is cached (a read of it costs no device
-  // read); the window opens only at a value that is not. Null: never.
-  std::function<bool(std::string_view stored)> cached;
+  // A pointer's value from the value cache (a read of it then costs no
+  // device read), or null: the window opens only at a value the cache does
+  // not hold. Null function: the window opens without asking.
+  std::function<std::shared_ptr<const std::string>(std::string_view stored)> cached;
   int max_depth = 32;
   uint64_t max_bytes = uint64_t{4} << 20;
 };

@@ -213,7 +213,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
     // The iterator's keep_alive holds view for as long as the lookahead lives.
     prefetch.new_lookahead = [this, v = view.get()] { return NewInternalIterator(*v); };
     prefetch.new_fetcher = [this] { return vlog_->NewFetcher(); };
-    prefetch.cached = [this](std::string_view stored) { return vlog_->Cached(stored); };
+    prefetch.cached = [this](std::string_view stored) { return vlog_->CachedValue(stored); };
   }
   return NewDBIterator(NewInternalIterator(*view), view->sequence, view,
                        [this](std::string_view key, ValueType type, std::string_view stored,

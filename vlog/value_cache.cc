@@ -25,11 +25,6 @@ std::shared_ptr<const std::string> ValueCache::Lookup(uint64_t segment_id, uint6
   return value;
 }
 
-std::shared_ptr<const std::string> ValueCache::Peek(uint64_t segment_id, uint64_t offset) {
-  return std::static_pointer_cast<const std::string>(
-      cache_->Lookup(segment_id, offset, io::kCacheKindValue));
-}
-
 void ValueCache::Erase(uint64_t segment_id, uint64_t offset) {
   cache_->Erase(segment_id, offset, io::kCacheKindValue);
 }

@@ -55,10 +55,6 @@ class ValueCache {
   // hit or a miss.
   std::shared_ptr<const std::string> Lookup(uint64_t segment_id, uint64_t offset);
 
-  // As Lookup, without counting a hit or a miss (a probe of whether a read
-  // would be served here, followed by the read's own Lookup).
-  std::shared_ptr<const std::string> Peek(uint64_t segment_id, uint64_t offset);
-
   // Drops the entry if present.
   void Erase(uint64_t segment_id, uint64_t offset);
 

@@ -235,9 +235,10 @@ class ValueLogFetcher final : public ValueFetcher {
   std::unique_ptr<io::ReadQueue> queue_;
 };
 
-bool ValueLog::Cached(std::string_view stored) {
+std::shared_ptr<const std::string> ValueLog::CachedValue(std::string_view stored) {
   absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored);
-  return ptr.ok() && cache_.Peek(ptr->segment_id, ptr->offset) != nullptr;
+  if (!ptr.ok()) return nullptr;
+  return cache_.Lookup(ptr->segment_id, ptr->offset);
 }
 
 void ValueLog::Retire(std::unique_ptr<InFlightReads> reads) {

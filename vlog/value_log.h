@@ -148,10 +148,10 @@ class ValueLog {
   absl::Status GetRange(std::string_view key, std::string_view stored, uint64_t offset,
                         uint64_t length, bool verify, std::string* out);
 
-  // Whether the value cache holds the value behind stored (a pointer) now,
-  // so that reading it makes no device read; counts no hit or miss. False
-  // for a pointer that does not decode.
-  bool Cached(std::string_view stored);
+  // The value behind stored (a pointer) when the value cache holds it, so
+  // that reading it makes no device read; null otherwise, and for a pointer
+  // that does not decode. Counts a hit or a miss, as a read would.
+  std::shared_ptr<const std::string> CachedValue(std::string_view stored);
 
   // An asynchronous reader of values for one iterator, with an io::ReadQueue
   // of its own (value_fetcher.cc). Value cache hits are served at Start.
