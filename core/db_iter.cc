@@ -316,6 +316,13 @@ class DBIter final : public Iterator {
       uint64_t segment, start, end;
     };
     absl::InlinedVector<Run, 8> runs;
+    // Unbounded, each new read covers RunBytes from its first record, so
+    // that the records after it in its segment (values a flush wrote in key
+    // order, interleaved with a few other segments' in a scan) need no read
+    // of their own; what it reads past the scan's end stays within what the
+    // scan took. Bounded, a read covers its records only: nothing past the
+    // bound is read.
+    const uint64_t readahead = bounds_.upper ? 0 : RunBytes();
     while (lookahead_->Valid()) {
       ParsedInternalKey ikey;
       if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;  // iter_ reports it
@@ -331,9 +338,15 @@ class DBIter final : public Iterator {
               if (r.segment == ptr->segment_id) run = &r;
             }
           }
-          const bool joins = run != nullptr && ptr->offset >= run->end &&
-                             ptr->offset <= run->end + vlog::kMaxFetchGap &&
-                             ptr->offset + ptr->size - run->start <= RunBytes();
+          // Joins a read made earlier (read ahead past its own records),
+          // or one started here: bounded, as its record's neighbour;
+          // unbounded, anywhere in the readahead from its first record.
+          const bool covered = ptr.ok() && fetcher_->Covered(lookahead_->value());
+          const bool in_run =
+              run != nullptr && ptr->offset >= run->start &&
+              ptr->offset + ptr->size - run->start <= RunBytes() &&
+              (readahead > 0 || ptr->offset <= run->end + vlog::kMaxFetchGap);
+          const bool joins = covered || in_run;
           if (!joins && window_reads_ >= depth) break;  // resume here
           // Records too are bounded, at kWindowRecordsPerRead per read the
           // depth allows: where neighbours join reads the reads alone would
@@ -350,8 +363,10 @@ class DBIter final : public Iterator {
             ++window_reads_;
             ++reads_started_;
           }
-          if (joins) {
-            run->end = ptr->offset + ptr->size;
+          if (covered) {
+            // No read of its own.
+          } else if (joins) {
+            run->end = std::max(run->end, ptr->offset + ptr->size);
           } else if (run != nullptr) {
             *run = {ptr->segment_id, ptr->offset, ptr->offset + ptr->size};
           } else if (ptr.ok()) {
@@ -366,7 +381,7 @@ class DBIter final : public Iterator {
     if (keys.empty()) return;
     std::vector<std::string_view> kv(keys.begin(), keys.end()), sv;
     for (const Pending& p : started) sv.push_back(p.stored);
-    fetcher_->Start(kv, sv);
+    fetcher_->Start(kv, sv, readahead);
     for (Pending& p : started) window_.push_back(std::move(p));
   }
 

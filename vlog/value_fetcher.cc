@@ -35,7 +35,7 @@ class ValueLogFetcher final : public ValueFetcher {
   }
 
   void Start(absl::Span<const std::string_view> keys,
-             absl::Span<const std::string_view> stored) override {
+             absl::Span<const std::string_view> stored, uint64_t readahead) override {
     ReapDropped();
     std::vector<Fetch*> to_read;
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -47,11 +47,22 @@ class ValueLogFetcher final : public ValueFetcher {
         fetch->status = ptr.status();
       } else {
         fetch->ptr = *ptr;
-        if (Prepare(fetch.get())) to_read.push_back(fetch.get());
+        if (Prepare(fetch.get())) {
+          if (std::shared_ptr<Read> read = CoveringRead(fetch->ptr)) {
+            fetch->read = std::move(read);
+          } else {
+            to_read.push_back(fetch.get());
+          }
+        }
       }
       fetches_.emplace(std::string(stored[i]), std::move(fetch));
     }
-    SubmitCoalesced(&to_read);
+    SubmitCoalesced(&to_read, readahead);
+  }
+
+  bool Covered(std::string_view stored) const override {
+    absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored);
+    return ptr.ok() && CoveringRead(*ptr) != nullptr;
   }
 
   bool Started(std::string_view stored) const override { return fetches_.contains(AsKey(stored)); }
@@ -138,9 +149,23 @@ class ValueLogFetcher final : public ValueFetcher {
     return true;
   }
 
+  // The latest read of ptr's segment when it holds ptr's record (read, or
+  // in flight: every record an iterator can see was in the file before its
+  // fetcher made any read, so a read covers the records in its range).
+  std::shared_ptr<Read> CoveringRead(const vlog::ValuePointer& ptr) const {
+    auto it = last_read_.find(ptr.segment_id);
+    if (it == last_read_.end()) return nullptr;
+    const Read& r = *it->second;
+    const uint64_t end = r.request.offset + (r.complete ? r.request.result : r.request.len);
+    if (ptr.offset < r.request.offset || ptr.offset + ptr.size > end) return nullptr;
+    return it->second;
+  }
+
   // Submits the reads of fetches, records that neighbour each other in one
-  // segment merged into one read.
-  void SubmitCoalesced(std::vector<Fetch*>* fetches) {
+  // segment merged into one read, each read covering at least readahead
+  // bytes (at most kMaxMergedFetch); the last read of each segment is kept
+  // for the records that follow (CoveringRead).
+  void SubmitCoalesced(std::vector<Fetch*>* fetches, uint64_t readahead) {
     if (fetches->empty()) return;
     std::sort(fetches->begin(), fetches->end(), [](const Fetch* a, const Fetch* b) {
       return std::pair(a->ptr.segment_id, a->ptr.offset) <
@@ -151,7 +176,8 @@ class ValueLogFetcher final : public ValueFetcher {
     size_t first = 0;
     while (first < fetches->size()) {
       const vlog::ValuePointer& start = (*fetches)[first]->ptr;
-      uint64_t end = start.offset + start.size;
+      uint64_t end = start.offset + std::max<uint64_t>(
+                                        start.size, std::min(readahead, kMaxMergedFetch));
       size_t last = first + 1;
       for (; last < fetches->size(); ++last) {
         const vlog::ValuePointer& p = (*fetches)[last]->ptr;
@@ -168,11 +194,20 @@ class ValueLogFetcher final : public ValueFetcher {
       read->request.buf = read->buf.data();
       for (size_t i = first; i < last; ++i) (*fetches)[i]->read = read;
       batch.push_back({(*fetches)[first]->reader->file(), &read->request});
+      if (readahead > 0) {
+        if (last_read_.size() >= kMaxReadaheadSegments && !last_read_.contains(start.segment_id)) {
+          last_read_.erase(last_read_.begin());
+        }
+        last_read_[start.segment_id] = read;
+      }
       reads.push_back(std::move(read));
       first = last;
     }
     queue_->Submit(batch);
   }
+  // Segments whose last read is kept (a scan over values of many flushes
+  // interleaves that many segments); each holds at most kMaxMergedFetch.
+  static constexpr size_t kMaxReadaheadSegments = 16;
 
   // Waits for fetch's read, then checks and decodes its record.
   void Finish(Fetch* fetch) {
@@ -232,6 +267,9 @@ class ValueLogFetcher final : public ValueFetcher {
   ValueLog* const vlog_;
   absl::flat_hash_map<std::string, std::unique_ptr<Fetch>> fetches_;  // by pointer bytes
   std::deque<std::unique_ptr<Fetch>> dropped_;                        // reads still in flight
+  // Per segment, its latest read with readahead. Declared before queue_,
+  // which (destroyed first) waits for any read still in flight.
+  absl::flat_hash_map<uint64_t, std::shared_ptr<Read>> last_read_;
   std::unique_ptr<io::ReadQueue> queue_;
 };
 
