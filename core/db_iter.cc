@@ -231,6 +231,7 @@ class DBIter final : public Iterator {
     taken_ = 0;
     taken_bytes_ = 0;
     reads_started_ = 0;
+    trails_.clear();
   }
 
   bool PrefetchEnabled() const {
@@ -282,6 +283,34 @@ class DBIter final : public Iterator {
     return std::min<uint64_t>(vlog::kMaxMergedFetch, std::max(kFirstRunBytes, taken_bytes_));
   }
   static constexpr uint64_t kFirstRunBytes = 16 << 10;
+
+  // Bytes a read starting at ptr's record reads ahead: unbounded, RunBytes
+  // once two of the segment's records in a row (in key order) lay next to
+  // each other, as RocksDB's readahead starts once reads are sequential;
+  // values at random places (written as they came, or large ones) are read
+  // alone, and a scan never reads past its bound. Notes ptr's record.
+  uint64_t ReadaheadFor(const vlog::ValuePointer& ptr) const {
+    Trail* trail = nullptr;
+    for (Trail& t : trails_) {
+      if (t.segment == ptr.segment_id) trail = &t;
+    }
+    if (trail == nullptr) {
+      if (trails_.size() < kMaxTrails) trails_.push_back({ptr.segment_id, ptr.offset + ptr.size});
+      return 0;
+    }
+    if (ptr.offset >= trail->end && ptr.offset <= trail->end + vlog::kMaxFetchGap) {
+      trail->sequential = true;
+    }
+    trail->end = ptr.offset + ptr.size;
+    return !bounds_.upper && trail->sequential ? RunBytes() : 0;
+  }
+  // The segments the window's values came from since the seek: where the
+  // last one ended, and whether two lay next to each other.
+  struct Trail {
+    uint64_t segment = 0, end = 0;
+    bool sequential = false;
+  };
+  static constexpr size_t kMaxTrails = 16;
   static constexpr size_t kWindowRecordsPerRead = 4;
   size_t MaxWindowRecords() const {
     return static_cast<size_t>(prefetch_.max_depth) * kWindowRecordsPerRead;
@@ -313,16 +342,10 @@ class DBIter final : public Iterator {
     // neighbours into one read, so keys whose values lie in a few
     // key-ordered segments (one per flush) interleave their runs.
     struct Run {
-      uint64_t segment, start, end;
+      uint64_t segment, start, end, readahead;
     };
     absl::InlinedVector<Run, 8> runs;
-    // Unbounded, each new read covers RunBytes from its first record, so
-    // that the records after it in its segment (values a flush wrote in key
-    // order, interleaved with a few other segments' in a scan) need no read
-    // of their own; what it reads past the scan's end stays within what the
-    // scan took. Bounded, a read covers its records only: nothing past the
-    // bound is read.
-    const uint64_t readahead = bounds_.upper ? 0 : RunBytes();
+    std::vector<uint64_t> readahead;  // per record started
     while (lookahead_->Valid()) {
       ParsedInternalKey ikey;
       if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;  // iter_ reports it
@@ -333,19 +356,22 @@ class DBIter final : public Iterator {
           absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(lookahead_->value());
           const uint64_t bytes = ptr.ok() ? ptr->size : 0;  // a bad one: its Take reports it
           Run* run = nullptr;
+          uint64_t ahead = 0;
           if (ptr.ok()) {
             for (Run& r : runs) {
               if (r.segment == ptr->segment_id) run = &r;
             }
+            ahead = ReadaheadFor(*ptr);
           }
           // Joins a read made earlier (read ahead past its own records),
-          // or one started here: bounded, as its record's neighbour;
-          // unbounded, anywhere in the readahead from its first record.
+          // or one started here: as its record's neighbour, or inside the
+          // readahead from its first record.
           const bool covered = ptr.ok() && fetcher_->Covered(lookahead_->value());
           const bool in_run =
               run != nullptr && ptr->offset >= run->start &&
               ptr->offset + ptr->size - run->start <= RunBytes() &&
-              (readahead > 0 || ptr->offset <= run->end + vlog::kMaxFetchGap);
+              (ptr->offset + ptr->size <= run->start + run->readahead ||
+               ptr->offset <= run->end + vlog::kMaxFetchGap);
           const bool joins = covered || in_run;
           if (!joins && window_reads_ >= depth) break;  // resume here
           // Records too are bounded, at kWindowRecordsPerRead per read the
@@ -358,6 +384,7 @@ class DBIter final : public Iterator {
           if (!empty && window_bytes_ + bytes > WindowBytes()) break;  // resume here
           window_bytes_ += bytes;
           keys.emplace_back(ikey.user_key);
+          readahead.push_back(ahead);
           started.push_back({std::string(lookahead_->value()), bytes, !joins});
           if (!joins) {
             ++window_reads_;
@@ -368,9 +395,9 @@ class DBIter final : public Iterator {
           } else if (joins) {
             run->end = std::max(run->end, ptr->offset + ptr->size);
           } else if (run != nullptr) {
-            *run = {ptr->segment_id, ptr->offset, ptr->offset + ptr->size};
+            *run = {ptr->segment_id, ptr->offset, ptr->offset + ptr->size, ahead};
           } else if (ptr.ok()) {
-            runs.push_back({ptr->segment_id, ptr->offset, ptr->offset + ptr->size});
+            runs.push_back({ptr->segment_id, ptr->offset, ptr->offset + ptr->size, ahead});
           }
         }
         lookahead_last_key_.assign(ikey.user_key);
@@ -479,6 +506,7 @@ class DBIter final : public Iterator {
   mutable bool lookahead_have_last_ = false;
   mutable int taken_ = 0;  // values read since the last seek
   mutable uint64_t taken_bytes_ = 0;  // and their records' bytes
+  mutable absl::InlinedVector<Trail, 8> trails_;  // ReadaheadFor
   mutable uint64_t reads_started_ = 0;  // value reads since the last seek, the window's included
   Direction direction_ = kForward;
   bool valid_ = false;

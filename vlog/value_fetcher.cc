@@ -35,7 +35,8 @@ class ValueLogFetcher final : public ValueFetcher {
   }
 
   void Start(absl::Span<const std::string_view> keys,
-             absl::Span<const std::string_view> stored, uint64_t readahead) override {
+             absl::Span<const std::string_view> stored,
+             absl::Span<const uint64_t> readahead) override {
     ReapDropped();
     std::vector<Fetch*> to_read;
     for (size_t i = 0; i < keys.size(); ++i) {
@@ -47,6 +48,7 @@ class ValueLogFetcher final : public ValueFetcher {
         fetch->status = ptr.status();
       } else {
         fetch->ptr = *ptr;
+        fetch->readahead = i < readahead.size() ? readahead[i] : 0;
         if (Prepare(fetch.get())) {
           if (std::shared_ptr<Read> read = CoveringRead(fetch->ptr)) {
             fetch->read = std::move(read);
@@ -57,7 +59,7 @@ class ValueLogFetcher final : public ValueFetcher {
       }
       fetches_.emplace(std::string(stored[i]), std::move(fetch));
     }
-    SubmitCoalesced(&to_read, readahead);
+    SubmitCoalesced(&to_read);
   }
 
   bool Covered(std::string_view stored) const override {
@@ -120,6 +122,7 @@ class ValueLogFetcher final : public ValueFetcher {
     std::shared_ptr<const vlog::SegmentReader> reader;
     std::shared_ptr<Read> read;  // null once done (a cache hit, an error)
     std::string value;           // the value, once taken from the read
+    uint64_t readahead = 0;      // bytes a read starting at its record covers
     // A value cache hit, copied out only when taken: a scan that ends
     // leaves started fetches behind, and copying each at Start cost a
     // cached 50-entry scan half its speed.
@@ -162,10 +165,11 @@ class ValueLogFetcher final : public ValueFetcher {
   }
 
   // Submits the reads of fetches, records that neighbour each other in one
-  // segment merged into one read, each read covering at least readahead
-  // bytes (at most kMaxMergedFetch); the last read of each segment is kept
-  // for the records that follow (CoveringRead).
-  void SubmitCoalesced(std::vector<Fetch*>* fetches, uint64_t readahead) {
+  // segment merged into one read, each read covering at least the readahead
+  // of its first fetch (at most kMaxMergedFetch); the last read of each
+  // segment that reads ahead is kept for the records that follow
+  // (CoveringRead).
+  void SubmitCoalesced(std::vector<Fetch*>* fetches) {
     if (fetches->empty()) return;
     std::sort(fetches->begin(), fetches->end(), [](const Fetch* a, const Fetch* b) {
       return std::pair(a->ptr.segment_id, a->ptr.offset) <
@@ -176,6 +180,7 @@ class ValueLogFetcher final : public ValueFetcher {
     size_t first = 0;
     while (first < fetches->size()) {
       const vlog::ValuePointer& start = (*fetches)[first]->ptr;
+      const uint64_t readahead = (*fetches)[first]->readahead;
       uint64_t end = start.offset + std::max<uint64_t>(
                                         start.size, std::min(readahead, kMaxMergedFetch));
       size_t last = first + 1;

@@ -31,12 +31,14 @@ class ValueFetcher {
   // Starts reading the values of stored[i] (pointers), with keys[i] the key
   // each record must hold. Pointers already started are skipped. A record
   // that lies inside a read this fetcher already made (or has in flight) of
-  // its segment is served from that read. With readahead > 0, each new read
-  // covers at least readahead bytes from its first record (at most
-  // kMaxMergedFetch), so that the records that follow it in the segment
-  // (values a flush or GC wrote in key order) need no read of their own.
+  // its segment is served from that read. With readahead[i] > 0 (empty:
+  // none), a new read that starts at stored[i]'s record covers at least
+  // readahead[i] bytes (at most kMaxMergedFetch), so that the records that
+  // follow it in the segment (values a flush or GC wrote in key order) need
+  // no read of their own.
   virtual void Start(absl::Span<const std::string_view> keys,
-                     absl::Span<const std::string_view> stored, uint64_t readahead = 0) = 0;
+                     absl::Span<const std::string_view> stored,
+                     absl::Span<const uint64_t> readahead = {}) = 0;
   // Whether a Start of stored now would be served by a read already made or
   // in flight (it would cost no device read of its own).
   virtual bool Covered(std::string_view stored) const = 0;
