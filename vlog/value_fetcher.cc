@@ -112,7 +112,7 @@ class ValueLogFetcher final : public ValueFetcher {
   // in key order in the first place).
   struct Read {
     io::ReadRequest request;
-    std::string buf;
+    std::unique_ptr<char[]> buf;  // request.len bytes
     bool complete = false;
   };
 
@@ -193,10 +193,11 @@ class ValueLogFetcher final : public ValueFetcher {
         end = std::max<uint64_t>(end, p.offset + p.size);
       }
       auto read = std::make_shared<Read>();
-      read->buf.resize(end - start.offset);
+      // Not zeroed: a read ahead is up to 256 KiB, and the device fills it.
+      read->buf = std::make_unique_for_overwrite<char[]>(end - start.offset);
       read->request.offset = start.offset;
-      read->request.len = read->buf.size();
-      read->request.buf = read->buf.data();
+      read->request.len = end - start.offset;
+      read->request.buf = read->buf.get();
       for (size_t i = first; i < last; ++i) (*fetches)[i]->read = read;
       batch.push_back({(*fetches)[first]->reader->file(), &read->request});
       if (readahead > 0) {
@@ -230,7 +231,7 @@ class ValueLogFetcher final : public ValueFetcher {
     part.result = read.request.result > skip
                       ? std::min<uint64_t>(fetch->ptr.size, read.request.result - skip)
                       : 0;
-    fetch->value.assign(read.buf, skip, part.result);
+    fetch->value.assign(read.buf.get() + skip, part.result);
     fetch->value.resize(fetch->ptr.size);
     part.buf = fetch->value.data();
     fetch->read.reset();
