@@ -45,8 +45,6 @@ class FlushSegments {
   // AddSegment and SealSegment of each segment, after Finish.
   void AddTo(vlog::SegmentEdit* edit) const;
 
-  bool empty() const { return closed_.empty() && current_ == nullptr; }
-
  private:
   absl::Status Close();
 
