@@ -53,6 +53,9 @@ struct EngineOptions {
   // covers its tables and blob files). -1: each engine's default (cairn
   // 1 MiB, RocksDB 0).
   int64_t bytes_per_sync = -1;
+  // Both engines: the same for the WAL (wal_bytes_per_sync on both). -1:
+  // each engine's default (cairn 1 MiB, RocksDB 0).
+  int64_t wal_bytes_per_sync = -1;
   int64_t gc_bytes_per_sec = -1;
   int64_t memtable_value_bytes = -1;
   // Both engines: the key ranges one compaction may split into

@@ -188,6 +188,9 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenRocksDbEngine(const EngineOptio
   o.max_background_jobs = 2;  // one flush, one compaction, as cairn
   if (options.subcompactions >= 1) o.max_subcompactions = options.subcompactions;
   if (options.bytes_per_sync >= 0) o.bytes_per_sync = static_cast<uint64_t>(options.bytes_per_sync);
+  if (options.wal_bytes_per_sync >= 0) {
+    o.wal_bytes_per_sync = static_cast<uint64_t>(options.wal_bytes_per_sync);
+  }
   rocksdb::BlockBasedTableOptions table;
   table.block_size = 4096;
   table.block_cache = rocksdb::NewLRUCache(options.cache_bytes);

@@ -66,6 +66,9 @@ ABSL_FLAG(bool, gc, true, "cairn: background value-log garbage collection");
 ABSL_FLAG(int64_t, bytes_per_sync, -1,
           "both engines: start writeback every N bytes written (cairn: "
           "value_log_bytes_per_sync; RocksDB: bytes_per_sync); -1: each engine's default");
+ABSL_FLAG(int64_t, wal_bytes_per_sync, -1,
+          "both engines: start the WAL's writeback every N bytes written (wal_bytes_per_sync); "
+          "-1: each engine's default");
 ABSL_FLAG(double, gc_trigger, -1,
           "cairn: Options::gc_space_amp_trigger (-1: the default; 0 turns GC off like --gc=false)");
 ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
@@ -95,6 +98,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.gc = absl::GetFlag(FLAGS_gc);
   o.gc_trigger = absl::GetFlag(FLAGS_gc_trigger);
   o.bytes_per_sync = absl::GetFlag(FLAGS_bytes_per_sync);
+  o.wal_bytes_per_sync = absl::GetFlag(FLAGS_wal_bytes_per_sync);
   o.subcompactions = absl::GetFlag(FLAGS_subcompactions);
   if (const int64_t mb = absl::GetFlag(FLAGS_gc_mb_per_sec); mb >= 0) o.gc_bytes_per_sec = mb << 20;
   if (const int64_t mb = absl::GetFlag(FLAGS_memtable_value_mb); mb >= 0) {

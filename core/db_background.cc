@@ -263,8 +263,9 @@ void DBImpl::RemoveObsoleteFiles() {
     }
     if (keep) continue;
     if (type == FileType::kTable) table_cache_->Evict(number);
-    // A file that fails to go stays until the next attempt.
-    fs_->RemoveFile(io::JoinPath(dbname_, name)).IgnoreError();
+    // Off this thread (an unlink may wait for the device's discard); a
+    // file that fails to go stays until the next attempt.
+    deleter_->Remove(io::JoinPath(dbname_, name));
   }
 }
 
@@ -278,7 +279,11 @@ absl::Status DBImpl::Flush() {
     background_cv_.Wait(&mu_);
   }
   if (bg_error_.ok() && !imm_.empty()) return absl::AbortedError("the database is closing");
-  return bg_error_;
+  CAIRN_RETURN_IF_ERROR(bg_error_);
+  mu_.Unlock();
+  deleter_->WaitIdle();
+  mu_.Lock();
+  return absl::OkStatus();
 }
 
 void DBImpl::UpdatePendingCompactionBytes() {
@@ -525,6 +530,12 @@ absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* e
   --manual_compactions_;
   if (!s.ok()) SetBackgroundError(s);
   background_cv_.SignalAll();
+  if (s.ok()) {
+    // Its inputs are gone on return.
+    mu_.Unlock();
+    deleter_->WaitIdle();
+    mu_.Lock();
+  }
   return s;
 }
 
@@ -557,7 +568,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
     // memtable hides it: flush, so that the space is back (or GC can take
     // it) on return. Twice at most: the second round collects what the
     // first made visible.
-    if (settle == 2) return absl::OkStatus();
+    if (settle == 2) break;
     bool hidden;
     {
       absl::MutexLock l(&mu_);
@@ -566,7 +577,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
                    gc_controller_.stop_mark();
     }
     const bool waiting = DeleteObsoleteSegments() > 0;
-    if (!waiting && !hidden) return absl::OkStatus();
+    if (!waiting && !hidden) break;
     if (hidden) {
       CAIRN_RETURN_IF_ERROR(Flush());  // its WAL switch syncs too
     } else {
@@ -578,6 +589,10 @@ absl::Status DBImpl::WaitForBackgroundWork() {
     absl::MutexLock l(&mu_);
     background_cv_.SignalAll();
   }
+  // The files that work made obsolete are gone on return, as the space
+  // figures already say.
+  deleter_->WaitIdle();
+  return absl::OkStatus();
 }
 
 }  // namespace cairn

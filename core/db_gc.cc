@@ -225,26 +225,26 @@ size_t DBImpl::DeleteObsoleteSegments() {
                                              versions_->LogNumber());
   }
   if (ready.deletable.empty()) return ready.waiting_for_wal;
+  // The manifest forgets them first, then the files go on the deleter's
+  // thread (an unlink may wait for the device's discard). A crash between
+  // the two leaves files the manifest does not know, which the next open
+  // removes; nothing references them.
   vlog::SegmentEdit edit;
   for (uint64_t id : ready.deletable) {
     vlog_->EvictReader(id);
-    absl::Status s = fs_->RemoveFile(lsm::ValueLogFileName(dbname_, id));
-    if (!s.ok() && !absl::IsNotFound(s)) {
-      // Stays obsolete in the manifest; the next open deletes it.
-      continue;
-    }
     edit.RemoveSegment(id);
-    gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
   }
-  if (edit.empty()) return ready.waiting_for_wal;
-  absl::Status s = fs_->SyncDir(dbname_);
-  if (s.ok()) {
-    lsm::VersionEdit ve;
-    s = LogAndApply(&ve, &edit);
-  }
+  lsm::VersionEdit ve;
+  absl::Status s = LogAndApply(&ve, &edit);
   if (!s.ok()) {
+    // They stay obsolete in the manifest; the next open deletes them.
     absl::MutexLock l(&mu_);
     SetBackgroundError(s);
+    return ready.waiting_for_wal;
+  }
+  for (uint64_t id : ready.deletable) {
+    deleter_->Remove(lsm::ValueLogFileName(dbname_, id));
+    gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
   }
   return ready.waiting_for_wal;
 }
@@ -364,6 +364,7 @@ absl::StatusOr<GcResult> DBImpl::RunGC() {
     CAIRN_RETURN_IF_ERROR(SyncWAL());
     DeleteObsoleteSegments();
   }
+  deleter_->WaitIdle();  // the victims' files are gone on return
   {
     // A failure deleting the victims (the manifest write) stops the DB.
     absl::MutexLock l(&mu_);

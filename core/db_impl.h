@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "cairn/db.h"
 #include "cairn/listener.h"
+#include "core/file_deleter.h"
 #include "core/info_log.h"
 #include "core/super_version.h"
 #include "core/garbage_meter.h"
@@ -403,6 +404,9 @@ class DBImpl final : public DB {
   std::unique_ptr<io::FileLock> lock_;
   // LOG in the database directory (set up once the LOCK is held).
   std::unique_ptr<InfoLog> info_log_;
+  // Removes obsolete files off the threads that made them so (declared
+  // after fs_ and info_log_, which it uses, so it goes first).
+  std::unique_ptr<FileDeleter> deleter_;
   lsm::TableOptions table_options_;
   lsm::ReadCounters read_counters_;
   std::unique_ptr<lsm::BlockCache> block_cache_;

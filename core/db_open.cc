@@ -145,6 +145,11 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
           .bytes_per_second = options.gc_bytes_per_sec}),
       read_only_(read_only) {
   TurnOffMutexDeadlockDetectionInReleaseBuilds();
+  deleter_ = std::make_unique<FileDeleter>(
+      fs_.get(), [this](const std::string& path, const absl::Status& s) {
+        // The file stays; nothing references it, and the next open removes it.
+        if (info_log_ != nullptr) info_log_->Log("could not remove %s: %s", path, s.ToString());
+      });
   table_options_.block_size = options_.block_size;
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
@@ -264,6 +269,8 @@ absl::Status DBImpl::Close() {
     // go now rather than at the next open.
     RemoveObsoleteFiles();
   }
+  // Every file queued for removal is gone while the LOCK is still held.
+  deleter_->WaitIdle();
   absl::MutexLock l(&mu_);
   // Never released; live, so the cast is safe.
   for (const Snapshot* snapshot : live_snapshots_) delete static_cast<const SnapshotImpl*>(snapshot);
@@ -384,7 +391,8 @@ absl::Status DBImpl::Recover() {
   const uint64_t log_number = versions_->NewFileNumber();
   CAIRN_ASSIGN_OR_RETURN(
       std::unique_ptr<io::WritableFile> file,
-      fs_->NewWritableFile(lsm::LogFileName(dbname_, log_number), {.category = io::IoCategory::kWal}));
+      fs_->NewWritableFile(lsm::LogFileName(dbname_, log_number),
+                           {.category = io::IoCategory::kWal, .writeback_bytes = options_.wal_bytes_per_sync}));
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
                          lsm::LogWriter::Create(std::move(file), log_number));
   CAIRN_RETURN_IF_ERROR(log->Sync());
@@ -411,6 +419,7 @@ absl::Status DBImpl::Recover() {
   recovered_ = true;
   RemoveObsoleteFiles();
   DeleteObsoleteSegments();
+  deleter_->WaitIdle();  // the open leaves no file it found obsolete
   {
     absl::MutexLock l(&mu_);
     UpdatePendingCompactionBytes();
@@ -732,7 +741,8 @@ absl::Status DBImpl::NewLog() {
   const std::string path = lsm::LogFileName(dbname_, number);
   auto created = [&]() -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
-                           fs_->NewWritableFile(path, {.category = io::IoCategory::kWal}));
+                           fs_->NewWritableFile(path, {.category = io::IoCategory::kWal,
+                                                       .writeback_bytes = options_.wal_bytes_per_sync}));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
                            lsm::LogWriter::Create(std::move(file), number));
     // The new WAL's header and directory entry must be durable before any

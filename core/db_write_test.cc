@@ -469,5 +469,81 @@ TEST(DbWriteTest, ConcurrentWritersCutOffByAFailureLeaveOnlyIntactValues) {
   }
 }
 
+
+// A memory file system that records the writeback setting each file was
+// created with.
+class WritebackRecordingFileSystem : public io::MemoryFileSystem {
+ public:
+  absl::StatusOr<std::unique_ptr<io::WritableFile>> NewWritableFile(
+      const std::string& path, const io::FileOptions& options) override {
+    {
+      absl::MutexLock l(&mu_);
+      writeback_[path] = options.writeback_bytes;
+    }
+    return MemoryFileSystem::NewWritableFile(path, options);
+  }
+  // Every file whose name ends with suffix, and its writeback setting.
+  std::map<std::string, uint64_t> Files(absl::string_view suffix) {
+    absl::MutexLock l(&mu_);
+    std::map<std::string, uint64_t> out;
+    for (const auto& [path, bytes] : writeback_) {
+      if (absl::EndsWith(path, suffix)) out[path] = bytes;
+    }
+    return out;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<std::string, uint64_t> writeback_;
+};
+
+// Param: whether values are separated at flush (the WAL carries them) or as
+// written.
+class WritebackTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(WritebackTest, WalsAndSegmentsStartWritebackAtTheirOwnSetting) {
+  auto fs = std::make_shared<WritebackRecordingFileSystem>();
+  Options o = SeparatedOptions(Compression::kNone);
+  o.separate_at_flush_below = GetParam();
+  o.file_system = fs;
+  o.wal_bytes_per_sync = 3 << 20;
+  o.value_log_bytes_per_sync = 5 << 20;
+  {
+    absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(o, "/db");
+    ASSERT_OK(db.status());
+    for (int i = 0; i < 64; ++i) {
+      ASSERT_OK((*db)->Put(WriteOptions(), absl::StrCat("key", i), RandomValue(i, 4096)));
+    }
+    ASSERT_OK((*db)->Flush());  // a new WAL, and the flush's own segments
+    ASSERT_OK((*db)->Put(WriteOptions(), "after", RandomValue(99, 4096)));
+  }
+  const std::map<std::string, uint64_t> wals = fs->Files(".log");
+  const std::map<std::string, uint64_t> segments = fs->Files(".vlog");
+  EXPECT_GE(wals.size(), 2u);  // the open's WAL and the flush's new one
+  EXPECT_GE(segments.size(), 1u);
+  for (const auto& [path, bytes] : wals) EXPECT_EQ(bytes, uint64_t{3} << 20) << path;
+  for (const auto& [path, bytes] : segments) EXPECT_EQ(bytes, uint64_t{5} << 20) << path;
+
+  // 0 turns the WAL's off and leaves the value log's alone.
+  auto fs0 = std::make_shared<WritebackRecordingFileSystem>();
+  o.file_system = fs0;
+  o.wal_bytes_per_sync = 0;
+  {
+    absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(o, "/db");
+    ASSERT_OK(db.status());
+    ASSERT_OK((*db)->Put(WriteOptions(), "k", RandomValue(1, 4096)));
+    ASSERT_OK((*db)->Flush());
+  }
+  EXPECT_FALSE(fs0->Files(".log").empty());
+  for (const auto& [path, bytes] : fs0->Files(".log")) EXPECT_EQ(bytes, 0u) << path;
+  for (const auto& [path, bytes] : fs0->Files(".vlog")) EXPECT_EQ(bytes, uint64_t{5} << 20) << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(Placement, WritebackTest, ::testing::Values(size_t{0}, size_t{16} << 10),
+                         [](const auto& info) {
+                           return info.param == 0 ? std::string("AsWritten")
+                                                  : std::string("AtFlush");
+                         });
+
 }  // namespace
 }  // namespace cairn

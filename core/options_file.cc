@@ -85,6 +85,7 @@ std::string FormatOptionsFile(const Options& o) {
   add_bool("direct_reads", o.direct_reads);
   add_bool("direct_writes", o.direct_writes);
   add("value_log_bytes_per_sync", o.value_log_bytes_per_sync);
+  add("wal_bytes_per_sync", o.wal_bytes_per_sync);
   if (o.value_separation_threshold == kInlineValues) {
     add("value_separation_threshold", "inline");
   } else {

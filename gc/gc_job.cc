@@ -213,18 +213,11 @@ class GcJob {
     wo.compression_level = options_.compression_level;
     wo.direct_writes = options_.direct_writes;
     wo.writeback_bytes = options_.writeback_bytes;
+    wo.sync_header = false;  // synced whole before the manifest names it
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                            vlog::SegmentWriter::Create(fs_, output_path_, output_id_, wo));
     result_->bytes_written = writer->size();
     Charge(writer->size(), nullptr);
-    // The file and its durable header exist before the manifest names the
-    // segment: a crash in between leaves an orphan file, removed at open.
-    CAIRN_RETURN_IF_ERROR(fs_->SyncDir(DirName(output_path_)));
-    vlog::SegmentEdit add;
-    add.AddSegment(output_id_, vlog::SegmentKind::kGcOutput);
-    output_logged_ = true;  // from here on the manifest may know it
-    CAIRN_RETURN_IF_ERROR(index_->LogSegmentEdit(add));
-
     for (Record& r : live_) {
       // Copied as stored: a compressed or chunked value stays as it is,
       // without a round of zstd. Only a plain value meets the job's
@@ -242,9 +235,16 @@ class GcJob {
     CAIRN_RETURN_IF_ERROR(writer->Sync());
     CAIRN_RETURN_IF_ERROR(writer->Close());
     result_->bytes_written = writer->size();
-    vlog::SegmentEdit seal;
-    seal.SealSegment(output_id_, writer->size(), writer->record_count());
-    return index_->LogSegmentEdit(seal);
+    // The whole file and its directory entry are durable before the
+    // manifest names the segment, added and sealed in one edit: a crash
+    // before it leaves an orphan file, removed at open, that no pointer
+    // names (the rewrites come after).
+    CAIRN_RETURN_IF_ERROR(fs_->SyncDir(DirName(output_path_)));
+    vlog::SegmentEdit add;
+    add.AddSegment(output_id_, vlog::SegmentKind::kGcOutput);
+    add.SealSegment(output_id_, writer->size(), writer->record_count());
+    output_logged_ = true;  // from here on the manifest may know it
+    return index_->LogSegmentEdit(add);
   }
 
   // Best effort after a failure before any pointer into the output was

@@ -455,6 +455,36 @@ TEST(SegmentWriterTest, HeaderIsDurableFromCreation) {
   EXPECT_TRUE(SegmentReader::Open(fault.get(), "/7.vlog", 7, false).ok());
 }
 
+TEST(SegmentWriterTest, WithoutTheHeaderSyncNothingIsDurableUntilTheCallerSyncs) {
+  SegmentWriterOptions o;
+  o.sync_header = false;  // as GC output and the flush's segments
+  auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());
+  {
+    auto writer = SegmentWriter::Create(fault.get(), "/7.vlog", 7, o);
+    ASSERT_TRUE(writer.ok());
+    ASSERT_TRUE((*writer)->Append("k", "unsynced value").ok());
+    ASSERT_TRUE((*writer)->Flush().ok());
+    fault->SetFilesystemActive(false);
+  }
+  ASSERT_TRUE(fault->SimulateCrash(io::CrashMode::kDropUnsynced, 1).ok());
+  EXPECT_EQ(fault->GetFileSize("/7.vlog").value(), 0u);  // an orphan for open to remove
+
+  // Once the caller syncs, header and records are durable together.
+  absl::StatusOr<ValuePointer> ptr = absl::InternalError("unset");
+  {
+    auto writer = SegmentWriter::Create(fault.get(), "/8.vlog", 8, o);
+    ASSERT_TRUE(writer.ok());
+    ptr = (*writer)->Append("k", "synced value");
+    ASSERT_TRUE(ptr.ok());
+    ASSERT_TRUE((*writer)->Sync().ok());
+    fault->SetFilesystemActive(false);
+  }
+  ASSERT_TRUE(fault->SimulateCrash(io::CrashMode::kDropUnsynced, 2).ok());
+  EXPECT_EQ(fault->GetFileSize("/8.vlog").value(), kSegmentHeaderSize + ptr->size);
+  auto reader = SegmentReader::Open(fault.get(), "/8.vlog", 8, false);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+}
+
 TEST(SegmentWriterTest, ErrorsAreSticky) {
   auto fault = std::make_shared<io::FaultFileSystem>(std::make_shared<io::MemoryFileSystem>());
   auto writer = SegmentWriter::Create(fault.get(), "/7.vlog", 7, {});

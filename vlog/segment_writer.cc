@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<SegmentWriter>> SegmentWriter::Create(
   CAIRN_RETURN_IF_ERROR(file->Append(header));
   // Syncing the header once per segment means a damaged header is always
   // corruption, never a torn tail, which keeps recovery's rule simple.
-  CAIRN_RETURN_IF_ERROR(file->Sync());
+  if (options.sync_header) CAIRN_RETURN_IF_ERROR(file->Sync());
   auto writer = std::unique_ptr<SegmentWriter>(
       new SegmentWriter(std::move(file), std::move(path), segment_id, options));
   writer->size_.store(header.size(), std::memory_order_release);

@@ -54,6 +54,11 @@ struct SegmentWriterOptions {
   // a range of it can be read and verified alone. 0: never chunk.
   // Otherwise kMinValueChunkSize..kMaxValueChunkSize.
   uint32_t chunk_size = kDefaultValueChunkSize;
+  // Create syncs the header, so that a damaged header is always corruption,
+  // never a torn tail. false: the caller syncs the whole segment before the
+  // manifest names it (GC output, the flush's segments), so a crash before
+  // that leaves an orphan file that open removes, and the sync is wasted.
+  bool sync_header = true;
 };
 
 // Whole encoded records back to back, sizes[i] bytes each.

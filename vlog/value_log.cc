@@ -229,7 +229,9 @@ absl::Status ValueLog::RollSegment() {
 
 absl::StatusOr<std::unique_ptr<vlog::SegmentWriter>> ValueLog::CreateFlushSegment() {
   const uint64_t id = options_.new_file_number();
-  return vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, WriterOptions());
+  vlog::SegmentWriterOptions wo = WriterOptions();
+  wo.sync_header = false;  // the flush syncs it whole before the manifest names it
+  return vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, wo);
 }
 
 vlog::SegmentWriterOptions ValueLog::WriterOptions() const {
