@@ -283,15 +283,23 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     gc::PickRequest request;
     request.segments = segments;
     request.exclude = done;
-    std::optional<gc::VictimCandidate> victim = policy.Pick(request, manual, [this] {
+    // Victims up to a segment's size in all share one job: one output
+    // segment, its syncs and manifest edit, one synced rewrite and one
+    // removal, instead of each paying for its own (docs/gc.md).
+    request.byte_budget = options_.value_log_segment_size;
+    const std::vector<gc::VictimCandidate> victims = policy.Pick(request, manual, [this] {
       return GetValueLogSpace(/*with_estimate=*/true).amplification();
     });
-    if (!victim.has_value()) break;
-    done.insert(victim->segment_id);
+    if (victims.empty()) break;
+    std::vector<uint64_t> victim_ids;
+    for (const gc::VictimCandidate& v : victims) {
+      victim_ids.push_back(v.segment_id);
+      done.insert(v.segment_id);
+    }
     gc::GcJobResult r;
     absl::Status s = gc::RunGcJob(
         jo, fs_.get(), [this](uint64_t id) { return lsm::ValueLogFileName(dbname_, id); },
-        victim->segment_id, &index, &r);
+        victim_ids, &index, &r);
     if (!s.ok()) {
       absl::MutexLock l(&mu_);
       // A close cut the job short (its rewrite was refused before any
@@ -308,23 +316,25 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       // synced write, WAL switch or flush does. WALs up to the
       // current one may hold those writes, unless every memtable is empty
       // (then every WAL with data is flushed).
-      obsolete_segments_.Add({.segment_id = victim->segment_id,
-                              .sequence = last_sequence_.load(),
-                              .durable_at = index.superseded_through(),
-                              .log_number = mem_->empty() && imm_.empty() ? 0 : log_number_,
-                              .epoch = std::weak_ptr<const void>(read_epoch_)});
+      for (uint64_t id : victim_ids) {
+        obsolete_segments_.Add({.segment_id = id,
+                                .sequence = last_sequence_.load(),
+                                .durable_at = index.superseded_through(),
+                                .log_number = mem_->empty() && imm_.empty() ? 0 : log_number_,
+                                .epoch = std::weak_ptr<const void>(read_epoch_)});
+      }
       auto next = std::make_shared<ReadEpoch>();
       read_epoch_->next = next;
       read_epoch_ = std::move(next);
       InstallSuperVersionLocked();
     }
-    ++total.victims;
+    total.victims += victim_ids.size();
     total.bytes_read += r.bytes_read;
     total.bytes_relocated += r.bytes_relocated;
     total.records_relocated += r.live_records;
     total.records_dropped += r.records_dropped;
     total.rewrites_lost += r.rewrites_lost;
-    gc_runs_.fetch_add(1, std::memory_order_relaxed);
+    gc_runs_.fetch_add(victim_ids.size(), std::memory_order_relaxed);
     gc_bytes_read_.fetch_add(r.bytes_read, std::memory_order_relaxed);
     gc_bytes_relocated_.fetch_add(r.bytes_relocated, std::memory_order_relaxed);
     gc_records_dropped_.fetch_add(r.records_dropped, std::memory_order_relaxed);

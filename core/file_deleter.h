@@ -3,7 +3,7 @@
 // unlink. On a file system mounted with online discard (ext4 `discard`), an
 // unlink of a large file waits for the device to trim its blocks: tens of
 // milliseconds for one value-log segment, which GC and the flush spent
-// there before (docs/decisions/20261203_background_file_deletion.md).
+// there before (docs/decisions/20261202_gc_waits.md).
 //
 // Only files nothing references are handed over: a crash before one is
 // removed leaves a file the next open removes as an orphan.

@@ -63,13 +63,13 @@ absl::Duration GcController::WriteDelay(double amp, uint64_t bytes, absl::Time n
   return wait;
 }
 
-std::optional<VictimCandidate> VictimPolicy::Pick(const PickRequest& request, bool manual,
-                                                  absl::FunctionRef<double()> amp) const {
-  std::optional<VictimCandidate> victim = picker_.PickOne(request);
-  if (!victim.has_value() && !manual && trigger_ > 0 && amp() > trigger_) {
-    victim = low_picker_.PickOne(request);
+std::vector<VictimCandidate> VictimPolicy::Pick(const PickRequest& request, bool manual,
+                                                absl::FunctionRef<double()> amp) const {
+  std::vector<VictimCandidate> victims = picker_.Pick(request);
+  if (victims.empty() && !manual && trigger_ > 0 && amp() > trigger_) {
+    victims = low_picker_.Pick(request);
   }
-  return victim;
+  return victims;
 }
 
 }  // namespace cairn::gc

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/time/time.h"
@@ -47,9 +48,11 @@ class VictimPolicy {
  public:
   VictimPolicy(double floor, double fallback_floor, double trigger)
       : picker_({floor}), low_picker_({fallback_floor}), trigger_(trigger) {}
-  // amp is read only when no segment reaches the floor.
-  std::optional<VictimCandidate> Pick(const PickRequest& request, bool manual,
-                                      absl::FunctionRef<double()> amp) const;
+  // The victims of one job, best first, within request.byte_budget (the
+  // best one always; VictimPicker::Pick), all from the same floor; empty
+  // when there is none. amp is read only when no segment reaches the floor.
+  std::vector<VictimCandidate> Pick(const PickRequest& request, bool manual,
+                                    absl::FunctionRef<double()> amp) const;
   double floor() const { return picker_.options().min_garbage_ratio; }
   double fallback_floor() const { return low_picker_.options().min_garbage_ratio; }
 

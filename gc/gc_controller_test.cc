@@ -129,22 +129,45 @@ TEST(GcControllerTest, VictimPolicyTakesTheFloorThenTheFallbackOnlyPastTheTrigge
     };
   };
   // Nothing at the floor (0.5): below the trigger, no victim.
-  EXPECT_FALSE(policy.Pick(request, /*manual=*/false, amp_at(1.4)).has_value());
+  EXPECT_TRUE(policy.Pick(request, /*manual=*/false, amp_at(1.4)).empty());
   // Past it, the best segment at the fallback floor (0.25): 1, not 2 (0.1).
-  std::optional<VictimCandidate> v = policy.Pick(request, false, amp_at(1.6));
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->segment_id, 1u);
+  std::vector<VictimCandidate> v = policy.Pick(request, false, amp_at(1.6));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].segment_id, 1u);
   // RunGC never drops its floor, whatever the figure.
-  EXPECT_FALSE(policy.Pick(request, /*manual=*/true, amp_at(3.0)).has_value());
+  EXPECT_TRUE(policy.Pick(request, /*manual=*/true, amp_at(3.0)).empty());
   // A segment at the floor is taken without reading the figure.
   const std::vector<vlog::SegmentInfo> with_one_at_floor = {Sealed(1, 1000, 300),
                                                             Sealed(3, 1000, 600)};
   request.segments = with_one_at_floor;
   amp_reads = 0;
   v = policy.Pick(request, false, amp_at(1.0));
-  ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->segment_id, 3u);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].segment_id, 3u);
   EXPECT_EQ(amp_reads, 0);
+}
+
+TEST(GcControllerTest, VictimPolicyTakesSeveralVictimsWithinTheJobsBudget) {
+  const VictimPolicy policy = GcController(Defaults()).victim_policy();
+  const std::vector<vlog::SegmentInfo> segments = {
+      Sealed(1, 1000, 600), Sealed(2, 1000, 700), Sealed(3, 1000, 800), Sealed(4, 1000, 100)};
+  PickRequest request;
+  request.segments = segments;
+  auto amp = [] { return 1.0; };
+  // No budget: the best one (the oldest at the floor scores highest).
+  std::vector<VictimCandidate> v = policy.Pick(request, false, amp);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].segment_id, 1u);
+  // Room for two, best first; 4 is under the floor and never joins.
+  request.byte_budget = 2000 + 2 * vlog::kSegmentHeaderSize;
+  v = policy.Pick(request, false, amp);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].segment_id, 1u);
+  EXPECT_EQ(v[1].segment_id, 2u);
+  request.byte_budget = 1 << 20;
+  v = policy.Pick(request, /*manual=*/true, amp);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[2].segment_id, 3u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -90,13 +91,16 @@ std::string DirName(const std::string& path) {
 class GcJob {
  public:
   GcJob(const GcJobOptions& options, io::FileSystem* fs,
-        const std::function<std::string(uint64_t)>& segment_path, uint64_t victim_id,
-        IndexView* index, GcJobResult* result)
-      : options_(options), fs_(fs), segment_path_(segment_path), victim_id_(victim_id),
-        index_(index), result_(result), throttle_(options.bytes_per_second) {}
+        const std::function<std::string(uint64_t)>& segment_path,
+        absl::Span<const uint64_t> victim_ids, IndexView* index, GcJobResult* result)
+      : options_(options), fs_(fs), segment_path_(segment_path),
+        victim_ids_(victim_ids.begin(), victim_ids.end()), index_(index), result_(result),
+        throttle_(options.bytes_per_second) {}
 
   absl::Status Run() {
-    CAIRN_RETURN_IF_ERROR(ScanVictim());
+    // Every victim is scanned and checked before anything is written: a bad
+    // record in any of them leaves the job with nothing done.
+    for (uint64_t victim_id : victim_ids_) CAIRN_RETURN_IF_ERROR(ScanVictim(victim_id));
     // Live keys are distinct (a key's current value is one record), so the
     // order is total. Neighbouring keys end up in neighbouring records, which
     // later range scans read together.
@@ -133,15 +137,15 @@ class GcJob {
         return s;
       }
     }
-    // Last: only now does nothing need the victim (docs/testing.md, invariant 5).
-    final_edit.MarkObsolete(victim_id_);
+    // Last: only now does nothing need the victims (docs/testing.md, invariant 5).
+    for (uint64_t victim_id : victim_ids_) final_edit.MarkObsolete(victim_id);
     return index_->LogSegmentEdit(final_edit);
   }
 
   absl::Duration slept() const { return throttle_.slept(); }
 
  private:
-  absl::Status ScanVictim() {
+  absl::Status ScanVictim(uint64_t victim_id) {
     // Scan time is the whole less the liveness checks inside it.
     const uint64_t liveness_before = result_->liveness_micros;
     uint64_t whole = 0;
@@ -158,7 +162,7 @@ class GcJob {
     so.read_ahead = true;  // the next chunk arrives while liveness is checked
     CAIRN_ASSIGN_OR_RETURN(
         std::unique_ptr<vlog::SegmentScanner> scanner,
-        vlog::SegmentScanner::Open(fs_, segment_path_(victim_id_), victim_id_, so));
+        vlog::SegmentScanner::Open(fs_, segment_path_(victim_id), victim_id, so));
     Charge(vlog::kSegmentHeaderSize, &result_->bytes_read);
     std::vector<Record> batch;
     batch.reserve(options_.liveness_batch_size);
@@ -167,7 +171,7 @@ class GcJob {
       ++result_->records_scanned;
       Charge(rec.size, &result_->bytes_read);
       batch.push_back(Record{std::string(rec.key), std::string(rec.stored_value), rec.flags,
-                             rec.pointer(victim_id_), {}});
+                             rec.pointer(victim_id), {}});
       if (batch.size() >= options_.liveness_batch_size) CAIRN_RETURN_IF_ERROR(KeepLive(&batch));
     }
     CAIRN_RETURN_IF_ERROR(scanner->status());
@@ -321,7 +325,7 @@ class GcJob {
   const GcJobOptions& options_;
   io::FileSystem* const fs_;
   const std::function<std::string(uint64_t)>& segment_path_;
-  const uint64_t victim_id_;
+  const std::vector<uint64_t> victim_ids_;
   IndexView* const index_;
   GcJobResult* const result_;
   Throttle throttle_;
@@ -339,10 +343,10 @@ class GcJob {
 
 std::string GcJobResult::DebugString() const {
   return absl::StrFormat(
-      "gc victim %d -> output %d: read %d bytes, %d records scanned, %d live (%d bytes "
+      "gc victims %s -> output %d: read %d bytes, %d records scanned, %d live (%d bytes "
       "relocated, %d written), %d dropped, %d rewrites lost (%d bytes), %d us (%d us throttled; "
       "scan %d, liveness %d, write %d, rewrite %d)",
-      victim_id, output_segment_id, bytes_read, records_scanned, live_records, bytes_relocated,
+      absl::StrJoin(victim_ids, ","), output_segment_id, bytes_read, records_scanned, live_records, bytes_relocated,
       bytes_written, records_dropped, rewrites_lost, garbage_bytes_lost, micros,
       throttled_micros, scan_micros, liveness_micros, write_micros, rewrite_micros);
 }
@@ -362,17 +366,27 @@ absl::Status ValidateGcJobOptions(const GcJobOptions& options) {
 
 absl::Status RunGcJob(const GcJobOptions& options, io::FileSystem* fs,
                       const std::function<std::string(uint64_t)>& segment_path,
-                      uint64_t victim_id, IndexView* index, GcJobResult* result) {
+                      absl::Span<const uint64_t> victim_ids, IndexView* index,
+                      GcJobResult* result) {
   *result = GcJobResult();
-  result->victim_id = victim_id;
+  result->victim_ids.assign(victim_ids.begin(), victim_ids.end());
+  result->victim_id = victim_ids.empty() ? 0 : victim_ids.front();
   CAIRN_RETURN_IF_ERROR(ValidateGcJobOptions(options));
+  if (victim_ids.empty()) return absl::InvalidArgumentError("RunGcJob: no victim");
   const absl::Time start = absl::Now();
-  GcJob job(options, fs, segment_path, victim_id, index, result);
+  GcJob job(options, fs, segment_path, victim_ids, index, result);
   absl::Cleanup timing = [&] {
     result->micros = static_cast<uint64_t>(absl::ToInt64Microseconds(absl::Now() - start));
     result->throttled_micros = static_cast<uint64_t>(absl::ToInt64Microseconds(job.slept()));
   };
   return job.Run();
+}
+
+absl::Status RunGcJob(const GcJobOptions& options, io::FileSystem* fs,
+                      const std::function<std::string(uint64_t)>& segment_path,
+                      uint64_t victim_id, IndexView* index, GcJobResult* result) {
+  const uint64_t victims[] = {victim_id};
+  return RunGcJob(options, fs, segment_path, victims, index, result);
 }
 
 }  // namespace cairn::gc

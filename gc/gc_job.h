@@ -1,36 +1,38 @@
-// RunGcJob relocates the live records of one value-log segment (the victim)
-// into a new GC output segment and points their keys at the new copies, so
-// that the victim can be deleted. Protocol and crash analysis: docs/gc.md.
+// RunGcJob relocates the live records of one or more value-log segments
+// (the victims) into one new GC output segment and points their keys at the
+// new copies, so that the victims can be deleted. Several victims share the
+// output's syncs and manifest edits, the pointer rewrite's WAL sync and the
+// victims' removal. Protocol and crash analysis: docs/gc.md.
 //
-//   1. Scan the victim front to back with large sequential reads (a sealed
+//   1. Scan each victim front to back with large sequential reads (a sealed
 //      segment: any bad record is DataLoss, and nothing is written).
 //   2. Check liveness in batches through IndexView::CheckLive.
 //   3. Sort the live records by key. They are buffered in memory as stored
-//      (compressed values stay compressed), so the job holds at most about
-//      one victim's worth of bytes; re-reading values in key order instead
-//      would trade that memory for a random read per record.
-//   4. Create the output segment (kGcOutput, a new file number), sync its
-//      directory, log AddSegment, append the records in key order, Sync, log
-//      SealSegment. No pointer into it exists before all of this is durable.
+//      (compressed values stay compressed), so the job holds at most the
+//      live bytes of its victims (the DB bounds the victims' total size);
+//      re-reading values in key order instead would trade that memory for a
+//      random read per record.
+//   4. Create the output segment (kGcOutput, a new file number), append the
+//      records in key order, Sync, sync its directory, then log AddSegment
+//      and SealSegment in one edit. No pointer into it exists before all of
+//      this is durable.
 //   5. IndexView::RewritePointers, in batches (compare-and-swap; the last
 //      batch is synced, which makes the earlier ones durable too).
 //   6. Log one edit: AddGarbage on the output for the copies whose rewrite
-//      lost to a newer write or a delete, then MarkObsolete(victim). The job
-//      never deletes the victim; the DB does when nothing can read it.
-// A victim with no live record gets no output segment: only step 6.
+//      lost to a newer write or a delete, then MarkObsolete for each victim.
+//      The job never deletes a victim; the DB does when nothing can read it.
+// Victims with no live record get no output segment: only step 6.
 //
 // A crash (or error) after any step leaves either extra garbage or a
 // complete move, never a pointer to bytes that are not durable or not known
 // to the manifest. When the job fails before any pointer was rewritten, it
 // marks its output segment obsolete (best effort).
 //
-// Values are decompressed before being appended and the writer compresses
-// them again when GcJobOptions::compress is set: SegmentWriter has no way to
-// append an already-compressed stored value, so a record's zstd flag follows
-// the job's option, not the victim's record (the value bytes are the same).
+// Records are copied as stored: a compressed or chunked value stays as it is,
+// without a round of zstd; only a plain value meets GcJobOptions::compress.
 //
-// Thread safety: one job per victim at a time; jobs on different victims
-// may run concurrently if IndexView allows.
+// Thread safety: one job per victim at a time; jobs on disjoint victims may
+// run concurrently if IndexView allows.
 #ifndef CAIRN_GC_GC_JOB_H_
 #define CAIRN_GC_GC_JOB_H_
 
@@ -38,8 +40,10 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "gc/index_view.h"
 #include "io/file_system.h"
 
@@ -68,9 +72,10 @@ struct GcJobOptions {
 
 // What one job did. Byte counts are of the segments' files.
 struct GcJobResult {
-  uint64_t victim_id = 0;
+  std::vector<uint64_t> victim_ids;
+  uint64_t victim_id = 0;          // the first of them
   uint64_t output_segment_id = 0;  // 0 when the victim had no live record
-  uint64_t bytes_read = 0;         // of the victim, header included
+  uint64_t bytes_read = 0;         // of the victims, headers included
   uint64_t bytes_written = 0;      // the output's size, header included
   uint64_t records_scanned = 0;
   uint64_t live_records = 0;       // copied to the output
@@ -93,14 +98,20 @@ struct GcJobResult {
 // InvalidArgument for zero batch or read sizes or a bad compression level.
 absl::Status ValidateGcJobOptions(const GcJobOptions& options);
 
-// Runs the job above on segment victim_id, whose file is segment_path(id)
-// (the output goes to segment_path(output id), in the same directory, which
-// is synced). *result is filled as far as the job got, also on error.
-// REQUIRES: victim_id names a sealed, non-obsolete segment that no other job
-// is collecting; result != nullptr.
-// Errors: InvalidArgument (options); DataLoss naming file and offset for a
-// bad victim record (then nothing was written or rewritten); the file
-// system's and the index's errors.
+// Runs the job above on the segments victim_ids, whose files are
+// segment_path(id) (the output goes to segment_path(output id), in the same
+// directory, which is synced). *result is filled as far as the job got, also
+// on error.
+// REQUIRES: each victim id names a distinct sealed, non-obsolete segment
+// that no other job is collecting; result != nullptr.
+// Errors: InvalidArgument (options, no victim); DataLoss naming file and
+// offset for a bad victim record (then nothing was written or rewritten);
+// the file system's and the index's errors.
+absl::Status RunGcJob(const GcJobOptions& options, io::FileSystem* fs,
+                      const std::function<std::string(uint64_t)>& segment_path,
+                      absl::Span<const uint64_t> victim_ids, IndexView* index,
+                      GcJobResult* result);
+// The same for one victim.
 absl::Status RunGcJob(const GcJobOptions& options, io::FileSystem* fs,
                       const std::function<std::string(uint64_t)>& segment_path,
                       uint64_t victim_id, IndexView* index, GcJobResult* result);

@@ -29,6 +29,7 @@ using vlog::SegmentEditTag;
 using vlog::ValuePointer;
 
 constexpr uint64_t kVictim = 7;
+constexpr uint64_t kVictim2 = 8;  // WriteSecondVictim's
 constexpr uint64_t kFresh = 9;  // segment holding the user's newer writes
 constexpr int kKeys = 40;
 
@@ -180,6 +181,35 @@ struct Harness {
     Overwrite("k001", "newer value of k001");
     Delete("k002");
     ASSERT_TRUE(fs_->SyncDir("/db").ok());
+  }
+
+  // After WriteVictim: a second sealed victim, kVictim2, of 20 keys m000..
+  // m019 in reverse order; "m005" is then overwritten in kFresh.
+  void WriteSecondVictim() {
+    std::mt19937_64 rng(7);
+    auto writer = vlog::SegmentWriter::Create(fs_.get(), SegmentPath(kVictim2), kVictim2, {});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (int i = 19; i >= 0; --i) {
+      const std::string k = absl::StrFormat("m%03d", i);
+      const std::string v = vlog::testing::RandomBytes(rng, 500);
+      auto p = (*writer)->Append(k, v);
+      ASSERT_TRUE(p.ok()) << p.status();
+      index_.map[k] = *p;
+      values_[k] = v;
+    }
+    ASSERT_TRUE((*writer)->Sync().ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+    SegmentEdit edit;
+    edit.AddSegment(kVictim2, vlog::SegmentKind::kFresh);
+    edit.SealSegment(kVictim2, (*writer)->size(), (*writer)->record_count());
+    ASSERT_TRUE(index_.set.Apply(edit).ok());
+    Overwrite("m005", "newer value of m005");
+    ASSERT_TRUE(fs_->SyncDir("/db").ok());
+  }
+
+  absl::Status RunJobOnBoth(const GcJobOptions& options = {}) {
+    const uint64_t victims[] = {kVictim, kVictim2};
+    return RunGcJob(options, fs_.get(), SegmentPath, victims, &index_, &result_);
   }
 
   static SegmentEdit AddSegmentEdit(uint64_t id) {
@@ -546,7 +576,104 @@ TEST_F(GcJobTest, InvalidOptionsAreRejectedBeforeAnyIo) {
   options.compression_level = 40;
   EXPECT_TRUE(absl::IsInvalidArgument(RunJob(options)));
   EXPECT_TRUE(index_.events.empty());
-  EXPECT_NE(result_.DebugString().find("gc victim 7"), std::string::npos);
+  EXPECT_NE(result_.DebugString().find("gc victims 7"), std::string::npos);
+}
+
+TEST_F(GcJobTest, SeveralVictimsShareOneOutputAndOneFinalEdit) {
+  WriteVictim();
+  WriteSecondVictim();
+  GcJobOptions options;
+  options.liveness_batch_size = 16;
+  ASSERT_TRUE(RunJobOnBoth(options).ok());
+  EXPECT_EQ(result_.victim_ids, (std::vector<uint64_t>{kVictim, kVictim2}));
+  EXPECT_EQ(result_.records_scanned, kKeys + 1u + 20u);
+  EXPECT_EQ(result_.records_dropped, 3u + 1u);
+  EXPECT_EQ(result_.live_records, kKeys - 2u + 19u);
+  const uint64_t out = result_.output_segment_id;
+  ASSERT_NE(out, 0u);
+  // One output, its keys in order across both victims.
+  std::vector<std::pair<std::string, uint8_t>> records = ScanSegment(out);
+  ASSERT_EQ(records.size(), result_.live_records);
+  EXPECT_TRUE(std::is_sorted(records.begin(), records.end()));
+  EXPECT_EQ(records.front().first, "k000");
+  EXPECT_EQ(records.back().first, "m019");
+  for (const auto& [key, p] : index_.map) {
+    if (key == "k001" || key == "m005") {
+      EXPECT_EQ(p.segment_id, kFresh) << key;
+    } else {
+      EXPECT_EQ(p.segment_id, out) << key;
+    }
+  }
+  // Checks (41 + 20 records in batches of 16, per victim), the output's one
+  // edit, one synced rewrite, and one final edit naming both victims.
+  std::vector<std::string> expected(3 + 2, "check");
+  expected.push_back(absl::StrCat("edit ", SegmentEdit::ChangeDebugString(
+                                               {SegmentEditTag::kNewSegment, out,
+                                                vlog::SegmentKind::kGcOutput})));
+  expected.push_back(absl::StrCat(
+      "edit ", SegmentEdit::ChangeDebugString({SegmentEditTag::kSealSegment, out,
+                                                vlog::SegmentKind::kFresh,
+                                                index_.set.Get(out)->size, result_.live_records})));
+  expected.push_back("rewrite");
+  expected.push_back(absl::StrCat(
+      "edit ", SegmentEdit::ChangeDebugString({SegmentEditTag::kMarkObsolete, kVictim})));
+  expected.push_back(absl::StrCat(
+      "edit ", SegmentEdit::ChangeDebugString({SegmentEditTag::kMarkObsolete, kVictim2})));
+  EXPECT_EQ(index_.events, expected);
+  EXPECT_EQ(index_.rewrite_syncs, (std::vector<bool>{true}));
+  EXPECT_TRUE(index_.set.Get(kVictim)->obsolete);
+  EXPECT_TRUE(index_.set.Get(kVictim2)->obsolete);
+  EXPECT_EQ(index_.edits.back().changes().size(), 2u);  // one edit for both
+  ExpectNoDanglingPointer("after the job");
+}
+
+TEST_F(GcJobTest, ABadRecordInALaterVictimLeavesTheJobWithNothingDone) {
+  WriteVictim();
+  WriteSecondVictim();
+  std::string bytes = base_->ReadFileToString(SegmentPath(kVictim2)).value();
+  bytes[bytes.size() / 2] ^= 0x40;
+  ASSERT_TRUE(base_->WriteFileFromString(SegmentPath(kVictim2), bytes).ok());
+  const auto map_before = index_.map;
+  const absl::Status s = RunJobOnBoth();
+  EXPECT_TRUE(absl::IsDataLoss(s)) << s;
+  EXPECT_NE(s.message().find(SegmentPath(kVictim2)), std::string::npos) << s;
+  EXPECT_EQ(index_.map, map_before);
+  EXPECT_TRUE(index_.edits.empty());
+  EXPECT_FALSE(index_.set.Get(kVictim)->obsolete);
+  EXPECT_FALSE(index_.set.Get(kVictim2)->obsolete);
+}
+
+TEST_F(GcJobTest, CrashAtEveryIndexCallOfATwoVictimJobLeavesNoDanglingPointer) {
+  int total_calls = 0;
+  {
+    Harness clean;
+    clean.WriteVictim();
+    clean.WriteSecondVictim();
+    ASSERT_TRUE(clean.RunJobOnBoth().ok());
+    total_calls = clean.index_.calls;
+  }
+  ASSERT_GE(total_calls, 4);
+  for (int at = 0; at < total_calls; ++at) {
+    for (bool after : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("die at call ", at, after ? " after" : " before", " its effect"));
+      Harness t;
+      t.WriteVictim();
+      t.WriteSecondVictim();
+      t.index_.die_at = at;
+      t.index_.die_after_effect = after;
+      EXPECT_FALSE(t.RunJobOnBoth().ok());
+      ASSERT_TRUE(t.fs_->SimulateCrash(io::CrashMode::kDropUnsynced, at).ok());
+      t.ExpectNoDanglingPointer("after crash");
+    }
+  }
+}
+
+TEST_F(GcJobTest, AJobWithoutVictimsIsRefused) {
+  const absl::Status s =
+      RunGcJob(GcJobOptions(), fs_.get(), SegmentPath, absl::Span<const uint64_t>(), &index_,
+               &result_);
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_EQ(index_.calls, 0);
 }
 
 }  // namespace

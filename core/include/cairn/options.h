@@ -96,7 +96,7 @@ struct Options {
   // the values the flush separates (separate_at_flush_below), so without
   // it each memtable switch, and each synced write or GC rewrite, waits for
   // the kernel to write back megabytes of dirty WAL pages at once. 0 turns
-  // it off. Default: 1 MiB (docs/decisions/20261203_wal_writeback.md).
+  // it off. Default: 1 MiB (docs/decisions/20261202_gc_waits.md).
   uint64_t wal_bytes_per_sync = uint64_t{1} << 20;
   // Values of at least this many bytes are stored in the value log; the
   // LSM keeps a pointer of about 10 bytes. kInlineValues stores every value
