@@ -53,7 +53,8 @@ class DBImpl::GcIndex final : public gc::IndexView {
     // MultiGet does: neighbouring lookups share index and data blocks in
     // the block cache (a victim's records are in write order, which under
     // random overwrites is no order at all).
-    const ReadView view = db_->GetReadView(ReadOptions());
+    ReadView view = db_->GetReadView(ReadOptions());
+    view.table_read.expect_hits = true;  // a victim's keys are nearly all there
     checked_through_ = std::max(checked_through_, view.sequence);
     if (new_job_) {
       // A job's first check (its rewrites come after all of them): every
@@ -83,7 +84,8 @@ class DBImpl::GcIndex final : public gc::IndexView {
     std::vector<vlog::ValuePointer> kept_old, kept_new;
     std::vector<size_t> kept_index;
     {
-      const ReadView now = db_->GetReadView(ReadOptions());
+      ReadView now = db_->GetReadView(ReadOptions());
+      now.table_read.expect_hits = true;
       std::vector<bool> live(keys.size(), true);
       if (base_mem == nullptr || !HoldsMemTable(*now.sv, base_mem.get())) {
         base_sequence = now.sequence;

@@ -366,7 +366,7 @@ class DBIter final : public Iterator {
           // Joins a read made earlier (read ahead past its own records),
           // or one started here: as its record's neighbour, or inside the
           // readahead from its first record.
-          const bool covered = ptr.ok() && fetcher_->Covered(lookahead_->value());
+          const bool covered = ptr.ok() && fetcher_->Covered(*ptr);
           const bool in_run =
               run != nullptr && ptr->offset >= run->start &&
               ptr->offset + ptr->size - run->start <= RunBytes() &&

@@ -197,6 +197,7 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     // mem_ is installed in the current SuperVersion whenever it changes
     // under mu_ (held here), so the view has every earlier write.
     view = GetReadView(ReadOptions(), /*owned=*/true);
+    view.table_read.expect_hits = true;  // GC's keys are nearly all there
   } else if (leader->kind == Writer::Kind::kSync) {
     // Alone in its group: an empty, synced one.
   } else {

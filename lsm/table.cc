@@ -23,6 +23,16 @@ absl::StatusOr<BlockHandle> DecodeIndexValue(std::string_view value, const std::
   return handle;
 }
 
+// The same for a lookup, which names the index block (path, offset) only in
+// an error: a Get does not build the string for nothing.
+absl::StatusOr<BlockHandle> DecodeIndexValue(std::string_view value, const std::string& path,
+                                             uint64_t index_offset) {
+  BlockHandle handle;
+  std::string_view in = value;
+  if (handle.DecodeVarintFrom(&in) && in.empty()) return handle;
+  return DecodeIndexValue(value, BlockOrigin(path, index_offset));
+}
+
 // Walks the index block and, for each entry, the data block it names. A data
 // block that cannot be read ends the iteration with that status: skipping it
 // would silently hide keys.
@@ -295,7 +305,7 @@ absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,
   if (!ParseInternalKey(lookup_key, &target)) {
     return absl::InvalidArgumentError("Table::Get: malformed lookup key");
   }
-  if (filter_.has_value()) {
+  if (filter_.has_value() && !ro.skip_filter) {
     BumpCounter(counters_, &ReadCounters::bloom_probes);
     if (!filter_->KeyMayMatch(target.user_key)) {
       BumpCounter(counters_, &ReadCounters::bloom_rejections);
@@ -303,12 +313,11 @@ absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,
     }
   }
 
-  const std::string index_origin = BlockOrigin(path(), footer_.index_handle.offset);
   std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
   // Normally the first block whose separator is >= the lookup key decides;
   // the loop only moves on if that block holds nothing >= it.
   for (index->Seek(lookup_key); index->Valid(); index->Next()) {
-    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), index_origin));
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
     CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block, ReadDataBlock(ro, handle));
     std::unique_ptr<InternalIterator> it = block->NewIterator();
     it->Seek(lookup_key);
@@ -340,12 +349,11 @@ absl::Status Table::VerifyAll() const {
     CAIRN_RETURN_IF_ERROR(ReadBlockContents(*file_, data_end, *h, nullptr).status());
   }
 
-  const std::string index_origin = BlockOrigin(path(), footer_.index_handle.offset);
   std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
   std::string prev_key, prev_separator;
   uint64_t expected_offset = 0, entries = 0, deletions = 0, blocks = 0;
   for (index->SeekToFirst(); index->Valid(); index->Next()) {
-    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), index_origin));
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
     const std::string origin = BlockOrigin(path(), handle.offset);
     auto bad = [&](absl::string_view what) {
       return absl::DataLossError(absl::StrCat(origin, ": ", what));
@@ -403,11 +411,10 @@ absl::Status Table::VerifyAll() const {
 }
 
 absl::StatusOr<std::vector<BlockHandle>> Table::DataBlockHandles() const {
-  const std::string index_origin = BlockOrigin(path(), footer_.index_handle.offset);
   std::vector<BlockHandle> handles;
   std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
   for (index->SeekToFirst(); index->Valid(); index->Next()) {
-    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), index_origin));
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
     handles.push_back(handle);
   }
   CAIRN_RETURN_IF_ERROR(index->status());

@@ -51,6 +51,14 @@ struct TableReadOptions {
   // this many bytes from the block on (compaction inputs). Gets read one
   // block whatever this says.
   size_t readahead_size = 0;
+  // The keys looked up are expected to be there (GC's liveness checks):
+  // Version::Get does not consult the filter of the deepest level holding
+  // tables, where such a key almost always is and the filter would only
+  // confirm it at the cost of a cache miss per probe (RocksDB's
+  // optimize_filters_for_hits leaves that level without filters instead).
+  bool expect_hits = false;
+  // Table::Get: skip the filter (Version::Get sets it for that level).
+  bool skip_filter = false;
 };
 
 inline constexpr int kReadaheadAfterBlocks = 2;

@@ -52,13 +52,22 @@ absl::Status Version::Get(const TableReadOptions& ro, TableCache* tc,
   }
   // Deeper levels: the only candidate is the first file whose largest key is
   // at or after the lookup key, if it starts at or before the user key.
+  int deepest = kNumLevels - 1;
+  while (deepest > 0 && files_[deepest].empty()) --deepest;
   for (int level = 1; level < kNumLevels; ++level) {
     const FileList& files = files_[level];
     const size_t i = FindFile(files, lookup_key);
     if (i == files.size()) continue;
     const FileMetaData& f = *files[i];
     if (user_key.compare(ExtractUserKey(f.smallest)) < 0) continue;
-    CAIRN_RETURN_IF_ERROR(probe(f));
+    if (ro.expect_hits && level == deepest) {
+      TableReadOptions no_filter = ro;
+      no_filter.skip_filter = true;
+      result->found = false;
+      CAIRN_RETURN_IF_ERROR(tc->Get(no_filter, f.number, f.file_size, lookup_key, result));
+    } else {
+      CAIRN_RETURN_IF_ERROR(probe(f));
+    }
     if (result->found) return absl::OkStatus();
   }
   result->found = false;

@@ -12,6 +12,7 @@
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
 #include "lsm/merging_iterator.h"
+#include "lsm/read_counters.h"
 #include "lsm/table_builder.h"
 #include "lsm/table_cache.h"
 
@@ -147,6 +148,46 @@ TEST_F(VersionTest, GetOpensOnlyTheOneCandidateFilePerDeeperLevel) {
     EXPECT_EQ(r.found, i % 10 <= 4) << i;
   }
   EXPECT_EQ(cache_.open_tables(), 20u);
+}
+
+TEST_F(VersionTest, ExpectedHitsSkipOnlyTheDeepestLevelsFilter) {
+  VersionEdit edit;
+  edit.AddFile(0, *RangeTable(10, 0, 9, 20));
+  edit.AddFile(2, *RangeTable(5, 0, 99, 3));
+  edit.AddFile(6, *RangeTable(6, 0, 199, 1));
+  VersionBuilder builder(nullptr);
+  ASSERT_TRUE(builder.Apply(edit).ok());
+  auto v = builder.Build();
+  ASSERT_TRUE(v.ok()) << v.status();
+  ReadCounters counters;
+  TableCache cache(&fs_, kDb, TableOptions{}, nullptr, &counters);
+  TableReadOptions hits;
+  hits.expect_hits = true;
+  auto get = [&](const TableReadOptions& ro, std::string_view key, TableGetResult* r) {
+    return (*v)->Get(ro, &cache, MakeLookupKey(key, kMaxSequenceNumber), r);
+  };
+  TableGetResult r;
+  // Only the deepest level holds k150: found without its filter.
+  ASSERT_TRUE(get(hits, "k150", &r).ok());
+  EXPECT_TRUE(r.found);
+  EXPECT_EQ(r.value, "v150@1");
+  EXPECT_EQ(counters.bloom_probes, 0u);
+  // Shallower levels still consult theirs.
+  ASSERT_TRUE(get(hits, "k050", &r).ok());
+  EXPECT_EQ(r.value, "v050@3");
+  EXPECT_EQ(counters.bloom_probes, 1u);
+  ASSERT_TRUE(get(hits, "k005", &r).ok());
+  EXPECT_EQ(r.value, "v005@20");
+  EXPECT_EQ(counters.bloom_probes, 2u);
+  // A key that is not there is still not found, through the L2 filter and
+  // the deepest level's blocks.
+  ASSERT_TRUE(get(hits, "k0505", &r).ok());
+  EXPECT_FALSE(r.found);
+  EXPECT_EQ(counters.bloom_probes, 3u);
+  // Without the hint every level's filter is consulted.
+  ASSERT_TRUE(get(TableReadOptions{}, "k150", &r).ok());
+  EXPECT_TRUE(r.found);
+  EXPECT_EQ(counters.bloom_probes, 4u);
 }
 
 TEST_F(VersionTest, GetFindsAUserKeySplitAcrossTwoFilesOfALevel) {

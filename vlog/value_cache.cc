@@ -18,10 +18,15 @@ void ValueCache::Insert(uint64_t segment_id, uint64_t offset,
   cache_->Insert(segment_id, offset, std::move(value), charge, io::kCacheKindValue);
 }
 
-std::shared_ptr<const std::string> ValueCache::Lookup(uint64_t segment_id, uint64_t offset) {
+std::shared_ptr<const std::string> ValueCache::Lookup(uint64_t segment_id, uint64_t offset,
+                                                      bool count_miss) {
   std::shared_ptr<const std::string> value = std::static_pointer_cast<const std::string>(
       cache_->Lookup(segment_id, offset, io::kCacheKindValue));
-  (value == nullptr ? misses_ : hits_).fetch_add(1, std::memory_order_relaxed);
+  if (value != nullptr) {
+    hits_.fetch_add(1, std::memory_order_relaxed);
+  } else if (count_miss) {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+  }
   return value;
 }
 

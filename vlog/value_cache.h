@@ -52,8 +52,10 @@ class ValueCache {
   void Insert(uint64_t segment_id, uint64_t offset, std::shared_ptr<const std::string> value);
 
   // The cached value, marked most recently used; null when absent. Counts a
-  // hit or a miss.
-  std::shared_ptr<const std::string> Lookup(uint64_t segment_id, uint64_t offset);
+  // hit, and a miss unless count_miss is false (a probe whose miss the read
+  // that follows counts).
+  std::shared_ptr<const std::string> Lookup(uint64_t segment_id, uint64_t offset,
+                                            bool count_miss = true);
 
   // Drops the entry if present.
   void Erase(uint64_t segment_id, uint64_t offset);

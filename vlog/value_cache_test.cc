@@ -30,6 +30,17 @@ TEST(ValueCacheTest, FindsWhatWasInsertedAndCountsHitsAndMisses) {
   EXPECT_EQ(cache.usage(), 2 * ValueCache::Charge(100));
 }
 
+TEST(ValueCacheTest, AProbeCountsItsHitButLeavesItsMissToTheReadAfterIt) {
+  ValueCache cache(1 << 20);
+  cache.Insert(1, 28, Value(100, 'a'));
+  EXPECT_NE(cache.Lookup(1, 28, /*count_miss=*/false), nullptr);
+  EXPECT_EQ(cache.Lookup(1, 99, /*count_miss=*/false), nullptr);
+  EXPECT_EQ(cache.hits(), 1u);
+  EXPECT_EQ(cache.misses(), 0u);
+  EXPECT_EQ(cache.Lookup(1, 99), nullptr);  // the read's own lookup
+  EXPECT_EQ(cache.misses(), 1u);
+}
+
 TEST(ValueCacheTest, EvictsLeastRecentlyUsedByBytes) {
   // One shard, room for exactly three 1000-byte values.
   ValueCache cache(3 * ValueCache::Charge(1000), /*num_shard_bits=*/0);

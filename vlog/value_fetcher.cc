@@ -62,9 +62,8 @@ class ValueLogFetcher final : public ValueFetcher {
     SubmitCoalesced(&to_read);
   }
 
-  bool Covered(std::string_view stored) const override {
-    absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored);
-    return ptr.ok() && CoveringRead(*ptr) != nullptr;
+  bool Covered(const vlog::ValuePointer& ptr) const override {
+    return CoveringRead(ptr) != nullptr;
   }
 
   bool Started(std::string_view stored) const override { return fetches_.contains(AsKey(stored)); }
@@ -129,7 +128,6 @@ class ValueLogFetcher final : public ValueFetcher {
     std::shared_ptr<const std::string> cached;
     absl::Status status;
   };
-
 
   // A value cache hit (or a bad pointer) is done at once: false. Otherwise
   // fetch gets its segment's reader and needs a read: true.
@@ -282,7 +280,7 @@ class ValueLogFetcher final : public ValueFetcher {
 std::shared_ptr<const std::string> ValueLog::CachedValue(std::string_view stored) {
   absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored);
   if (!ptr.ok()) return nullptr;
-  return cache_.Lookup(ptr->segment_id, ptr->offset);
+  return cache_.Lookup(ptr->segment_id, ptr->offset, /*count_miss=*/false);
 }
 
 void ValueLog::Retire(std::unique_ptr<InFlightReads> reads) {

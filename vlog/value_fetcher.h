@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/types/span.h"
+#include "vlog/value_pointer.h"
 
 namespace cairn::vlog {
 
@@ -39,9 +40,10 @@ class ValueFetcher {
   virtual void Start(absl::Span<const std::string_view> keys,
                      absl::Span<const std::string_view> stored,
                      absl::Span<const uint64_t> readahead = {}) = 0;
-  // Whether a Start of stored now would be served by a read already made or
-  // in flight (it would cost no device read of its own).
-  virtual bool Covered(std::string_view stored) const = 0;
+  // Whether a Start of the pointer ptr (decoded by the caller, which has
+  // it) would now be served by a read already made or in flight: it would
+  // cost no device read of its own.
+  virtual bool Covered(const ValuePointer& ptr) const = 0;
   // Whether stored was started and not yet taken or dropped.
   virtual bool Started(std::string_view stored) const = 0;
   // Waits for stored's read, checks it as a Get would and moves the value

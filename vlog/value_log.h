@@ -150,7 +150,8 @@ class ValueLog {
 
   // The value behind stored (a pointer) when the value cache holds it, so
   // that reading it makes no device read; null otherwise, and for a pointer
-  // that does not decode. Counts a hit or a miss, as a read would.
+  // that does not decode. Counts a hit as a read would; a miss is left to
+  // the read that follows it, so that it is counted once.
   std::shared_ptr<const std::string> CachedValue(std::string_view stored);
 
   // An asynchronous reader of values for one iterator, with an io::ReadQueue
