@@ -21,6 +21,16 @@ std::string_view GetLengthPrefixedSlice(const char* p) {
   return std::string_view(in.data(), len);
 }
 
+// The value of the entry whose internal key ends at p: in the entry, or at
+// the address it holds (MemTable::kMaxValueInEntry).
+std::string_view EntryValue(const char* p) {
+  const std::string_view v = GetLengthPrefixedSlice(p);
+  if (v.size() <= MemTable::kMaxValueInEntry) return v;
+  const char* out_of_line;
+  std::memcpy(&out_of_line, v.data(), sizeof(out_of_line));
+  return std::string_view(out_of_line, v.size());
+}
+
 // The length-prefixed form of an internal key, which is what the skip list's
 // comparator takes as a seek target.
 const char* EncodeSeekKey(std::string* scratch, std::string_view internal_key) {
@@ -53,7 +63,7 @@ class MemTable::Iterator : public InternalIterator {
   std::string_view key() const override { return GetLengthPrefixedSlice(iter_.key()); }
   std::string_view value() const override {
     const std::string_view k = key();
-    return GetLengthPrefixedSlice(k.data() + k.size());
+    return EntryValue(k.data() + k.size());
   }
   absl::Status status() const override { return absl::OkStatus(); }
 
@@ -68,8 +78,16 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
                    std::string_view value) {
   assert(seq <= kMaxSequenceNumber);
   const size_t ikey_size = user_key.size() + 8;
-  const size_t encoded_size =
-      io::VarintLength(ikey_size) + ikey_size + io::VarintLength(value.size()) + value.size();
+  const bool in_entry = value.size() <= kMaxValueInEntry;
+  const char* out_of_line = nullptr;
+  if (!in_entry) {
+    char* v = value_arena_.Allocate(value.size());
+    std::memcpy(v, value.data(), value.size());
+    out_of_line = v;
+  }
+  const size_t encoded_size = io::VarintLength(ikey_size) + ikey_size +
+                              io::VarintLength(value.size()) +
+                              (in_entry ? value.size() : sizeof(out_of_line));
   char* const buf = arena_.Allocate(encoded_size);
   char* p = io::EncodeVarint32(buf, static_cast<uint32_t>(ikey_size));
   // memcpy from a null pointer is undefined even for 0 bytes (an empty key
@@ -79,8 +97,14 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
   io::EncodeFixed64(p, PackSequenceAndType(seq, type));
   p += 8;
   p = io::EncodeVarint32(p, static_cast<uint32_t>(value.size()));
-  if (!value.empty()) std::memcpy(p, value.data(), value.size());
-  assert(p + value.size() == buf + encoded_size);
+  if (!in_entry) {
+    std::memcpy(p, &out_of_line, sizeof(out_of_line));
+    p += sizeof(out_of_line);
+  } else if (!value.empty()) {
+    std::memcpy(p, value.data(), value.size());
+    p += value.size();
+  }
+  assert(p == buf + encoded_size);
   table_.Insert(buf);
   // Counters are advisory for readers; the entry itself is published by the
   // skip list's release store.
@@ -102,7 +126,7 @@ bool MemTable::Get(std::string_view user_key, SequenceNumber snapshot, ValueType
   *type = parsed.type;
   *seq = parsed.sequence;
   if (parsed.type != ValueType::kDeletion) {
-    const std::string_view v = GetLengthPrefixedSlice(ikey.data() + ikey.size());
+    const std::string_view v = EntryValue(ikey.data() + ikey.size());
     value->assign(v.data(), v.size());
   }
   return true;

@@ -169,6 +169,38 @@ TEST(MemTableTest, MemoryUsageGrowsWithEntries) {
   EXPECT_FALSE(mem.empty());
 }
 
+TEST(MemTableTest, ValuesOfEveryLengthAroundTheEntryLimitReadBackWhole) {
+  MemTable mem;
+  std::map<std::string, std::string> model;
+  const size_t limit = MemTable::kMaxValueInEntry;
+  const size_t lengths[] = {0, 1, limit - 1, limit, limit + 1, 300, 4096, 70000};
+  SequenceNumber seq = 0;
+  for (size_t n : lengths) {
+    for (int copy = 0; copy < 3; ++copy) {
+      const std::string key = absl::StrFormat("k%06d-%d", n, copy);
+      std::string value(n, '\0');
+      for (size_t i = 0; i < n; ++i) value[i] = static_cast<char>((i * 7 + n + copy) & 0xff);
+      mem.Add(++seq, ValueType::kValue, key, value);
+      model[key] = value;
+    }
+  }
+  for (const auto& [key, value] : model) {
+    const Found f = Lookup(mem, key, kMaxSequenceNumber);
+    ASSERT_TRUE(f.found) << key;
+    EXPECT_EQ(f.value, value) << key;
+  }
+  auto it = mem.NewIterator();
+  auto expected = model.begin();
+  for (it->SeekToFirst(); it->Valid(); it->Next(), ++expected) {
+    ASSERT_NE(expected, model.end());
+    EXPECT_EQ(ExtractUserKey(it->key()), expected->first);
+    EXPECT_EQ(it->value(), expected->second) << expected->first;
+  }
+  EXPECT_EQ(expected, model.end());
+  // Long values count toward the flush trigger like short ones.
+  EXPECT_GE(mem.ApproximateMemoryUsage(), 3 * (300 + 4096 + 70000));
+}
+
 // One writer adds versions while readers Get: a reader must always find a
 // version at least as new as the one published before its read.
 TEST(MemTableTest, ReadersRunConcurrentlyWithTheWriter) {
