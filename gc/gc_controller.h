@@ -83,6 +83,12 @@ class GcController {
   // trigger and goes on until amp is below the stop mark (hysteresis).
   bool ShouldCollect(double amp);
   bool collecting() const { return collecting_; }
+  // A settle step (DB::WaitForBackgroundWork) with writes paused: GC
+  // collects down to the stop mark from wherever amp is, as if it had
+  // passed the trigger, so that the settled figure is the low one.
+  void Settle() {
+    if (enabled()) collecting_ = true;
+  }
 
   // A background job's byte budget at amp (0: unlimited); RunGC's is 0.
   uint64_t JobBytesPerSecond(double amp, bool manual) const;
