@@ -346,8 +346,8 @@ std::string GcJobResult::DebugString() const {
       "gc victims %s -> output %d: read %d bytes, %d records scanned, %d live (%d bytes "
       "relocated, %d written), %d dropped, %d rewrites lost (%d bytes), %d us (%d us throttled; "
       "scan %d, liveness %d, write %d, rewrite %d)",
-      absl::StrJoin(victim_ids, ","), output_segment_id, bytes_read, records_scanned, live_records, bytes_relocated,
-      bytes_written, records_dropped, rewrites_lost, garbage_bytes_lost, micros,
+      absl::StrJoin(victim_ids, ","), output_segment_id, bytes_read, records_scanned, live_records,
+      bytes_relocated, bytes_written, records_dropped, rewrites_lost, garbage_bytes_lost, micros,
       throttled_micros, scan_micros, liveness_micros, write_micros, rewrite_micros);
 }
 
@@ -370,7 +370,6 @@ absl::Status RunGcJob(const GcJobOptions& options, io::FileSystem* fs,
                       GcJobResult* result) {
   *result = GcJobResult();
   result->victim_ids.assign(victim_ids.begin(), victim_ids.end());
-  result->victim_id = victim_ids.empty() ? 0 : victim_ids.front();
   CAIRN_RETURN_IF_ERROR(ValidateGcJobOptions(options));
   if (victim_ids.empty()) return absl::InvalidArgumentError("RunGcJob: no victim");
   const absl::Time start = absl::Now();

@@ -73,7 +73,6 @@ struct GcJobOptions {
 // What one job did. Byte counts are of the segments' files.
 struct GcJobResult {
   std::vector<uint64_t> victim_ids;
-  uint64_t victim_id = 0;          // the first of them
   uint64_t output_segment_id = 0;  // 0 when the victim had no live record
   uint64_t bytes_read = 0;         // of the victims, headers included
   uint64_t bytes_written = 0;      // the output's size, header included

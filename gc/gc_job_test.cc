@@ -292,7 +292,7 @@ TEST_F(GcJobTest, LiveRecordsMoveAndReadBackAtTheirNewPointers) {
   const size_t live = kKeys - 2;  // k001 overwritten, k002 deleted
   ASSERT_TRUE(RunJob().ok());
   ExpectNoDanglingPointer("after gc");
-  EXPECT_EQ(result_.victim_id, kVictim);
+  EXPECT_EQ(result_.victim_ids, (std::vector<uint64_t>{kVictim}));
   EXPECT_EQ(result_.records_scanned, kKeys + 1u);
   EXPECT_EQ(result_.live_records, live);
   EXPECT_EQ(result_.records_dropped, 3u);

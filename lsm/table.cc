@@ -317,7 +317,8 @@ absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,
   // Normally the first block whose separator is >= the lookup key decides;
   // the loop only moves on if that block holds nothing >= it.
   for (index->Seek(lookup_key); index->Valid(); index->Next()) {
-    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle,
+                           DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
     CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block, ReadDataBlock(ro, handle));
     std::unique_ptr<InternalIterator> it = block->NewIterator();
     it->Seek(lookup_key);
@@ -353,7 +354,8 @@ absl::Status Table::VerifyAll() const {
   std::string prev_key, prev_separator;
   uint64_t expected_offset = 0, entries = 0, deletions = 0, blocks = 0;
   for (index->SeekToFirst(); index->Valid(); index->Next()) {
-    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle,
+                           DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
     const std::string origin = BlockOrigin(path(), handle.offset);
     auto bad = [&](absl::string_view what) {
       return absl::DataLossError(absl::StrCat(origin, ": ", what));
@@ -414,7 +416,8 @@ absl::StatusOr<std::vector<BlockHandle>> Table::DataBlockHandles() const {
   std::vector<BlockHandle> handles;
   std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
   for (index->SeekToFirst(); index->Valid(); index->Next()) {
-    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle, DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
+    CAIRN_ASSIGN_OR_RETURN(BlockHandle handle,
+                           DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
     handles.push_back(handle);
   }
   CAIRN_RETURN_IF_ERROR(index->status());

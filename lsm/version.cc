@@ -38,36 +38,36 @@ absl::Status Version::Get(const TableReadOptions& ro, TableCache* tc,
                           std::string_view lookup_key, TableGetResult* result) const {
   result->found = false;
   const std::string_view user_key = ExtractUserKey(lookup_key);
-  auto probe = [&](const FileMetaData& f) -> absl::Status {
+  auto probe = [&](const FileMetaData& f, const TableReadOptions& opts) -> absl::Status {
     result->found = false;
-    return tc->Get(ro, f.number, f.file_size, lookup_key, result);
+    return tc->Get(opts, f.number, f.file_size, lookup_key, result);
   };
 
   // L0 files overlap; the newest holds the newest entry, so the first hit
   // wins. files_[0] is ordered newest first.
   for (const auto& f : files_[0]) {
     if (!UserKeyInRange(*f, user_key)) continue;
-    CAIRN_RETURN_IF_ERROR(probe(*f));
+    CAIRN_RETURN_IF_ERROR(probe(*f, ro));
     if (result->found) return absl::OkStatus();
   }
   // Deeper levels: the only candidate is the first file whose largest key is
   // at or after the lookup key, if it starts at or before the user key.
-  int deepest = kNumLevels - 1;
-  while (deepest > 0 && files_[deepest].empty()) --deepest;
+  // With expect_hits, the deepest level holding tables skips its filter.
+  int deepest = kNumLevels;
+  TableReadOptions no_filter;
+  if (ro.expect_hits) {
+    deepest = kNumLevels - 1;
+    while (deepest > 0 && files_[deepest].empty()) --deepest;
+    no_filter = ro;
+    no_filter.skip_filter = true;
+  }
   for (int level = 1; level < kNumLevels; ++level) {
     const FileList& files = files_[level];
     const size_t i = FindFile(files, lookup_key);
     if (i == files.size()) continue;
     const FileMetaData& f = *files[i];
     if (user_key.compare(ExtractUserKey(f.smallest)) < 0) continue;
-    if (ro.expect_hits && level == deepest) {
-      TableReadOptions no_filter = ro;
-      no_filter.skip_filter = true;
-      result->found = false;
-      CAIRN_RETURN_IF_ERROR(tc->Get(no_filter, f.number, f.file_size, lookup_key, result));
-    } else {
-      CAIRN_RETURN_IF_ERROR(probe(f));
-    }
+    CAIRN_RETURN_IF_ERROR(probe(f, level == deepest ? no_filter : ro));
     if (result->found) return absl::OkStatus();
   }
   result->found = false;
