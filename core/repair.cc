@@ -100,7 +100,11 @@ class Repairer {
                                                      /*counters=*/nullptr, /*max_open_files=*/16);
     CompareWithManifest(names);
     for (uint64_t number : tables) {
-      if (live_tables_.has_value() && !live_tables_->contains(number)) {
+      // A table numbered at or past the manifest's next file number is one
+      // the manifest never knew: its edit is what a manifest cut at a record
+      // boundary lost, so it is read, never called obsolete.
+      if (live_tables_.has_value() && number < next_file_number_ &&
+          !live_tables_->contains(number)) {
         Skipped(lsm::TableFileName(dbname_, number), "not in the manifest's current version");
         continue;
       }
@@ -183,6 +187,7 @@ class Repairer {
         for (const auto& f : v->files(level)) live_tables_->insert(f->number);
       }
       min_log_ = versions.LogNumber();
+      next_file_number_ = versions.NextFileNumber();
     }
     bool live_wal = false;
     for (const std::string& name : names) {
@@ -387,6 +392,7 @@ class Repairer {
   // and its log number. Without one, every table and WAL is read.
   std::optional<absl::flat_hash_set<uint64_t>> live_tables_;
   uint64_t min_log_ = 0;
+  uint64_t next_file_number_ = 0;  // the manifest's; tables from here on are unknown to it
   absl::btree_map<std::string, Salvaged> keys_;
   // Segment readers opened for salvaged pointers, and the segments that
   // could not be opened (each pointer into them is a lost value).
