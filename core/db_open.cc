@@ -406,7 +406,7 @@ absl::Status DBImpl::Recover() {
   CAIRN_RETURN_IF_ERROR(LogAndApply(&edit, &segment_edit));
   {
     absl::MutexLock l(&mu_);
-    mem_ = std::make_shared<lsm::MemTable>();
+    mem_ = std::make_shared<lsm::MemTable>(options_.memtable_size);
     InstallSuperVersionLocked();
     log_ = std::move(log);
     log_number_ = log_number;
@@ -484,7 +484,7 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
   const SequenceNumber durable_sequence = versions_->LastSequence();
   SequenceNumber max_sequence = durable_sequence;
   last_sequence_.store(max_sequence);
-  auto mem = std::make_shared<lsm::MemTable>();
+  auto mem = std::make_shared<lsm::MemTable>(options_.memtable_size);
   LogReplay previous;  // the last WAL that held a write
   uint64_t previous_log = 0;
   for (size_t i = 0; i < logs.size(); ++i) {
@@ -501,7 +501,7 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
       CAIRN_RETURN_IF_ERROR(
           WriteLevel0Table(mem.get(), edit, garbage, nullptr, garbage->mutable_edit(),
                            /*at_open=*/true));
-      mem = std::make_shared<lsm::MemTable>();
+      mem = std::make_shared<lsm::MemTable>(options_.memtable_size);
     }
   }
   if (previous.last_sequence != 0 && previous.last_sequence < durable_sequence) {
@@ -763,7 +763,7 @@ absl::Status DBImpl::NewLog() {
   log_ = *std::move(created);
   imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed)});
   log_number_ = number;
-  mem_ = std::make_shared<lsm::MemTable>();
+  mem_ = std::make_shared<lsm::MemTable>(options_.memtable_size);
   InstallSuperVersionLocked();
   mem_value_bytes_.store(0, std::memory_order_relaxed);
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);

@@ -1,5 +1,6 @@
 #include "lsm/arena.h"
 
+#include <cassert>
 #include <cstdint>
 
 namespace cairn::lsm {
@@ -17,7 +18,7 @@ size_t Padding(const char* p, size_t alignment) {
 static_assert((Arena::kAlignment & (Arena::kAlignment - 1)) == 0,
               "arena alignment must be a power of two");
 
-Arena::Arena() = default;
+Arena::Arena(size_t block_size) : block_size_(block_size) { assert(block_size >= kBlockSize); }
 
 char* Arena::Allocate(size_t bytes) {
   if (bytes <= alloc_bytes_remaining_) {
@@ -43,14 +44,14 @@ char* Arena::AllocateAligned(size_t bytes) {
 char* Arena::AllocateFallback(size_t bytes) {
   // new char[] returns memory aligned for any fundamental type, so a fresh
   // block's start already satisfies kAlignment.
-  if (bytes > kBlockSize / 4) {
+  if (bytes > block_size_ / 4) {
     // A large object gets its own block; the current block keeps serving
     // small allocations, so its unused tail is not thrown away.
     return NewBlock(bytes);
   }
   // Abandon the rest of the current block (under a quarter block is lost).
-  alloc_ptr_ = NewBlock(kBlockSize);
-  alloc_bytes_remaining_ = kBlockSize;
+  alloc_ptr_ = NewBlock(block_size_);
+  alloc_bytes_remaining_ = block_size_;
   char* result = alloc_ptr_;
   alloc_ptr_ += bytes;
   alloc_bytes_remaining_ -= bytes;

@@ -1,7 +1,8 @@
-// Arena is a bump allocator for the memtable: it hands out memory from 4 KiB
-// blocks and frees it all at once when the Arena is destroyed. Allocations
-// larger than a quarter block get a block of their own, so a big value wastes
-// at most the tail of the current block rather than the rest of it.
+// Arena is a bump allocator for the memtable: it hands out memory from blocks
+// (4 KiB unless the constructor says otherwise) and frees it all at once when
+// the Arena is destroyed. Allocations larger than a quarter block get a block
+// of their own, so a big value wastes at most the tail of the current block
+// rather than the rest of it.
 //
 // Thread safety: Allocate and AllocateAligned need external synchronization
 // (the memtable's single writer). MemoryUsage may be read from any thread.
@@ -17,13 +18,14 @@ namespace cairn::lsm {
 
 class Arena {
  public:
-  // Size of a normal block.
+  // Size of a normal block, unless the constructor is given another.
   static constexpr size_t kBlockSize = 4096;
   // Alignment of AllocateAligned: enough for pointers and std::atomic words.
   static constexpr size_t kAlignment = alignof(std::max_align_t) > 8 ? alignof(std::max_align_t)
                                                                      : 8;
 
-  Arena();
+  // REQUIRES: block_size >= kBlockSize.
+  explicit Arena(size_t block_size = kBlockSize);
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
   ~Arena() = default;
@@ -45,6 +47,7 @@ class Arena {
   char* AllocateFallback(size_t bytes);
   char* NewBlock(size_t block_bytes);
 
+  const size_t block_size_;
   char* alloc_ptr_ = nullptr;
   size_t alloc_bytes_remaining_ = 0;
   std::vector<std::unique_ptr<char[]>> blocks_;

@@ -50,6 +50,23 @@ TEST(ArenaTest, LargeAllocationGetsItsOwnBlockAndKeepsTheCurrentOne) {
   EXPECT_EQ(static_cast<unsigned char>(big[99'999]), 0xab);
 }
 
+// A bigger block (a memtable's arena, lsm/memtable.h) packs kilobyte values
+// one after another; only what passes a quarter of it gets a block alone.
+TEST(ArenaTest, BiggerBlocksPackKilobyteAllocations) {
+  constexpr size_t kBlock = 64 << 10;
+  Arena arena(kBlock);
+  char* first = arena.Allocate(4096);
+  const size_t usage = arena.MemoryUsage();
+  EXPECT_GE(usage, kBlock);
+  EXPECT_LT(usage, kBlock + Arena::kBlockSize);
+  for (int i = 1; i < 15; ++i) EXPECT_EQ(arena.Allocate(4096), first + i * 4096);
+  EXPECT_EQ(arena.MemoryUsage(), usage);
+  arena.Allocate(kBlock / 4 + 1);  // its own block
+  EXPECT_EQ(arena.Allocate(4096), first + 15 * 4096);
+  EXPECT_GE(arena.MemoryUsage(), usage + kBlock / 4 + 1);
+  EXPECT_LT(arena.MemoryUsage(), usage + kBlock / 2);
+}
+
 TEST(ArenaTest, AlignedAllocationsAreAligned) {
   Arena arena;
   absl::BitGen gen;

@@ -1,5 +1,6 @@
 #include "lsm/memtable.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cstring>
 
@@ -72,7 +73,16 @@ class MemTable::Iterator : public InternalIterator {
   std::string scratch_;  // The encoded seek target.
 };
 
-MemTable::MemTable() : table_(KeyComparator(), &arena_) {}
+size_t MemTable::ArenaBlockSize(size_t write_buffer_size) {
+  constexpr size_t kMax = size_t{1} << 20;
+  const size_t size = std::clamp(write_buffer_size / 64, Arena::kBlockSize, kMax);
+  return size / Arena::kBlockSize * Arena::kBlockSize;
+}
+
+MemTable::MemTable(size_t write_buffer_size)
+    : arena_(ArenaBlockSize(write_buffer_size)),
+      value_arena_(ArenaBlockSize(write_buffer_size)),
+      table_(KeyComparator(), &arena_) {}
 
 void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
                    std::string_view value) {

@@ -33,7 +33,11 @@ namespace cairn::lsm {
 
 class MemTable {
  public:
-  MemTable();
+  // write_buffer_size (Options::memtable_size; 0: unknown) sizes the arenas'
+  // blocks: a 64th of it, from 4 KiB up to 1 MiB (ArenaBlockSize). Small
+  // blocks cost a malloc, and fresh pages, every few values: with 4 KiB
+  // blocks every value of a kilobyte or more was an allocation of its own.
+  explicit MemTable(size_t write_buffer_size = 0);
   MemTable(const MemTable&) = delete;
   MemTable& operator=(const MemTable&) = delete;
   ~MemTable() = default;
@@ -55,6 +59,9 @@ class MemTable {
   // point into the arena and stay valid while the MemTable lives. The
   // iterator's status is always OK. The MemTable must outlive the iterator.
   std::unique_ptr<InternalIterator> NewIterator() const;
+
+  // The arenas' block size for a memtable of write_buffer_size bytes.
+  static size_t ArenaBlockSize(size_t write_buffer_size);
 
   // Values longer than this are kept out of the entry (see above).
   static constexpr size_t kMaxValueInEntry = 64;

@@ -169,11 +169,25 @@ TEST(MemTableTest, MemoryUsageGrowsWithEntries) {
   EXPECT_FALSE(mem.empty());
 }
 
-TEST(MemTableTest, ValuesOfEveryLengthAroundTheEntryLimitReadBackWhole) {
-  MemTable mem;
+TEST(MemTableTest, ArenaBlocksAreAFractionOfTheWriteBuffer) {
+  EXPECT_EQ(MemTable::ArenaBlockSize(0), Arena::kBlockSize);
+  EXPECT_EQ(MemTable::ArenaBlockSize(128 << 10), Arena::kBlockSize);  // tests' small memtables
+  EXPECT_EQ(MemTable::ArenaBlockSize(1 << 20), 16u << 10);
+  EXPECT_EQ(MemTable::ArenaBlockSize((1 << 20) + 12345), 16u << 10);  // whole pages
+  EXPECT_EQ(MemTable::ArenaBlockSize(64 << 20), 1u << 20);
+  EXPECT_EQ(MemTable::ArenaBlockSize(size_t{4} << 30), 1u << 20);
+}
+
+// Every size around the entry limit and the arena's own-block limits, in
+// memtables of the default block and of the largest.
+class MemTableValueLengthTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(MemTableValueLengthTest, ValuesOfEveryLengthAroundTheEntryLimitReadBackWhole) {
+  MemTable mem(GetParam());
   std::map<std::string, std::string> model;
   const size_t limit = MemTable::kMaxValueInEntry;
-  const size_t lengths[] = {0, 1, limit - 1, limit, limit + 1, 300, 4096, 70000};
+  const size_t lengths[] = {0, 1, limit - 1, limit, limit + 1, 300, 1024, 1025, 4096,
+                           70000, (256 << 10) + 1, 1 << 20};
   SequenceNumber seq = 0;
   for (size_t n : lengths) {
     for (int copy = 0; copy < 3; ++copy) {
@@ -200,6 +214,9 @@ TEST(MemTableTest, ValuesOfEveryLengthAroundTheEntryLimitReadBackWhole) {
   // Long values count toward the flush trigger like short ones.
   EXPECT_GE(mem.ApproximateMemoryUsage(), 3 * (300 + 4096 + 70000));
 }
+
+INSTANTIATE_TEST_SUITE_P(WriteBufferSizes, MemTableValueLengthTest,
+                         ::testing::Values(size_t{0}, size_t{64} << 20));
 
 // One writer adds versions while readers Get: a reader must always find a
 // version at least as new as the one published before its read.
