@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "io/status_macros.h"
 #include "vlog/segment_edit.h"
 #include "vlog/segment_scanner.h"
@@ -23,14 +25,29 @@ namespace cairn::gc {
 
 namespace {
 
-// One record of the victim, copied out of the scanner's window.
+// One record of the victim, copied whole out of the scanner's window: the
+// output gets the same bytes, since a record's checksum covers neither its
+// segment nor its offset (docs/vlog_format.md).
+// The live ones stay in memory until the job ends (their keys are needed for
+// the rewrites); they all are at once anyway when the output is written.
 struct Record {
-  std::string key;
-  std::string stored_value;  // as on disk
+  std::string bytes;  // header, key, stored value
+  uint32_t key_size = 0;
   uint8_t flags = 0;
   vlog::ValuePointer old_pointer;
   vlog::ValuePointer new_pointer;
+
+  std::string_view key() const {
+    return std::string_view(bytes).substr(vlog::kRecordHeaderSize, key_size);
+  }
+  std::string_view stored_value() const {
+    return std::string_view(bytes).substr(vlog::kRecordHeaderSize + key_size);
+  }
 };
+
+// Verbatim copies are handed to the output in gathers of about this many
+// bytes, written from where they lie (SegmentWriter::AppendEncoded).
+constexpr size_t kGatherBytes = size_t{1} << 20;
 
 // Keeps the job's I/O under a byte rate by sleeping whenever it runs ahead
 // of the schedule start + bytes / rate.
@@ -105,7 +122,7 @@ class GcJob {
     // order is total. Neighbouring keys end up in neighbouring records, which
     // later range scans read together.
     std::sort(live_.begin(), live_.end(),
-              [](const Record& a, const Record& b) { return a.key < b.key; });
+              [](const Record& a, const Record& b) { return a.key() < b.key(); });
     vlog::SegmentEdit final_edit;
     if (!live_.empty()) {
       absl::Status s;
@@ -170,8 +187,8 @@ class GcJob {
     while (scanner->Next(&rec)) {
       ++result_->records_scanned;
       Charge(rec.size, &result_->bytes_read);
-      batch.push_back(Record{std::string(rec.key), std::string(rec.stored_value), rec.flags,
-                             rec.pointer(victim_id), {}});
+      batch.push_back(Record{std::string(rec.bytes), static_cast<uint32_t>(rec.key.size()),
+                             rec.flags, rec.pointer(victim_id), {}});
       if (batch.size() >= options_.liveness_batch_size) CAIRN_RETURN_IF_ERROR(KeepLive(&batch));
     }
     CAIRN_RETURN_IF_ERROR(scanner->status());
@@ -184,7 +201,7 @@ class GcJob {
     std::vector<std::string_view> keys;
     std::vector<vlog::ValuePointer> pointers;
     for (const Record& r : *batch) {
-      keys.push_back(r.key);
+      keys.push_back(r.key());
       pointers.push_back(r.old_pointer);
     }
     std::vector<bool> live;
@@ -222,20 +239,42 @@ class GcJob {
                            vlog::SegmentWriter::Create(fs_, output_path_, output_id_, wo));
     result_->bytes_written = writer->size();
     Charge(writer->size(), nullptr);
-    for (Record& r : live_) {
-      // Copied as stored: a compressed or chunked value stays as it is,
-      // without a round of zstd. Only a plain value meets the job's
-      // compression option (and, when large, is chunked on the way).
-      if (options_.compress && (r.flags & (vlog::kRecordFlagZstd | vlog::kRecordFlagChunked)) == 0) {
-        CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->Append(r.key, r.stored_value));
-      } else {
-        CAIRN_ASSIGN_OR_RETURN(r.new_pointer, writer->AppendStored(r.key, r.stored_value, r.flags));
+    // Records are copied byte for byte, a gather at a time, unless the job
+    // compresses and the value is plain: only that one is encoded again (and,
+    // when large, chunked on the way). A compressed or chunked value stays as
+    // it is, without a round of zstd.
+    size_t gathered_from = 0, gathered_bytes = 0;
+    auto write_gathered = [&](size_t end) -> absl::Status {
+      if (gathered_from == end) return absl::OkStatus();
+      std::vector<uint32_t> sizes;
+      std::vector<vlog::EncodedRecords> runs;
+      sizes.reserve(end - gathered_from);
+      runs.reserve(end - gathered_from);
+      for (size_t i = gathered_from; i < end; ++i) sizes.push_back(live_[i].bytes.size());
+      for (size_t i = gathered_from; i < end; ++i) {
+        runs.push_back({live_[i].bytes, absl::MakeConstSpan(&sizes[i - gathered_from], 1)});
       }
-      std::string().swap(r.stored_value);  // no longer needed; frees memory early
-      result_->bytes_relocated += r.new_pointer.size;
-      ++result_->live_records;
-      Charge(r.new_pointer.size, nullptr);
+      std::vector<vlog::ValuePointer> pointers;
+      pointers.reserve(end - gathered_from);
+      CAIRN_RETURN_IF_ERROR(writer->AppendEncoded(runs, &pointers));
+      for (size_t i = gathered_from; i < end; ++i) Written(&live_[i], pointers[i - gathered_from]);
+      gathered_from = end;
+      gathered_bytes = 0;
+      return absl::OkStatus();
+    };
+    for (size_t i = 0; i < live_.size(); ++i) {
+      Record& r = live_[i];
+      if (options_.compress && (r.flags & (vlog::kRecordFlagZstd | vlog::kRecordFlagChunked)) == 0) {
+        CAIRN_RETURN_IF_ERROR(write_gathered(i));
+        CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer p, writer->Append(r.key(), r.stored_value()));
+        Written(&r, p);
+        gathered_from = i + 1;
+        continue;
+      }
+      gathered_bytes += r.bytes.size();
+      if (gathered_bytes >= kGatherBytes) CAIRN_RETURN_IF_ERROR(write_gathered(i + 1));
     }
+    CAIRN_RETURN_IF_ERROR(write_gathered(live_.size()));
     CAIRN_RETURN_IF_ERROR(writer->Sync());
     CAIRN_RETURN_IF_ERROR(writer->Close());
     result_->bytes_written = writer->size();
@@ -249,6 +288,14 @@ class GcJob {
     add.SealSegment(output_id_, writer->size(), writer->record_count());
     output_logged_ = true;  // from here on the manifest may know it
     return index_->LogSegmentEdit(add);
+  }
+
+  // Bookkeeping once r's copy is in the output at p.
+  void Written(Record* r, const vlog::ValuePointer& p) {
+    r->new_pointer = p;
+    result_->bytes_relocated += p.size;
+    ++result_->live_records;
+    Charge(p.size, nullptr);
   }
 
   // Best effort after a failure before any pointer into the output was
@@ -291,7 +338,7 @@ class GcJob {
       std::vector<std::string_view> keys;
       std::vector<vlog::ValuePointer> old_pointers, new_pointers;
       for (size_t i = begin; i < end; ++i) {
-        keys.push_back(live_[i].key);
+        keys.push_back(live_[i].key());
         old_pointers.push_back(live_[i].old_pointer);
         new_pointers.push_back(live_[i].new_pointer);
       }

@@ -191,6 +191,9 @@ bool SegmentScanner::Next(ScannedRecord* out) {
   out->offset = pos_;
   out->size = record.size;
   out->flags = record.flags;
+  // The record's bytes are contiguous (CheckAt parsed them from one view),
+  // the key right after the fixed header.
+  out->bytes = std::string_view(record.key.data() - kRecordHeaderSize, record.size);
   out->key = record.key;
   out->stored_value = record.stored_value;
   out->value = {};

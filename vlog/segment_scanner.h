@@ -61,6 +61,7 @@ struct ScannedRecord {
   uint64_t offset = 0;
   uint32_t size = 0;  // whole record
   uint8_t flags = 0;  // kRecordFlag* bits
+  std::string_view bytes;         // the whole record as on disk: header, key, stored value
   std::string_view key;
   std::string_view stored_value;  // as on disk (a zstd frame when compressed)
   std::string_view value;         // uncompressed; empty unless uncompress_values
