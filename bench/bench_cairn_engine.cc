@@ -135,6 +135,9 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   db_options.direct_reads = options.direct_reads;
   db_options.direct_writes = options.direct_writes;
   db_options.value_separation_threshold = options.value_separation_threshold;
+  if (options.separate_at_flush_below >= 0) {
+    db_options.separate_at_flush_below = static_cast<size_t>(options.separate_at_flush_below);
+  }
   if (options.gc_trigger >= 0) db_options.gc_space_amp_trigger = options.gc_trigger;
   if (options.bytes_per_sync >= 0) {
     db_options.value_log_bytes_per_sync = static_cast<uint64_t>(options.bytes_per_sync);

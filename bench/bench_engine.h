@@ -30,6 +30,8 @@ struct EngineOptions {
   // cairn only: values of at least this many bytes go to the value log;
   // cairn::kInlineValues keeps them in the LSM tree.
   size_t value_separation_threshold = 0;
+  // cairn only: Options::separate_at_flush_below (-1: the default).
+  int64_t separate_at_flush_below = -1;
   bool sync = false;
   bool zstd = false;
   bool direct_reads = false;

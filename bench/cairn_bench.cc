@@ -44,6 +44,9 @@ ABSL_FLAG(std::string, value_mode, "separated",
 ABSL_FLAG(int64_t, value_separation_threshold, -1,
           "cairn separated mode: values of at least this many bytes go to the value log "
           "(-1: 1024)");
+ABSL_FLAG(int64_t, separate_at_flush_below, -1,
+          "cairn separated mode: separated values under this many bytes go to the WAL and "
+          "the memtable and reach the value log at flush (-1: the library's default)");
 ABSL_FLAG(std::string, engine, "cairn", "cairn, rocksdb or blobdb (RocksDB integrated BlobDB)");
 ABSL_FLAG(bool, sync, false, "sync every write");
 ABSL_FLAG(std::string, compression, "zstd", "SST (and blob) compression: none or zstd");
@@ -117,6 +120,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   const int64_t threshold = absl::GetFlag(FLAGS_value_separation_threshold);
   o.value_separation_threshold =
       !*separated ? kInlineValues : threshold < 0 ? 1024 : static_cast<size_t>(threshold);
+  o.separate_at_flush_below = absl::GetFlag(FLAGS_separate_at_flush_below);
   return o;
 }
 
