@@ -27,7 +27,9 @@ namespace {
 
 // One record of the victim, copied whole out of the scanner's window: the
 // output gets the same bytes, since a record's checksum covers neither its
-// segment nor its offset (docs/vlog_format.md).
+// segment nor its offset (docs/vlog_format.md), and a record of every
+// readable segment version is a record of the current one (version 2 only
+// added a flag). A format change that breaks this must re-encode here.
 // The live ones stay in memory until the job ends (their keys are needed for
 // the rewrites); they all are at once anyway when the output is written.
 struct Record {
