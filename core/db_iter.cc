@@ -45,7 +45,7 @@ class DBIter final : public Iterator {
   std::string_view key() const override { return saved_key_; }
   std::string_view value() const override {
     if (!value_resolved_) ResolveValue();
-    return resolved_value_;
+    return value_view_;
   }
   absl::Status status() const override {
     if (!status_.ok()) return status_;
@@ -439,20 +439,18 @@ class DBIter final : public Iterator {
     if (window_.empty() || window_.front().stored != raw_value_) return false;
     taken_bytes_ += window_.front().bytes;
     PopWindowFront(false);
-    absl::Status s = fetcher_->Take(raw_value_, &resolved_value_);
+    absl::Status s = fetcher_->TakeView(raw_value_, &value_view_, &value_pin_);
     ++taken_;
     FillWindow(WindowDepth());  // reads for what comes next go out before the value is used
-    if (!s.ok()) {
-      status_ = s;
-      resolved_value_.clear();
-    }
+    if (!s.ok()) status_ = s;
     return true;
   }
 
   void ResolveValue() const {
     value_resolved_ = true;
+    value_pin_.reset();
     if (value_type_ == ValueType::kValue) {
-      resolved_value_ = raw_value_;
+      value_view_ = raw_value_;
       return;
     }
     if (value_type_ == ValueType::kValuePointer && direction_ == kForward && PrefetchEnabled()) {
@@ -463,10 +461,11 @@ class DBIter final : public Iterator {
       bool open = !window_.empty() || taken_ >= kPrefetchAfterValues;
       if (open && window_.empty() && prefetch_.cached) {
         if (std::shared_ptr<const std::string> hit = prefetch_.cached(raw_value_)) {
-          resolved_value_.assign(*hit);
           ++taken_;
           ++reads_started_;
           taken_bytes_ += hit->size();
+          value_view_ = *hit;
+          value_pin_ = std::move(hit);
           return;
         }
       }
@@ -484,9 +483,10 @@ class DBIter final : public Iterator {
       }
     }
     absl::Status s = resolver_(saved_key_, value_type_, raw_value_, &resolved_value_);
+    value_view_ = resolved_value_;
     if (!s.ok()) {
       status_ = s;
-      resolved_value_.clear();
+      value_view_ = {};
     }
   }
 
@@ -514,6 +514,10 @@ class DBIter final : public Iterator {
   std::string raw_value_;
   ValueType value_type_ = ValueType::kValue;
   mutable bool value_resolved_ = false;
+  // The value shown: raw_value_ (inline), resolved_value_ (read alone), or
+  // what value_pin_ holds (a prefetched read's buffer, a cached value).
+  mutable std::string_view value_view_;
+  mutable std::shared_ptr<const void> value_pin_;
   mutable std::string resolved_value_;
   mutable absl::Status status_;
 };

@@ -86,14 +86,16 @@ absl::Status SegmentReader::CheckPointer(const ValuePointer& pointer) const {
   return absl::OkStatus();
 }
 
-absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view expected_key,
-                                   size_t got, std::string* buf) const {
-  if (got < pointer.size) {
-    return Corrupt(pointer, absl::StrCat("record cut short by the end of the file (", got,
+absl::Status SegmentReader::DecodeView(const ValuePointer& pointer,
+                                       std::string_view expected_key, std::string_view got,
+                                       std::string_view* value, std::string* scratch) const {
+  *value = {};
+  if (got.size() < pointer.size) {
+    return Corrupt(pointer, absl::StrCat("record cut short by the end of the file (", got.size(),
                                          " of ", pointer.size, " bytes)"));
   }
   ParsedRecord record;
-  const RecordCheck check = ParseRecord(std::string_view(*buf).substr(0, pointer.size), &record);
+  const RecordCheck check = ParseRecord(got.substr(0, pointer.size), &record);
   if (check != RecordCheck::kOk) return Corrupt(pointer, RecordCheckName(check));
   if (record.size != pointer.size) {
     return Corrupt(pointer, absl::StrCat("record is ", record.size,
@@ -104,9 +106,7 @@ absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view
                                          ", expected ", KeyForMessage(expected_key)));
   }
   if (record.plain()) {
-    // The value ends the record: drop the header and key in place.
-    buf->erase(0, kRecordHeaderSize + record.key.size());
-    buf->resize(record.stored_value.size());
+    *value = record.stored_value;  // the value ends the record
     return absl::OkStatus();
   }
   if (record.chunked()) {
@@ -115,21 +115,36 @@ absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view
     absl::Status s = ParseChunkTable(record.stored_value, &header, &chunks);
     if (!s.ok()) return Corrupt(pointer, s.message());
     if (!AnyCompressed(chunks)) {
-      // Raw chunks, back to back, are the value: drop everything before it.
-      buf->erase(0, kRecordHeaderSize + record.key.size() + header.table_size());
-      buf->resize(header.raw_size);
+      // Raw chunks, back to back, are the value.
+      *value = record.stored_value.substr(header.table_size(), header.raw_size);
       return absl::OkStatus();
     }
-    std::string value;
-    s = ChunkedValue(record.stored_value, &value);
+    s = ChunkedValue(record.stored_value, scratch);
     if (!s.ok()) return Corrupt(pointer, s.message());
-    buf->swap(value);
+    *value = *scratch;
     return absl::OkStatus();
   }
-  // The frame lives in *buf, which receives the value: copy it out first.
-  const std::string frame(record.stored_value);
-  absl::Status s = io::ZstdUncompress(frame, kMaxRecordValueSize, buf);
+  absl::Status s = io::ZstdUncompress(record.stored_value, kMaxRecordValueSize, scratch);
   if (!s.ok()) return Corrupt(pointer, s.message());
+  *value = *scratch;
+  return absl::OkStatus();
+}
+
+absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view expected_key,
+                                   size_t got, std::string* buf) const {
+  std::string_view value;
+  std::string scratch;
+  CAIRN_RETURN_IF_ERROR(
+      DecodeView(pointer, expected_key, std::string_view(*buf).substr(0, got), &value, &scratch));
+  if (value.data() == scratch.data()) {
+    buf->swap(scratch);
+  } else {
+    // A part of the record: keep it, in place.
+    const size_t skip = static_cast<size_t>(value.data() - buf->data());
+    const size_t n = value.size();
+    buf->erase(0, skip);
+    buf->resize(n);
+  }
   return absl::OkStatus();
 }
 

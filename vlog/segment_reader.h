@@ -87,6 +87,14 @@ class SegmentReader {
                            io::ReadRequest* req) const;
   absl::Status FinishRead(const ValuePointer& pointer, std::string_view expected_key,
                           const io::ReadRequest& req, std::string* buf) const;
+  // DataLoss unless pointer can name a record of this segment.
+  absl::Status CheckPointer(const ValuePointer& pointer) const;
+  // Checks a record read whole (got: its bytes, from the record's start)
+  // as FinishRead does and points *value at its value: inside got when the
+  // value is stored raw, else in *scratch, which receives it decompressed.
+  absl::Status DecodeView(const ValuePointer& pointer, std::string_view expected_key,
+                          std::string_view got, std::string_view* value,
+                          std::string* scratch) const;
   const io::RandomAccessFile* file() const { return file_.get(); }
 
   uint64_t segment_id() const { return header_.segment_id; }
@@ -103,8 +111,6 @@ class SegmentReader {
   SegmentReader(std::unique_ptr<io::RandomAccessFile> file, std::string path,
                 SegmentHeader header);
 
-  // DataLoss unless pointer can name a record of this segment.
-  absl::Status CheckPointer(const ValuePointer& pointer) const;
   // Verifies the record bytes read for pointer (got of them arrived) and
   // turns *buf, which holds them, into the value.
   absl::Status Decode(const ValuePointer& pointer, std::string_view expected_key,

@@ -11,6 +11,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "io/aligned_buffer.h"
 #include "vlog/value_log.h"
 #include "io/status_macros.h"
 
@@ -69,6 +70,17 @@ class ValueLogFetcher final : public ValueFetcher {
   bool Started(std::string_view stored) const override { return fetches_.contains(AsKey(stored)); }
 
   absl::Status Take(std::string_view stored, std::string* value) override {
+    std::string_view view;
+    std::shared_ptr<const void> pin;
+    absl::Status s = TakeView(stored, &view, &pin);
+    value->assign(view);
+    return s;
+  }
+
+  absl::Status TakeView(std::string_view stored, std::string_view* value,
+                        std::shared_ptr<const void>* pin) override {
+    *value = {};
+    pin->reset();
     auto it = fetches_.find(AsKey(stored));
     if (it == fetches_.end()) {
       return absl::NotFoundError(absl::StrCat("value fetch: pointer not started"));
@@ -76,14 +88,18 @@ class ValueLogFetcher final : public ValueFetcher {
     std::unique_ptr<Fetch> fetch = std::move(it->second);
     fetches_.erase(it);
     if (fetch->read != nullptr) Finish(fetch.get());
-    if (!fetch->status.ok()) {
-      value->clear();
-      return fetch->status;
-    }
+    if (!fetch->status.ok()) return fetch->status;
     if (fetch->cached != nullptr) {
-      value->assign(*fetch->cached);
+      *value = *fetch->cached;
+      *pin = std::move(fetch->cached);
+    } else if (fetch->pin != nullptr) {
+      *value = fetch->view;  // in the read's buffer
+      *pin = std::move(fetch->pin);
     } else {
-      *value = std::move(fetch->value);
+      // Decompressed into the fetch's own string.
+      auto owned = std::make_shared<const std::string>(std::move(fetch->value));
+      *value = *owned;
+      *pin = std::move(owned);
     }
     return absl::OkStatus();
   }
@@ -111,7 +127,7 @@ class ValueLogFetcher final : public ValueFetcher {
   // in key order in the first place).
   struct Read {
     io::ReadRequest request;
-    std::unique_ptr<char[]> buf;  // request.len bytes
+    io::AlignedBuffer buf;  // request.len bytes
     bool complete = false;
   };
 
@@ -120,7 +136,11 @@ class ValueLogFetcher final : public ValueFetcher {
     vlog::ValuePointer ptr;
     std::shared_ptr<const vlog::SegmentReader> reader;
     std::shared_ptr<Read> read;  // null once done (a cache hit, an error)
-    std::string value;           // the value, once taken from the read
+    // Once its read is done: the value, in the read's buffer (pin holds
+    // the read) or, decompressed, in value.
+    std::string_view view;
+    std::shared_ptr<const void> pin;
+    std::string value;
     uint64_t readahead = 0;      // bytes a read starting at its record covers
     // A value cache hit, copied out only when taken: a scan that ends
     // leaves started fetches behind, and copying each at Start cost a
@@ -143,8 +163,7 @@ class ValueLogFetcher final : public ValueFetcher {
       fetch->status = reader.status();
       return false;
     }
-    io::ReadRequest unused;
-    fetch->status = (*reader)->PrepareRead(fetch->ptr, &fetch->value, &unused);
+    fetch->status = (*reader)->CheckPointer(fetch->ptr);
     if (!fetch->status.ok()) return false;
     fetch->reader = *std::move(reader);
     return true;
@@ -164,9 +183,9 @@ class ValueLogFetcher final : public ValueFetcher {
 
   // Submits the reads of fetches, records that neighbour each other in one
   // segment merged into one read, each read covering at least the readahead
-  // of its first fetch (at most kMaxMergedFetch); the last read of each
-  // segment that reads ahead is kept for the records that follow
-  // (CoveringRead).
+  // of each of its fetches (at most kMaxMergedFetch) and widened to whole
+  // blocks; the last read of
+  // each segment is kept for the records that follow (CoveringRead).
   void SubmitCoalesced(std::vector<Fetch*>* fetches) {
     if (fetches->empty()) return;
     std::sort(fetches->begin(), fetches->end(), [](const Fetch* a, const Fetch* b) {
@@ -183,27 +202,33 @@ class ValueLogFetcher final : public ValueFetcher {
                                         start.size, std::min(readahead, kMaxMergedFetch));
       size_t last = first + 1;
       for (; last < fetches->size(); ++last) {
-        const vlog::ValuePointer& p = (*fetches)[last]->ptr;
+        const Fetch& f = *(*fetches)[last];
+        const vlog::ValuePointer& p = f.ptr;
         if (p.segment_id != start.segment_id || p.offset > end + kMaxFetchGap ||
             p.offset + p.size - start.offset > kMaxMergedFetch) {
           break;
         }
-        end = std::max<uint64_t>(end, p.offset + p.size);
+        // A record that joins the read brings its readahead with it (the
+        // caller asks for one once the records it reads lie in a row),
+        // counted from the read's start.
+        end = std::max({end, p.offset + p.size,
+                        start.offset + std::min(f.readahead, kMaxMergedFetch)});
       }
       auto read = std::make_shared<Read>();
-      // Not zeroed: a read ahead is up to 256 KiB, and the device fills it.
-      read->buf = std::make_unique_for_overwrite<char[]>(end - start.offset);
-      read->request.offset = start.offset;
-      read->request.len = end - start.offset;
-      read->request.buf = read->buf.get();
+      // Whole blocks, into an aligned buffer: an O_DIRECT read costs the
+      // same, the file reads straight into it (no bounce buffer, no copy),
+      // and the records that share its first and last blocks need no read
+      // of their own (CoveringRead).
+      read->request.offset = io::AlignDown(start.offset, io::kDirectIoAlignment);
+      read->request.len = io::AlignUp(end, io::kDirectIoAlignment) - read->request.offset;
+      read->buf = io::AlignedBuffer(read->request.len);  // not zeroed: the device fills it
+      read->request.buf = read->buf.data();
       for (size_t i = first; i < last; ++i) (*fetches)[i]->read = read;
       batch.push_back({(*fetches)[first]->reader->file(), &read->request});
-      if (readahead > 0) {
-        if (last_read_.size() >= kMaxReadaheadSegments && !last_read_.contains(start.segment_id)) {
-          last_read_.erase(last_read_.begin());
-        }
-        last_read_[start.segment_id] = read;
+      if (last_read_.size() >= kMaxLastReads && !last_read_.contains(start.segment_id)) {
+        last_read_.erase(last_read_.begin());
       }
+      last_read_[start.segment_id] = read;
       reads.push_back(std::move(read));
       first = last;
     }
@@ -211,32 +236,34 @@ class ValueLogFetcher final : public ValueFetcher {
   }
   // Segments whose last read is kept (a scan over values of many flushes
   // interleaves that many segments); each holds at most kMaxMergedFetch.
-  static constexpr size_t kMaxReadaheadSegments = 16;
+  static constexpr size_t kMaxLastReads = 16;
 
-  // Waits for fetch's read, then checks and decodes its record.
+  // Waits for fetch's read, then checks and decodes its record where it
+  // lies in the read's buffer; the value cache gets a copy of the value.
   void Finish(Fetch* fetch) {
-    Read& read = *fetch->read;
-    if (!read.complete) {
-      queue_->Wait(&read.request);
-      read.complete = true;
+    std::shared_ptr<Read> read = std::move(fetch->read);
+    if (!read->complete) {
+      queue_->Wait(&read->request);
+      read->complete = true;
     }
-    // The record's part of the read, as a read of the record alone.
-    const uint64_t skip = fetch->ptr.offset - read.request.offset;
-    io::ReadRequest part;
-    part.offset = fetch->ptr.offset;
-    part.len = fetch->ptr.size;
-    part.status = read.request.status;
-    part.result = read.request.result > skip
-                      ? std::min<uint64_t>(fetch->ptr.size, read.request.result - skip)
-                      : 0;
-    fetch->value.assign(read.buf.get() + skip, part.result);
-    fetch->value.resize(fetch->ptr.size);
-    part.buf = fetch->value.data();
-    fetch->read.reset();
-    fetch->status = fetch->reader->FinishRead(fetch->ptr, fetch->key, part, &fetch->value);
-    if (fetch->status.ok() && vlog_->cache_.capacity() > 0) {
-      vlog_->cache_.Insert(fetch->ptr.segment_id, fetch->ptr.offset,
-                           std::make_shared<const std::string>(fetch->value));
+    fetch->status = read->request.status;
+    if (!fetch->status.ok()) return;
+    // The record's part of the read (cut short where the read was).
+    const uint64_t skip = fetch->ptr.offset - read->request.offset;
+    const uint64_t got = read->request.result > skip
+                             ? std::min<uint64_t>(fetch->ptr.size, read->request.result - skip)
+                             : 0;
+    std::string_view value;
+    fetch->status = fetch->reader->DecodeView(
+        fetch->ptr, fetch->key, std::string_view(read->buf.data() + skip, got), &value,
+        &fetch->value);
+    if (!fetch->status.ok()) return;
+    if (vlog_->cache_.capacity() > 0) {
+      fetch->cached = std::make_shared<const std::string>(value);
+      vlog_->cache_.Insert(fetch->ptr.segment_id, fetch->ptr.offset, fetch->cached);
+    } else if (value.data() != fetch->value.data()) {
+      fetch->view = value;
+      fetch->pin = std::move(read);
     }
   }
 

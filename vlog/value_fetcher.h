@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -32,11 +33,13 @@ class ValueFetcher {
   // Starts reading the values of stored[i] (pointers), with keys[i] the key
   // each record must hold. Pointers already started are skipped. A record
   // that lies inside a read this fetcher already made (or has in flight) of
-  // its segment is served from that read. With readahead[i] > 0 (empty:
-  // none), a new read that starts at stored[i]'s record covers at least
-  // readahead[i] bytes (at most kMaxMergedFetch), so that the records that
-  // follow it in the segment (values a flush or GC wrote in key order) need
-  // no read of their own.
+  // its segment (the latest one) is served from that read; reads are of
+  // whole 4 KiB blocks, so a record that shares a block with one read
+  // before is often served so. With readahead[i] > 0 (empty: none), a read
+  // that holds stored[i]'s record covers at least readahead[i] bytes (at
+  // most kMaxMergedFetch) from its start, so that the
+  // records that follow it in the segment (values a flush or GC wrote in
+  // key order) need no read of their own.
   virtual void Start(absl::Span<const std::string_view> keys,
                      absl::Span<const std::string_view> stored,
                      absl::Span<const uint64_t> readahead = {}) = 0;
@@ -49,6 +52,10 @@ class ValueFetcher {
   // Waits for stored's read, checks it as a Get would and moves the value
   // into *value. NotFound when stored was not started.
   virtual absl::Status Take(std::string_view stored, std::string* value) = 0;
+  // As Take, without a copy: *value stays valid while *pin is held (the
+  // read's buffer, or the value cache's copy).
+  virtual absl::Status TakeView(std::string_view stored, std::string_view* value,
+                                std::shared_ptr<const void>* pin) = 0;
   // Forgets a started fetch (its read, if in flight, completes unseen).
   virtual void Drop(std::string_view stored) = 0;
   // Started and neither taken nor dropped.
