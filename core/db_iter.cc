@@ -245,8 +245,8 @@ class DBIter final : public Iterator {
   // large reads while what a scan reads past its end, in reads, stays
   // within the bound below. With an
   // upper bound nothing past the end is read, so after the slow start of
-  // kPrefetchAfterValues values (a 1- or 2-entry scan costs what Gets
-  // cost) it grows by two per value taken. Without one the scan's end is
+  // kPrefetchAfterValues values (none now) it grows by two per value
+  // taken. Without one the scan's end is
   // unknown and every read ahead may be wasted: the reads started since
   // the seek stay within one more per kUnboundedValuesPerPrefetch values
   // taken, so that a scan ending now has read at most 5% more times than

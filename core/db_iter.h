@@ -33,7 +33,8 @@ using ValueFetcher = vlog::ValueFetcher;
 // same sources looks ahead for the next pointer entries and keeps their
 // reads in flight (a sliding window), so that the values are there when the
 // scan reaches them. Bounded above, the window opens after
-// kPrefetchAfterValues values (read one at a time) and grows by two reads
+// kPrefetchAfterValues values (read one at a time; none now, at the first
+// value the value cache does not hold) and grows by two reads
 // per value taken, never past the bound; unbounded, it holds one read per
 // kUnboundedValuesPerPrefetch values taken. Both stop at max_depth reads and
 // max_bytes of value records.

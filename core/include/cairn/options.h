@@ -194,9 +194,10 @@ struct ReadOptions {
   // Forward scans keep up to this many separated values' reads in flight
   // ahead of the current entry, up to value_prefetch_bytes; records that
   // lie next to each other in a segment (values written or moved by GC in
-  // key order) share one read. The first kPrefetchAfterValues values after
-  // a seek are read one at a time. With an upper bound the window then
-  // grows by two reads per value (it never reads past the bound). Without
+  // key order) share one read. The window opens at the first value after a
+  // seek that the value cache does not hold (kPrefetchAfterValues). With
+  // an upper bound it grows by two reads per value (it never reads past
+  // the bound). Without
   // one, the reads started since the seek stay within one more per
   // kUnboundedValuesPerPrefetch values taken, so a scan reads at most
   // 1/kUnboundedValuesPerPrefetch more times than it shows values (randomly
@@ -223,9 +224,11 @@ struct ReadOptions {
   size_t readahead_size = 0;
 };
 
-// Values a bounded forward scan reads one at a time after each seek before
-// its prefetch window opens (see ReadOptions::value_prefetch_depth).
-inline constexpr int kPrefetchAfterValues = 2;
+// Values a forward scan reads one at a time after each seek before its
+// prefetch window opens (see ReadOptions::value_prefetch_depth): none since
+// 2026-12-02, as the window's first read takes the records that share its
+// blocks (docs/decisions/20261129_scan_prefetch_window.md, second addendum).
+inline constexpr int kPrefetchAfterValues = 0;
 // An unbounded forward scan keeps one value read ahead per this many values
 // taken since its seek: a scan of fewer reads nothing ahead, and what any
 // scan reads past its end stays within 5% of what it showed.
