@@ -335,7 +335,10 @@ class DBIter final : public Iterator {
     // Likewise once half of the records it may hold are used: topped up at
     // every value, the window would start one record (one read) at a time.
     if (!window_.empty() && window_.size() * 2 > MaxWindowRecords()) return;
-    std::vector<std::string> keys;
+    // The keys started, back to back in one string (a string each was an
+    // allocation per value): key_ends[i] is where key i ends.
+    std::string keys;
+    std::vector<size_t> key_ends;
     std::vector<Pending> started;
     // The runs of neighbouring records started here, one per segment: the
     // fetcher sorts a submission by segment and offset and merges
@@ -377,13 +380,14 @@ class DBIter final : public Iterator {
           // Records too are bounded, at kWindowRecordsPerRead per read the
           // depth allows: where neighbours join reads the reads alone would
           // let the window grow by about one record per value taken.
-          if (window_.size() + keys.size() >= MaxWindowRecords()) {
+          if (window_.size() + key_ends.size() >= MaxWindowRecords()) {
             break;  // resume here
           }
-          const bool empty = window_.empty() && keys.empty();
+          const bool empty = window_.empty() && key_ends.empty();
           if (!empty && window_bytes_ + bytes > WindowBytes()) break;  // resume here
           window_bytes_ += bytes;
-          keys.emplace_back(ikey.user_key);
+          keys.append(ikey.user_key);
+          key_ends.push_back(keys.size());
           readahead.push_back(ahead);
           started.push_back({std::string(lookahead_->value()), bytes, !joins});
           if (!joins) {
@@ -405,8 +409,12 @@ class DBIter final : public Iterator {
       }
       lookahead_->Next();
     }
-    if (keys.empty()) return;
-    std::vector<std::string_view> kv(keys.begin(), keys.end()), sv;
+    if (key_ends.empty()) return;
+    std::vector<std::string_view> kv, sv;
+    kv.reserve(key_ends.size());
+    for (size_t i = 0, from = 0; i < key_ends.size(); from = key_ends[i++]) {
+      kv.emplace_back(keys.data() + from, key_ends[i] - from);
+    }
     for (const Pending& p : started) sv.push_back(p.stored);
     fetcher_->Start(kv, sv, readahead);
     for (Pending& p : started) window_.push_back(std::move(p));

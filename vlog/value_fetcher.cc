@@ -42,7 +42,7 @@ class ValueLogFetcher final : public ValueFetcher {
     std::vector<Fetch*> to_read;
     for (size_t i = 0; i < keys.size(); ++i) {
       if (fetches_.contains(AsKey(stored[i]))) continue;
-      auto fetch = std::make_unique<Fetch>();
+      std::unique_ptr<Fetch> fetch = NewFetch();
       fetch->key.assign(keys[i]);
       absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(stored[i]);
       if (!ptr.ok()) {
@@ -88,7 +88,11 @@ class ValueLogFetcher final : public ValueFetcher {
     std::unique_ptr<Fetch> fetch = std::move(it->second);
     fetches_.erase(it);
     if (fetch->read != nullptr) Finish(fetch.get());
-    if (!fetch->status.ok()) return fetch->status;
+    absl::Status s = std::move(fetch->status);
+    if (!s.ok()) {
+      Recycle(std::move(fetch));
+      return s;
+    }
     if (fetch->cached != nullptr) {
       *value = *fetch->cached;
       *pin = std::move(fetch->cached);
@@ -101,6 +105,7 @@ class ValueLogFetcher final : public ValueFetcher {
       *value = *owned;
       *pin = std::move(owned);
     }
+    Recycle(std::move(fetch));
     return absl::OkStatus();
   }
 
@@ -109,7 +114,10 @@ class ValueLogFetcher final : public ValueFetcher {
     if (it == fetches_.end()) return;
     std::unique_ptr<Fetch> fetch = std::move(it->second);
     fetches_.erase(it);
-    if (fetch->read == nullptr || fetch->read->complete) return;
+    if (fetch->read == nullptr || fetch->read->complete) {
+      Recycle(std::move(fetch));
+      return;
+    }
     // A read no other fetch shares need not be made; one in flight keeps
     // its buffer until it completes.
     if (fetch->read.use_count() == 1) queue_->Forget(&fetch->read->request);
@@ -148,6 +156,35 @@ class ValueLogFetcher final : public ValueFetcher {
     std::shared_ptr<const std::string> cached;
     absl::Status status;
   };
+
+  // A fetch, from those used before where there is one: a scan starts
+  // one per value, and their allocations (the fetch and its key) were a
+  // tenth of a scan's CPU.
+  std::unique_ptr<Fetch> NewFetch() {
+    if (free_.empty()) return std::make_unique<Fetch>();
+    std::unique_ptr<Fetch> fetch = std::move(free_.back());
+    free_.pop_back();
+    return fetch;
+  }
+  void Recycle(std::unique_ptr<Fetch> fetch) {
+    if (free_.size() >= kMaxFreeFetches) return;
+    fetch->ptr = {};
+    fetch->reader.reset();
+    fetch->read.reset();
+    fetch->view = {};
+    fetch->pin.reset();
+    if (fetch->value.capacity() > kMaxRecycledValue) {
+      fetch->value = std::string();
+    } else {
+      fetch->value.clear();
+    }
+    fetch->readahead = 0;
+    fetch->cached.reset();
+    fetch->status = absl::OkStatus();
+    free_.push_back(std::move(fetch));
+  }
+  static constexpr size_t kMaxFreeFetches = 64;
+  static constexpr size_t kMaxRecycledValue = 64 << 10;
 
   // A value cache hit (or a bad pointer) is done at once: false. Otherwise
   // fetch gets its segment's reader and needs a read: true.
@@ -298,6 +335,7 @@ class ValueLogFetcher final : public ValueFetcher {
   ValueLog* const vlog_;
   absl::flat_hash_map<std::string, std::unique_ptr<Fetch>> fetches_;  // by pointer bytes
   std::deque<std::unique_ptr<Fetch>> dropped_;                        // reads still in flight
+  std::vector<std::unique_ptr<Fetch>> free_;                          // NewFetch, Recycle
   // Per segment, its latest read with readahead. Declared before queue_,
   // which (destroyed first) waits for any read still in flight.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Read>> last_read_;
