@@ -43,7 +43,7 @@ ABSL_FLAG(std::string, value_mode, "separated",
           "cairn: separated (value log, the library's default) or inline");
 ABSL_FLAG(int64_t, value_separation_threshold, -1,
           "cairn separated mode: values of at least this many bytes go to the value log "
-          "(-1: 1024)");
+          "(-1: the library's default, 4096)");
 ABSL_FLAG(int64_t, separate_at_flush_below, -1,
           "cairn separated mode: separated values under this many bytes go to the WAL and "
           "the memtable and reach the value log at flush (-1: the library's default)");
@@ -119,7 +119,9 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   *separated = mode == "separated";
   const int64_t threshold = absl::GetFlag(FLAGS_value_separation_threshold);
   o.value_separation_threshold =
-      !*separated ? kInlineValues : threshold < 0 ? 1024 : static_cast<size_t>(threshold);
+      !*separated                 ? kInlineValues
+      : threshold < 0 ? cairn::Options().value_separation_threshold
+                      : static_cast<size_t>(threshold);
   o.separate_at_flush_below = absl::GetFlag(FLAGS_separate_at_flush_below);
   return o;
 }

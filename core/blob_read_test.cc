@@ -40,6 +40,7 @@ class BlobReadTest : public ::testing::TestWithParam<bool> {  // value compressi
 
   void Open() {
     Options o;
+    o.value_separation_threshold = 1024;  // the 1 KiB default these tests were written for
     o.value_compression = GetParam() ? Compression::kZstd : Compression::kNone;
     if (segment_size_ != 0) {
       o.value_log_segment_size = segment_size_;

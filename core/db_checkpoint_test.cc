@@ -18,6 +18,9 @@ namespace {
 
 Options SmallOptions() {
   Options o;
+  // Written for the 1 KiB default of before 2026-12-02: values from 1 KiB
+  // are separated.
+  o.value_separation_threshold = 1024;
   o.memtable_size = 64 << 10;
   o.value_separation_threshold = 256;
   o.separate_at_flush_below = 0;  // an active segment to copy

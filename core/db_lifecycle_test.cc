@@ -19,7 +19,9 @@ class LifecycleTest : public ::testing::Test {
   void SetUp() override { fs_ = std::make_shared<io::MemoryFileSystem>(); }
 
   std::unique_ptr<DB> Open() {
-    auto db = OpenWithFileSystem(Options(), "/db", fs_);
+    Options o;
+    o.value_separation_threshold = 1024;  // "a" below is separated
+    auto db = OpenWithFileSystem(o, "/db", fs_);
     EXPECT_OK(db);
     return db.ok() ? *std::move(db) : nullptr;
   }

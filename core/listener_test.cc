@@ -57,6 +57,7 @@ class Recorder : public EventListener {
 
 Options ListenerOptions(std::shared_ptr<FileSystem> fs, std::shared_ptr<Recorder> recorder) {
   Options o;
+  o.value_separation_threshold = 1024;  // the 1 KiB default these tests were written for
   o.file_system = std::move(fs);
   o.listeners.push_back(std::move(recorder));
   o.memtable_size = 1 << 20;

@@ -28,6 +28,9 @@ namespace stdfs = std::filesystem;
 
 Options SmallOptions() {
   Options o;
+  // Written for the 1 KiB default of before 2026-12-02: values from 1 KiB
+  // are separated.
+  o.value_separation_threshold = 1024;
   o.memtable_size = 64 << 10;
   o.target_file_size = 64 << 10;
   o.value_log_segment_size = 256 << 10;

@@ -100,9 +100,11 @@ struct Options {
   uint64_t wal_bytes_per_sync = uint64_t{1} << 20;
   // Values of at least this many bytes are stored in the value log; the
   // LSM keeps a pointer of about 10 bytes. kInlineValues stores every value
-  // in the LSM and never creates a value-log file. Default: 1 KiB
-  // (docs/decisions/20261129_separation_threshold.md).
-  size_t value_separation_threshold = 1024;
+  // in the LSM and never creates a value-log file. Default: 4 KiB, where
+  // separated values stop losing scans to an LSM's (1 KiB before
+  // 2026-12-02: lower write amplification, slower 1-2 KiB scans;
+  // docs/decisions/20261129_separation_threshold.md).
+  size_t value_separation_threshold = 4096;
   // Separated values smaller than this are written like inline ones, to the
   // WAL and the memtable, and the flush of their memtable moves them into a
   // value-log segment of its own in key order, as RocksDB's BlobDB does:
