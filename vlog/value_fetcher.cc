@@ -93,18 +93,8 @@ class ValueLogFetcher final : public ValueFetcher {
       Recycle(std::move(fetch));
       return s;
     }
-    if (fetch->cached != nullptr) {
-      *value = *fetch->cached;
-      *pin = std::move(fetch->cached);
-    } else if (fetch->pin != nullptr) {
-      *value = fetch->view;  // in the read's buffer
-      *pin = std::move(fetch->pin);
-    } else {
-      // Decompressed into the fetch's own string.
-      auto owned = std::make_shared<const std::string>(std::move(fetch->value));
-      *value = *owned;
-      *pin = std::move(owned);
-    }
+    *value = fetch->view;
+    *pin = std::move(fetch->pin);
     Recycle(std::move(fetch));
     return absl::OkStatus();
   }
@@ -144,16 +134,14 @@ class ValueLogFetcher final : public ValueFetcher {
     vlog::ValuePointer ptr;
     std::shared_ptr<const vlog::SegmentReader> reader;
     std::shared_ptr<Read> read;  // null once done (a cache hit, an error)
-    // Once its read is done: the value, in the read's buffer (pin holds
-    // the read) or, decompressed, in value.
+    uint64_t readahead = 0;      // bytes a read starting at its record covers
+    // Once done (a cache hit, or its read decoded): the value, which pin
+    // holds (the value cache's copy, the read's buffer, or the value
+    // decompressed). Never copied before it is taken: a scan that ends
+    // leaves started fetches behind, and copying each cache hit at Start
+    // cost a cached 50-entry scan half its speed.
     std::string_view view;
     std::shared_ptr<const void> pin;
-    std::string value;
-    uint64_t readahead = 0;      // bytes a read starting at its record covers
-    // A value cache hit, copied out only when taken: a scan that ends
-    // leaves started fetches behind, and copying each at Start cost a
-    // cached 50-entry scan half its speed.
-    std::shared_ptr<const std::string> cached;
     absl::Status status;
   };
 
@@ -173,25 +161,19 @@ class ValueLogFetcher final : public ValueFetcher {
     fetch->read.reset();
     fetch->view = {};
     fetch->pin.reset();
-    if (fetch->value.capacity() > kMaxRecycledValue) {
-      fetch->value = std::string();
-    } else {
-      fetch->value.clear();
-    }
     fetch->readahead = 0;
-    fetch->cached.reset();
     fetch->status = absl::OkStatus();
     free_.push_back(std::move(fetch));
   }
   static constexpr size_t kMaxFreeFetches = 64;
-  static constexpr size_t kMaxRecycledValue = 64 << 10;
 
   // A value cache hit (or a bad pointer) is done at once: false. Otherwise
   // fetch gets its segment's reader and needs a read: true.
   bool Prepare(Fetch* fetch) {
     if (std::shared_ptr<const std::string> hit =
             vlog_->cache_.Lookup(fetch->ptr.segment_id, fetch->ptr.offset)) {
-      fetch->cached = std::move(hit);
+      fetch->view = *hit;
+      fetch->pin = std::move(hit);
       return false;
     }
     absl::StatusOr<std::shared_ptr<const vlog::SegmentReader>> reader =
@@ -291,17 +273,28 @@ class ValueLogFetcher final : public ValueFetcher {
                              ? std::min<uint64_t>(fetch->ptr.size, read->request.result - skip)
                              : 0;
     std::string_view value;
+    std::string decompressed;
     fetch->status = fetch->reader->DecodeView(
         fetch->ptr, fetch->key, std::string_view(read->buf.data() + skip, got), &value,
-        &fetch->value);
+        &decompressed);
     if (!fetch->status.ok()) return;
-    if (vlog_->cache_.capacity() > 0) {
-      fetch->cached = std::make_shared<const std::string>(value);
-      vlog_->cache_.Insert(fetch->ptr.segment_id, fetch->ptr.offset, fetch->cached);
-    } else if (value.data() != fetch->value.data()) {
+    // Shown from the decompressed value or the cache's copy where there is
+    // one, else from the read's buffer.
+    std::shared_ptr<const std::string> owned;
+    const bool cached = vlog_->cache_.capacity() > 0;
+    if (value.data() == decompressed.data()) {
+      owned = std::make_shared<const std::string>(std::move(decompressed));
+    } else if (cached) {
+      owned = std::make_shared<const std::string>(value);
+    }
+    if (owned == nullptr) {
       fetch->view = value;
       fetch->pin = std::move(read);
+      return;
     }
+    if (cached) vlog_->cache_.Insert(fetch->ptr.segment_id, fetch->ptr.offset, owned);
+    fetch->view = *owned;
+    fetch->pin = std::move(owned);
   }
 
   static bool Poll(io::ReadQueue* queue, Read* read) {
@@ -336,7 +329,7 @@ class ValueLogFetcher final : public ValueFetcher {
   absl::flat_hash_map<std::string, std::unique_ptr<Fetch>> fetches_;  // by pointer bytes
   std::deque<std::unique_ptr<Fetch>> dropped_;                        // reads still in flight
   std::vector<std::unique_ptr<Fetch>> free_;                          // NewFetch, Recycle
-  // Per segment, its latest read with readahead. Declared before queue_,
+  // Per segment, its latest read (CoveringRead). Declared before queue_,
   // which (destroyed first) waits for any read still in flight.
   absl::flat_hash_map<uint64_t, std::shared_ptr<Read>> last_read_;
   std::unique_ptr<io::ReadQueue> queue_;
