@@ -123,6 +123,20 @@ class DBImpl::GcIndex final : public gc::IndexView {
   }
 
   absl::Status LogSegmentEdit(const vlog::SegmentEdit& edit) override {
+    // The next open deletes a segment the manifest marks obsolete. Before
+    // the mark, every write that made one of its records dead must be
+    // synced: a crash that took such a write would make a table's old
+    // pointer into the victim the newest again (docs/gc.md, "When a
+    // collected segment may be deleted"). A job that moved records synced
+    // its last rewrite, which covers them all; a job whose records all died
+    // to newer writes, or whose last batch lost every key, syncs here.
+    const bool marks_obsolete =
+        std::any_of(edit.changes().begin(), edit.changes().end(), [](const auto& c) {
+          return c.tag == vlog::SegmentEditTag::kMarkObsolete;
+        });
+    if (marks_obsolete && superseded_through() > db_->versions_->LastSequence()) {
+      CAIRN_RETURN_IF_ERROR(db_->SyncWalInQueue());
+    }
     lsm::VersionEdit ve;
     return db_->LogAndApply(&ve, &edit);
   }

@@ -225,6 +225,9 @@ class DBImpl final : public DB {
   // Queues w and waits until it is done, leading a group when it reaches
   // the front.
   absl::Status WriteImpl(Writer* w) ABSL_LOCKS_EXCLUDED(mu_);
+  // SyncWAL without its caller checks, for background work: a synced group
+  // of no writes, covering every write before it.
+  absl::Status SyncWalInQueue() ABSL_LOCKS_EXCLUDED(mu_);
   // The leader's work for a user write or a rewrite: picks the group, sets
   // *last_writer to its last member, and writes it (value log, WAL,
   // memtable), with mu_ released meanwhile. A failure is fail-stop.

@@ -150,6 +150,10 @@ absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool syn
 
 absl::Status DBImpl::SyncWAL() {
   CAIRN_RETURN_IF_ERROR(CheckWritable("SyncWAL"));
+  return SyncWalInQueue();
+}
+
+absl::Status DBImpl::SyncWalInQueue() {
   // Through the queue: only a group's leader touches the WAL and the value
   // log's buffers, and a sync must cover every write acknowledged before it.
   Writer w = Writer::Sync();
