@@ -11,7 +11,7 @@
 #   2. 4 KiB, 400 MiB, 1, 2 and 4 writer threads.
 #   3. 1 KiB, 1 thread, 256 MiB.
 #   4. cairn inline against RocksDB: 1 KiB and 4 KiB, 256 MiB.
-#   5. sync writes, 4 KiB, 1, 4 and 16 threads, 5 s each.
+#   5. sync writes, 4 KiB, 1, 4 and 16 threads, 5 s each (BlobDB too).
 #   6. the demo's compressible values (zstd, ratio 0.5): separated against
 #      inline at 4 KiB and 64 KiB, 512 MiB.
 # Usage: bench/write_path.sh [BUILD_DIR] (env: DB, PARTS="0 1 2 3 4 5 6")
@@ -77,7 +77,7 @@ fi
 if has 5; then
   echo "=== 5. sync writes, 4 KiB, 5 s"
   for t in 1 4 16; do
-    for e in cairn rocksdb; do
+    for e in cairn rocksdb blobdb; do
       run $(mode $e) "${incompressible[@]}" --value_size=4096 --num=1000000 --threads=$t \
           --sync --duration=5
     done
