@@ -530,6 +530,7 @@ class DBImpl final : public DB {
   std::atomic<uint64_t> live_user_bytes_{0};  // from the last cairn.live-bytes scan
   std::atomic<uint64_t> stall_slowdowns_{0}, stall_stops_{0}, stall_micros_{0};
   std::atomic<uint64_t> stall_max_micros_{0};
+  std::atomic<uint64_t> stall_max_delay_micros_{0};  // the longest delay asked for
 };
 
 }  // namespace cairn

@@ -90,6 +90,7 @@ Stats DBImpl::GetStats() {
   st.stall_stops = stall_stops_.load();
   st.stall_micros = stall_micros_.load();
   st.stall_max_micros = stall_max_micros_.load();
+  st.stall_max_delay_micros = stall_max_delay_micros_.load();
   {
     absl::MutexLock l(&mu_);
     st.delayed_write_rate = write_delayed_ ? gc_controller_.delayed_write_rate() : 0;

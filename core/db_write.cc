@@ -469,6 +469,11 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   if (delay <= absl::ZeroDuration()) return absl::OkStatus();
   SetStallCondition(StallCondition::kDelayed, "value-log space: GC is behind");
   stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+  const auto asked = static_cast<uint64_t>(absl::ToInt64Microseconds(delay));
+  uint64_t longest = stall_max_delay_micros_.load(std::memory_order_relaxed);
+  while (asked > longest && !stall_max_delay_micros_.compare_exchange_weak(
+                                longest, asked, std::memory_order_relaxed)) {
+  }
   mu_.Unlock();
   const auto start = std::chrono::steady_clock::now();
   absl::SleepFor(delay);

@@ -618,12 +618,16 @@ TEST(GcSpaceTest, FiveOverwritesOfAFixedLiveSetStayWithinTheBound) {
   }
   const Stats st = db->GetStats();
   std::printf("value-log space amplification: max %.2f, final %.2f; gc wrote %.2f per user byte; "
-              "writes delayed %.2f s, longest wait %.1f ms\n",
+              "writes delayed %.2f s, longest wait %.1f ms (delay set %.1f ms), %llu stops\n",
               max_amp, final_amp, static_cast<double>(st.gc_bytes_written) / st.user_bytes_written,
-              st.stall_micros / 1e6, st.stall_max_micros / 1e3);
-  // Writes are slowed, never held: no single wait past the controller's
-  // 100 ms cap (with room for the scheduler on a loaded machine).
-  EXPECT_LE(st.stall_max_micros, 150'000u);
+              st.stall_micros / 1e6, st.stall_max_micros / 1e3, st.stall_max_delay_micros / 1e3,
+              static_cast<unsigned long long>(st.stall_stops));
+  // Writes are slowed, never held: no delay for value-log space past the
+  // controller's 100 ms cap. The delay the engine set is checked, not the
+  // wait as measured: that one also holds the waits for this test's tiny
+  // memtables to flush (hundreds of stops), which a loaded sanitizer
+  // runner stretched to 157 ms once.
+  EXPECT_LE(st.stall_max_delay_micros, 100'000u);
   EXPECT_LE(max_amp, 2.0);
   EXPECT_LE(final_amp, 1.5);
   EXPECT_GT(st.gc_runs, 0u);

@@ -89,6 +89,10 @@ struct Stats {
   uint64_t stall_slowdowns = 0, stall_stops = 0;
   uint64_t stall_micros = 0;
   uint64_t stall_max_micros = 0;
+  // The longest delay the GC throttle set for one write (at most its cap,
+  // 100 ms). stall_max_micros is the wait as it happened, which a loaded
+  // machine's scheduler can stretch past the delay.
+  uint64_t stall_max_delay_micros = 0;
   // The rate user writes are held to while GC is behind (bytes/s; 0 when
   // they are not delayed for value-log space).
   uint64_t delayed_write_rate = 0;
