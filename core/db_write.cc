@@ -6,6 +6,7 @@
 // applies it to the memtable and wakes the others (group commit, as in
 // LevelDB).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 
 #include "absl/container/inlined_vector.h"
@@ -67,6 +68,17 @@ struct DBImpl::PreparedBatch {
   uint64_t user_bytes = 0;                      // keys and values as given
   uint64_t puts = 0, deletes = 0;
 };
+
+namespace {
+
+// Raises a maximum kept without a lock to at least value.
+void RaiseTo(std::atomic<uint64_t>& max, uint64_t value) {
+  uint64_t seen = max.load(std::memory_order_relaxed);
+  while (value > seen && !max.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
 
 // A group stops growing at this many bytes, so one large write does not make
 // many small ones wait for it (and the reverse).
@@ -469,11 +481,7 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   if (delay <= absl::ZeroDuration()) return absl::OkStatus();
   SetStallCondition(StallCondition::kDelayed, "value-log space: GC is behind");
   stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
-  const auto asked = static_cast<uint64_t>(absl::ToInt64Microseconds(delay));
-  uint64_t longest = stall_max_delay_micros_.load(std::memory_order_relaxed);
-  while (asked > longest && !stall_max_delay_micros_.compare_exchange_weak(
-                                longest, asked, std::memory_order_relaxed)) {
-  }
+  RaiseTo(stall_max_delay_micros_, static_cast<uint64_t>(absl::ToInt64Microseconds(delay)));
   mu_.Unlock();
   const auto start = std::chrono::steady_clock::now();
   absl::SleepFor(delay);
@@ -487,10 +495,7 @@ void DBImpl::RecordStall(std::chrono::steady_clock::time_point start) {
                               std::chrono::steady_clock::now() - start)
                               .count();
   stall_micros_.fetch_add(micros, std::memory_order_relaxed);
-  uint64_t longest = stall_max_micros_.load(std::memory_order_relaxed);
-  while (micros > longest &&
-         !stall_max_micros_.compare_exchange_weak(longest, micros, std::memory_order_relaxed)) {
-  }
+  RaiseTo(stall_max_micros_, micros);
 }
 
 void DBImpl::SlowDownWrite() {

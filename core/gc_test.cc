@@ -281,10 +281,6 @@ TEST_F(GcTest, ScansAndGetsDuringCollectionsSeeEveryValue) {
   CheckAll();
 }
 
-// A crash at every step of a collection (the k-th file operation fails for
-// good, then the machine loses what was not durable) leaves a database that
-// opens with every synced write, reads every value exactly (no dangling
-// pointer), and keeps no segment file the manifest does not know.
 // Runs a collection whose fail_at-th file operation, and every one after,
 // fails (none when fail_at is 0: then *ops_in_gc gets how many it made),
 // then stops the file system, as a crash at that point does.
@@ -303,6 +299,10 @@ void RunGcFailingAt(DB* db, io::FaultFileSystem* fs, int fail_at, uint64_t* ops_
   fs->SetFilesystemActive(false);
 }
 
+// A crash at every step of a collection (the k-th file operation fails for
+// good, then the machine loses what was not durable) leaves a database that
+// opens with every synced write, reads every value exactly (no dangling
+// pointer), and keeps no segment file the manifest does not know.
 TEST(GcCrashTest, CrashAtEveryStepOfACollection) {
   auto run_case = [](int fail_at, uint64_t* ops_in_gc) {
     auto base = std::make_shared<io::MemoryFileSystem>();
