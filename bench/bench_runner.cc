@@ -192,20 +192,22 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   if (config_.progress) {
     progress = std::make_unique<ProgressLine>(result->benchmark, count, config_.duration_s, &done);
   }
-  // Samples bytes on disk while the benchmark runs (space over time); with
-  // --space_sample_secs each sample is a line on stderr, its amplification
-  // taken over the bench's own account of live bytes at that moment.
+  // Samples bytes on disk every 250 ms while the benchmark runs, for the
+  // run's maximum; with --space_sample_secs every that many seconds a sample
+  // is also a line on stderr, its amplification taken over the bench's own
+  // account of live bytes at that moment.
   std::atomic<uint64_t> max_disk{0};
   absl::Notification sampling_done;
   const Clock::time_point start = Clock::now();
   const bool print_samples = config_.space_sample_s > 0;
-  const absl::Duration period =
-      print_samples ? absl::Seconds(config_.space_sample_s) : absl::Milliseconds(250);
+  const absl::Duration period = absl::Milliseconds(250);
   std::thread sampler([&] {
+    absl::Time next_print = absl::Now();
     do {
       const uint64_t d = engine_->Stats().disk_bytes;
       if (d > max_disk.load()) max_disk.store(d);
-      if (print_samples) {
+      if (print_samples && absl::Now() >= next_print) {
+        next_print += absl::Seconds(config_.space_sample_s);
         const uint64_t live = tracker_.live_bytes();
         std::fprintf(stderr, "space %s t=%.1fs ops=%llu disk=%.1fMiB live=%.1fMiB amp=%.3f\n",
                      result->benchmark.c_str(), NanosSince(start) / 1e9,

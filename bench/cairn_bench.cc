@@ -80,8 +80,8 @@ ABSL_FLAG(int64_t, memtable_value_mb, -1,
 ABSL_FLAG(int32_t, subcompactions, -1,
           "both engines: max_subcompactions (-1: each engine's default, cairn 2, RocksDB 1)");
 ABSL_FLAG(double, space_sample_secs, 0,
-          "sample bytes on disk every S seconds during each benchmark and print each sample "
-          "on stderr (0: every 250 ms, silently; the maximum is reported either way)");
+          "print bytes on disk every S seconds during each benchmark on stderr (0: never); "
+          "they are sampled every 250 ms for the reported maximum either way");
 ABSL_FLAG(bool, stats, false, "print the engine's own statistics after the last benchmark");
 
 namespace cairn::bench {

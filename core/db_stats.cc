@@ -1,7 +1,10 @@
 // Stats and properties: the engine's own measurements, from the io layer's
 // byte counters and the read path's counters.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -14,6 +17,22 @@
 #include "vlog/vlog_format.h"
 
 namespace cairn {
+namespace {
+
+// Bytes of every file in dir (a file that goes between the listing and its
+// size counts nothing).
+uint64_t DirectoryBytes(io::FileSystem* fs, const std::string& dir) {
+  absl::StatusOr<std::vector<std::string>> names = fs->ListDir(dir);
+  if (!names.ok()) return 0;
+  uint64_t total = 0;
+  for (const std::string& name : *names) {
+    absl::StatusOr<uint64_t> size = fs->GetFileSize(absl::StrCat(dir, "/", name));
+    if (size.ok()) total += *size;
+  }
+  return total;
+}
+
+}  // namespace
 
 using io::IoCategory;
 
@@ -127,10 +146,11 @@ Stats DBImpl::GetStats() {
   // Live user bytes are known only from a full scan (cairn.live-bytes);
   // until one has run, space amplification is reported as 0 (unknown).
   st.live_user_bytes_estimate = live_user_bytes_.load();
-  const uint64_t on_disk = st.sst_bytes + st.vlog_bytes;
-  st.space_amplification = st.live_user_bytes_estimate == 0
-                               ? 0
-                               : static_cast<double>(on_disk) / st.live_user_bytes_estimate;
+  st.disk_bytes = DirectoryBytes(fs_.get(), dbname_);
+  st.space_amplification =
+      st.live_user_bytes_estimate == 0
+          ? 0
+          : static_cast<double>(st.disk_bytes) / st.live_user_bytes_estimate;
   return st;
 }
 
@@ -166,11 +186,13 @@ std::string FormatStats(const Stats& st) {
                         st.value_cache_hits, st.value_cache_misses,
                         st.value_cache_bytes / 1048576.0, st.value_cache_capacity / 1048576.0);
   absl::StrAppendFormat(&out,
-                        "space amplification %.2f: sst %.1f MiB, vlog %.1f MiB in %d segments "
-                        "(%.1f MiB garbage)\n",
-                        st.space_amplification, st.sst_bytes / 1048576.0,
-                        st.vlog_bytes / 1048576.0, st.vlog_segments,
-                        st.vlog_garbage_bytes / 1048576.0);
+                        "space amplification %.2f: %.1f MiB on disk: sst %.1f MiB, vlog %.1f MiB "
+                        "in %d segments (%.1f MiB garbage), wal and other files %.1f MiB\n",
+                        st.space_amplification, st.disk_bytes / 1048576.0,
+                        st.sst_bytes / 1048576.0, st.vlog_bytes / 1048576.0, st.vlog_segments,
+                        st.vlog_garbage_bytes / 1048576.0,
+                        (st.disk_bytes - std::min(st.disk_bytes, st.sst_bytes + st.vlog_bytes)) /
+                            1048576.0);
   absl::StrAppendFormat(&out,
                         "gc: %d victims, %d segments freed, %.1f MiB read, %.1f MiB relocated, "
                         "%d records dropped, %.2f s, %.3f relocated per user byte, %.1f MiB "

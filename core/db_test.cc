@@ -572,6 +572,39 @@ TEST_F(DBTest, StatsCountUserAndDiskBytes) {
   EXPECT_FALSE(db_->GetProperty("cairn.no-such-property", &text));
 }
 
+// Space amplification is over the whole directory: values still in the WAL
+// take disk space as much as the tables' do, and a user's disk sees both.
+TEST_F(DBTest, DiskBytesCountTheWholeDirectory) {
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_OK(db_->Put({}, absl::StrFormat("key%06d", i), std::string(100, 'x')));
+  }
+  ASSERT_OK(db_->Flush());
+  std::string live;
+  ASSERT_TRUE(db_->GetProperty("cairn.live-bytes", &live));
+  // Writes after the flush are in the WAL (and the 64 KiB memtable) only.
+  for (int i = 0; i < 40; ++i) {
+    ASSERT_OK(db_->Put({}, absl::StrFormat("new%06d", i), std::string(1000, 'y')));
+  }
+  const Stats st = db_->GetStats();
+  uint64_t files = 0;
+  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir("/db");
+  ASSERT_OK(names);
+  for (const std::string& name : *names) {
+    absl::StatusOr<uint64_t> size = fs_->GetFileSize("/db/" + name);
+    ASSERT_OK(size);
+    files += *size;
+  }
+  EXPECT_EQ(st.disk_bytes, files);
+  // The WAL holds the 40 newer puts: at least their bytes beyond the tables.
+  EXPECT_GE(st.disk_bytes, st.sst_bytes + st.vlog_bytes + 40u * 1009);
+  ASSERT_GT(st.live_user_bytes_estimate, 0u);
+  EXPECT_DOUBLE_EQ(st.space_amplification, static_cast<double>(st.disk_bytes) /
+                                               static_cast<double>(st.live_user_bytes_estimate));
+  std::string text;
+  ASSERT_TRUE(db_->GetProperty("cairn.stats", &text));
+  EXPECT_NE(text.find("wal and other files"), std::string::npos) << text;
+}
+
 TEST(DBOpenTest, RealFileSystemRoundTrip) {
   const std::string dir = absl::StrCat(::testing::TempDir(), "/cairn_db_test_", getpid());
   std::filesystem::remove_all(dir);

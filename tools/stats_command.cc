@@ -106,6 +106,7 @@ std::string StatsToJson(const Stats& s) {
       .Add("value_cache_bytes", s.value_cache_bytes)
       .Add("value_cache_capacity", s.value_cache_capacity)
       .Add("cache_shared", s.cache_shared ? 1 : 0)
+      .Add("disk_bytes", s.disk_bytes)
       .Add("sst_bytes", s.sst_bytes)
       .Add("vlog_bytes", s.vlog_bytes)
       .Add("vlog_segments", s.vlog_segments)

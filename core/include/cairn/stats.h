@@ -75,9 +75,14 @@ struct Stats {
   uint64_t value_cache_bytes = 0, value_cache_capacity = 0;
   bool cache_shared = false;
 
-  // Space: (SST + value-log bytes on disk) / live user bytes, where live
-  // user bytes come from the last GetProperty("cairn.live-bytes") scan
-  // (0, and space_amplification 0, until one has run).
+  // Space: every file in the database directory (tables, value log, the
+  // WAL, the manifest, the info log, and files a flush or GC job is still
+  // writing or the deleter has not unlinked yet) over live user bytes,
+  // which come from the last GetProperty("cairn.live-bytes") scan (0, and
+  // space_amplification 0, until one has run). sst_bytes and vlog_bytes
+  // are the tables and segments the manifest names; disk_bytes less both
+  // is mostly the WAL, which holds the memtables' values.
+  uint64_t disk_bytes = 0;
   uint64_t sst_bytes = 0, vlog_bytes = 0;
   uint64_t vlog_segments = 0;       // segments not yet reclaimed
   uint64_t vlog_garbage_bytes = 0;  // overwritten or deleted values, per compactions
