@@ -570,11 +570,10 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       if (!bg_error_.ok()) return bg_error_;
       if (shutting_down_) return absl::AbortedError("the database is closing");
     }
-    // Collected segments that wait only for a sync of the writes that
-    // superseded their records: sync. Garbage GC cannot see because the
-    // memtable hides it: flush, so that the space is back (or GC can take
-    // it) on return. Twice at most: the second round collects what the
-    // first made visible.
+    // Garbage GC cannot see because the memtable hides it: flush, so that
+    // GC can take it before the return. Twice at most: the second round
+    // collects what the first made visible.
+    DeleteObsoleteSegments();
     if (settle == 2) break;
     bool hidden;
     {
@@ -583,14 +582,8 @@ absl::Status DBImpl::WaitForBackgroundWork() {
                GetValueLogSpaceLocked(/*with_estimate=*/true).amplification() >
                    gc_controller_.stop_mark();
     }
-    const bool waiting = DeleteObsoleteSegments() > 0;
-    if (!waiting && !hidden) break;
-    if (hidden) {
-      CAIRN_RETURN_IF_ERROR(Flush());  // its WAL switch syncs too
-    } else {
-      CAIRN_RETURN_IF_ERROR(SyncWAL());
-    }
-    DeleteObsoleteSegments();
+    if (!hidden) break;
+    CAIRN_RETURN_IF_ERROR(Flush());
     // Garbage the flush counted makes GcCanCollect true again (a garbage
     // report); wake GC to look at it.
     absl::MutexLock l(&mu_);

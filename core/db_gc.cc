@@ -232,21 +232,19 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
   return absl::OkStatus();
 }
 
-size_t DBImpl::DeleteObsoleteSegments() {
-  gc::ObsoleteSegments::Ready ready;
+void DBImpl::DeleteObsoleteSegments() {
+  std::vector<uint64_t> deletable;
   {
     absl::MutexLock l(&mu_);
-    // The manifest's last sequence counts synced writes only.
-    ready = obsolete_segments_.TakeDeletable(OldestSnapshot(), versions_->LastSequence(),
-                                             versions_->LogNumber());
+    deletable = obsolete_segments_.TakeDeletable(OldestSnapshot());
   }
-  if (ready.deletable.empty()) return ready.waiting_for_wal;
+  if (deletable.empty()) return;
   // The manifest forgets them first, then the files go on the deleter's
   // thread (an unlink may wait for the device's discard). A crash between
   // the two leaves files the manifest does not know, which the next open
   // removes; nothing references them.
   vlog::SegmentEdit edit;
-  for (uint64_t id : ready.deletable) {
+  for (uint64_t id : deletable) {
     vlog_->EvictReader(id);
     edit.RemoveSegment(id);
   }
@@ -256,13 +254,12 @@ size_t DBImpl::DeleteObsoleteSegments() {
     // They stay obsolete in the manifest; the next open deletes them.
     absl::MutexLock l(&mu_);
     SetBackgroundError(s);
-    return ready.waiting_for_wal;
+    return;
   }
-  for (uint64_t id : ready.deletable) {
+  for (uint64_t id : deletable) {
     deleter_->Remove(lsm::ValueLogFileName(dbname_, id));
     gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
   }
-  return ready.waiting_for_wal;
 }
 
 absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
@@ -326,17 +323,13 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     {
       absl::MutexLock l(&mu_);
       // Readers from before the rewrite hold this epoch or an earlier one;
-      // the victim goes when they are all gone, no older snapshot remains,
-      // and the writes that superseded its records are durable: the job's
-      // last rewrite synced them when it moved anything, else the next
-      // synced write, WAL switch or flush does. WALs up to the
-      // current one may hold those writes, unless every memtable is empty
-      // (then every WAL with data is flushed).
+      // the victim goes when they are all gone and no older snapshot
+      // remains. The writes that superseded its records are durable
+      // already: the job's final edit synced them before it marked the
+      // victim obsolete (GcIndex::LogSegmentEdit).
       for (uint64_t id : victim_ids) {
         obsolete_segments_.Add({.segment_id = id,
                                 .sequence = last_sequence_.load(),
-                                .durable_at = index.superseded_through(),
-                                .log_number = mem_->empty() && imm_.empty() ? 0 : log_number_,
                                 .epoch = std::weak_ptr<const void>(read_epoch_)});
       }
       auto next = std::make_shared<ReadEpoch>();
@@ -384,12 +377,6 @@ absl::StatusOr<GcResult> DBImpl::RunGC() {
   CAIRN_RETURN_IF_ERROR(CheckWritable("RunGC"));
   const uint64_t freed_before = gc_segments_freed_.load();
   CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
-  // Victims that wait for the writes that superseded their records to be
-  // durable go after a sync: do it now, so that RunGC returns the space.
-  if (DeleteObsoleteSegments() > 0) {
-    CAIRN_RETURN_IF_ERROR(SyncWAL());
-    DeleteObsoleteSegments();
-  }
   deleter_->WaitIdle();  // the victims' files are gone on return
   {
     // A failure deleting the victims (the manifest write) stops the DB.
@@ -522,11 +509,8 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     if (!r.ok()) return r.status();
     return r->victims;
   }
-  size_t DeleteObsoleteSegments() override { return db_->DeleteObsoleteSegments(); }
+  void DeleteObsoleteSegments() override { db_->DeleteObsoleteSegments(); }
   bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }
-  void SyncWal() override {
-    db_->SyncWAL().IgnoreError();  // an error is sticky in bg_error_, or the close
-  }
   void Flush() override {
     db_->Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
   }

@@ -316,9 +316,8 @@ class DBImpl final : public DB {
   // count (what a crash, an I/O error or an interrupted GC job left), from
   // a scan of every table (docs/gc.md, "The space ledger").
   absl::Status CountUnaccountedGarbage();
-  // Deletes the obsolete segments nothing can reach any more; returns how
-  // many wait only for their WAL to be flushed.
-  size_t DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
+  // Deletes the collected segments no reader or snapshot can reach any more.
+  void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
   // Value-log bytes on disk over the bytes not yet counted as garbage; every
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
@@ -511,8 +510,8 @@ class DBImpl final : public DB {
   // Garbage collection.
   absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one collection at a time
   std::shared_ptr<ReadEpoch> read_epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<ReadEpoch>();
-  // Collected segments waiting until no reader, snapshot or WAL can reach
-  // them (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments
+  // Collected segments waiting until no reader or snapshot can reach them
+  // (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments
   // deletes the files).
   gc::ObsoleteSegments obsolete_segments_ ABSL_GUARDED_BY(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};

@@ -154,8 +154,9 @@ absl::Status DBImpl::SwitchMemTableInQueue() {
 }
 
 absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool sync) {
-  // A job syncs its last rewrite only: the victim waits until the writes
-  // that moved its records are synced (gc::ObsoleteSegments).
+  // A job syncs its last rewrite only, which makes its earlier ones durable
+  // with it, before its final edit marks the victims obsolete
+  // (GcIndex::LogSegmentEdit).
   Writer w = Writer::GcRewrite(&rewrite, sync);
   return WriteImpl(&w);
 }

@@ -5,20 +5,15 @@
 // GcController's trigger deciding whether a round collects at all
 // (docs/gc.md, "Keeping up").
 //
-// A round past the trigger collects one victim, then:
-//   - when kSyncForWaitingVictims or more collected victims wait only for
-//     a sync of the writes that superseded their records (a victim whose
-//     records were all dead, collected without a synced rewrite), it syncs
-//     the WAL, so that their space comes back now rather than at the next
-//     synced write or WAL switch;
+// A round past the trigger collects one victim (its job deletes the victims
+// no reader holds), then:
 //   - when it found no victim but the memtable hides enough garbage, it
 //     flushes, so that the flush (and the L0 compaction it leads to)
 //     counts that garbage;
 //   - it goes again at once when it collected, or after kRetryWait.
-// Below the trigger, it syncs for victims waiting for a sync once two idle
-// rounds in a row found them waiting (writes have stopped), and waits
-// kIdleWait between rounds. A signal from the DB (a flush, a compaction, a
-// close) ends any wait early.
+// Below the trigger, it deletes the collected victims whose last reader
+// has gone since, and waits kIdleWait between rounds. A signal from the DB
+// (a flush, a compaction, a close) ends any wait early.
 //
 // Thread safety: runs on the DB's GC thread; the host's methods take its
 // own locks.
@@ -47,15 +42,10 @@ class GcHost {
   // Collects at most one victim; the number collected (0: none at the
   // floor). An error is also the DB's background error.
   virtual absl::StatusOr<uint64_t> CollectOne() = 0;
-  // Deletes the collected victims nothing can reach; returns how many wait
-  // only for the writes that superseded their records to be synced.
-  virtual size_t DeleteObsoleteSegments() = 0;
+  // Deletes the collected victims no reader or snapshot can reach.
+  virtual void DeleteObsoleteSegments() = 0;
   // Whether the mutable memtable hides enough garbage to flush for.
   virtual bool MemTableHidesGarbage() = 0;
-  // Syncs the WAL and the value log: every write so far becomes durable,
-  // which frees the victims that waited for it (an error is the DB's
-  // background error, or the close).
-  virtual void SyncWal() = 0;
   // Flushes the memtables (an error is the DB's background error, or the
   // close).
   virtual void Flush() = 0;
@@ -66,7 +56,6 @@ class GcHost {
   virtual void EndRound(bool can_collect, uint64_t idle_reports, absl::Duration wait) = 0;
 };
 
-inline constexpr size_t kSyncForWaitingVictims = 2;
 inline constexpr absl::Duration kRetryWait = absl::Milliseconds(100);
 inline constexpr absl::Duration kIdleWait = absl::Seconds(1);
 

@@ -1,4 +1,4 @@
-// GC's schedule against a scripted host: when a round flushes or syncs, what it
+// GC's schedule against a scripted host: when a round flushes, what it
 // publishes, and how long it waits. The mechanism is the DB's, tested
 // through it in core/gc_test.cc.
 #include "gc/gc_loop.h"
@@ -18,7 +18,6 @@ namespace {
 struct Round {
   bool collecting = true;
   absl::StatusOr<uint64_t> victims = uint64_t{1};
-  size_t waiting_for_wal = 0;  // the first DeleteObsoleteSegments of the round
   bool memtable_hides_garbage = false;
 };
 
@@ -30,7 +29,6 @@ class ScriptedHost final : public GcHost {
     if (rounds_.empty()) return false;
     current_ = rounds_.front();
     rounds_.pop_front();
-    deletes_in_round_ = 0;
     return true;
   }
   bool ShouldCollect() override { return current_.collecting; }
@@ -39,14 +37,9 @@ class ScriptedHost final : public GcHost {
     log_.push_back("collect");
     return current_.victims;
   }
-  size_t DeleteObsoleteSegments() override {
-    // The first call of a round finds the scripted number; after a sync
-    // none wait.
-    return deletes_in_round_++ == 0 ? current_.waiting_for_wal : 0;
-  }
+  void DeleteObsoleteSegments() override { log_.push_back("delete"); }
   bool MemTableHidesGarbage() override { return current_.memtable_hides_garbage; }
   void Flush() override { log_.push_back("flush"); }
-  void SyncWal() override { log_.push_back("sync"); }
   void EndRound(bool can_collect, uint64_t idle_reports, absl::Duration wait) override {
     log_.push_back(absl::StrCat("end can=", can_collect, " wait=", absl::FormatDuration(wait)));
     last_idle_reports_ = idle_reports;
@@ -58,7 +51,6 @@ class ScriptedHost final : public GcHost {
  private:
   std::deque<Round> rounds_;
   Round current_;
-  size_t deletes_in_round_ = 0;
   uint64_t reports_ = 0;
   uint64_t last_idle_reports_ = 0;
   std::vector<std::string> log_;
@@ -72,13 +64,6 @@ std::vector<std::string> RunScript(std::vector<Round> rounds) {
 
 TEST(GcLoopTest, ACollectingRoundGoesAgainAtOnce) {
   EXPECT_EQ(RunScript({Round{}}), (std::vector<std::string>{"collect", "end can=1 wait=0"}));
-}
-
-TEST(GcLoopTest, TwoVictimsWaitingForASyncAreFreedByASyncNotAFlush) {
-  EXPECT_EQ(RunScript({Round{.waiting_for_wal = 1}}),
-            (std::vector<std::string>{"collect", "end can=1 wait=0"}));
-  EXPECT_EQ(RunScript({Round{.waiting_for_wal = kSyncForWaitingVictims}}),
-            (std::vector<std::string>{"collect", "sync", "end can=1 wait=0"}));
 }
 
 TEST(GcLoopTest, NothingToCollectFlushesOnlyForGarbageTheMemtableHides) {
@@ -97,19 +82,17 @@ TEST(GcLoopTest, NothingToCollectIsPublishedWithTheReportsFromBeforeTheRound) {
 }
 
 TEST(GcLoopTest, AFailedRoundNeitherFlushesNorSaysItCanCollect) {
-  EXPECT_EQ(RunScript({Round{.victims = absl::InternalError("disk"), .waiting_for_wal = 5,
+  EXPECT_EQ(RunScript({Round{.victims = absl::InternalError("disk"),
                        .memtable_hides_garbage = true}}),
             (std::vector<std::string>{"collect", "end can=0 wait=100ms"}));
 }
 
-TEST(GcLoopTest, BelowTheTriggerVictimsWaitingTwoIdleRoundsAreSynced) {
-  const Round idle_waiting{.collecting = false, .waiting_for_wal = 1};
-  const Round idle_clear{.collecting = false, .waiting_for_wal = 0};
-  EXPECT_EQ(RunScript({idle_waiting, idle_waiting}),
-            (std::vector<std::string>{"end can=1 wait=1s", "sync", "end can=1 wait=1s"}));
-  // A round with none waiting starts the count again.
-  EXPECT_EQ(RunScript({idle_waiting, idle_clear, idle_waiting}),
-            (std::vector<std::string>{"end can=1 wait=1s", "end can=1 wait=1s",
+TEST(GcLoopTest, BelowTheTriggerEachRoundDeletesWhatReadersReleasedAndWaits) {
+  // A victim a reader held when its job ended goes in a later round; no
+  // round below the trigger collects, flushes or syncs.
+  const Round idle{.collecting = false, .memtable_hides_garbage = true};
+  EXPECT_EQ(RunScript({idle, idle}),
+            (std::vector<std::string>{"delete", "end can=1 wait=1s", "delete",
                                       "end can=1 wait=1s"}));
 }
 
