@@ -33,9 +33,8 @@ class CairnCursor : public BenchCursor {
 
 class CairnEngine : public BenchEngine {
  public:
-  CairnEngine(std::unique_ptr<DB> db, std::string path, bool separated, bool sync,
-              int prefetch_depth)
-      : db_(std::move(db)), path_(std::move(path)), separated_(separated) {
+  CairnEngine(std::unique_ptr<DB> db, bool separated, bool sync, int prefetch_depth)
+      : db_(std::move(db)), separated_(separated) {
     write_options_.sync = sync;
     scan_options_.value_prefetch_depth = prefetch_depth;
   }
@@ -96,13 +95,11 @@ class CairnEngine : public BenchEngine {
     out.stall_micros = st.stall_micros;
     out.stall_max_micros = st.stall_max_micros;
     out.gc_bytes_relocated = st.gc_bytes_written;
-    // The whole directory, as for the peers: the WAL, the manifest, value-log
-    // files a flush or a GC job is still writing and files not yet unlinked
-    // count too, not only the tables and segments the manifest names.
-    out.disk_bytes = DirectoryBytes(path_);
+    // The whole directory, as the peers' figure is: Stats counts the WAL,
+    // the manifest and files still being written too.
+    out.disk_bytes = st.disk_bytes;
     out.live_bytes = st.live_user_bytes_estimate;
-    out.space_amplification =
-        out.live_bytes == 0 ? 0 : static_cast<double>(out.disk_bytes) / out.live_bytes;
+    out.space_amplification = st.space_amplification;
     return out;
   }
 
@@ -114,7 +111,6 @@ class CairnEngine : public BenchEngine {
 
  private:
   const std::unique_ptr<DB> db_;
-  const std::string path_;
   const bool separated_;
   WriteOptions write_options_;
   ReadOptions scan_options_;
@@ -161,7 +157,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   if (!options.gc) db_options.gc_space_amp_trigger = 0;
   absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(db_options, options.path);
   if (!db.ok()) return db.status();
-  return std::make_unique<CairnEngine>(*std::move(db), options.path,
+  return std::make_unique<CairnEngine>(*std::move(db),
                                        options.value_separation_threshold != kInlineValues,
                                        options.sync, options.prefetch_depth);
 }

@@ -89,7 +89,7 @@ TEST(GcLoopTest, AFailedRoundNeitherFlushesNorSaysItCanCollect) {
 
 TEST(GcLoopTest, BelowTheTriggerEachRoundDeletesWhatReadersReleasedAndWaits) {
   // A victim a reader held when its job ended goes in a later round; no
-  // round below the trigger collects, flushes or syncs.
+  // round below the trigger collects or flushes.
   const Round idle{.collecting = false, .memtable_hides_garbage = true};
   EXPECT_EQ(RunScript({idle, idle}),
             (std::vector<std::string>{"delete", "end can=1 wait=1s", "delete",
