@@ -327,6 +327,7 @@ class FaultFileSystem::Reader : public RandomAccessFile {
 
   absl::StatusOr<uint64_t> Size() const override { return base_->Size(); }
   const std::string& path() const override { return base_->path(); }
+  size_t read_alignment() const override { return base_->read_alignment(); }
 
  private:
   FaultFileSystem* const fs_;

@@ -26,7 +26,9 @@
 
 namespace cairn::io {
 
-// Alignment of O_DIRECT buffers, offsets and lengths.
+// Alignment of O_DIRECT buffers, and of the offsets and lengths of O_DIRECT
+// writes. Reads align to their file's own granularity
+// (RandomAccessFile::read_alignment), which divides it.
 inline constexpr size_t kDirectIoAlignment = 4096;
 // FileOptions::writeback_bytes leaves this many bytes at the end of the file
 // out of each writeback it starts: a page under writeback makes the next
@@ -114,6 +116,15 @@ class RandomAccessFile {
   virtual absl::Status MultiRead(absl::Span<ReadRequest> requests) const = 0;
   virtual absl::StatusOr<uint64_t> Size() const = 0;
   virtual const std::string& path() const = 0;
+  // The granularity of this file's reads at the device, a power of two that
+  // divides kDirectIoAlignment: an O_DIRECT file widens each read to offsets
+  // and lengths that are multiples of it, its file system's direct-I/O
+  // offset alignment (statx STATX_DIOALIGN: the device's logical block,
+  // 512 bytes on most disks; kDirectIoAlignment where the kernel does not
+  // say). A 4,200-byte table block then costs 4.5 KiB at the device
+  // instead of 8 (docs/decisions/20261203_direct_read_alignment.md). Others
+  // read whole pages: kDirectIoAlignment.
+  virtual size_t read_alignment() const { return kDirectIoAlignment; }
 };
 
 // A held LOCK file; releasing it (destruction) unlocks.

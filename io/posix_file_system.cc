@@ -33,10 +33,11 @@ absl::Status ErrnoError(int errno_value, const std::string& what) {
 namespace {
 
 // Reads up to n bytes at offset, stopping early only at end of file. A direct
-// read that comes back short by an unaligned amount has reached end of file:
-// reading on from there would be an unaligned O_DIRECT request.
-absl::StatusOr<size_t> PreadFull(int fd, uint64_t offset, size_t n, char* buf, bool direct,
-                                 const std::string& path) {
+// read (direct_alignment > 0, the file's read granularity) that comes back
+// short by an unaligned amount has reached end of file: reading on from
+// there would be an unaligned O_DIRECT request.
+absl::StatusOr<size_t> PreadFull(int fd, uint64_t offset, size_t n, char* buf,
+                                 size_t direct_alignment, const std::string& path) {
   size_t done = 0;
   while (done < n) {
     ssize_t r = ::pread(fd, buf + done, n - done, static_cast<off_t>(offset + done));
@@ -46,9 +47,36 @@ absl::StatusOr<size_t> PreadFull(int fd, uint64_t offset, size_t n, char* buf, b
     }
     if (r == 0) break;
     done += static_cast<size_t>(r);
-    if (direct && !IsAligned(done, kDirectIoAlignment)) break;
+    if (direct_alignment > 0 && !IsAligned(done, direct_alignment)) break;
   }
   return done;
+}
+
+// The offset and memory alignment O_DIRECT reads of fd need, as the kernel
+// reports them (STATX_DIOALIGN, Linux 6.1); kDirectIoAlignment for both
+// where it does not, or reports one that kDirectIoAlignment is not a
+// multiple of.
+struct DirectIoAlignment {
+  size_t offset = kDirectIoAlignment;
+  size_t memory = kDirectIoAlignment;
+};
+
+DirectIoAlignment QueryDirectIoAlignment(int fd) {
+  DirectIoAlignment a;
+#ifdef STATX_DIOALIGN
+  struct statx stx;
+  if (::statx(fd, "", AT_EMPTY_PATH, STATX_DIOALIGN, &stx) != 0) return a;
+  if ((stx.stx_mask & STATX_DIOALIGN) == 0) return a;
+  const auto fits = [](uint32_t v) {
+    return v > 0 && (v & (v - 1)) == 0 && v <= kDirectIoAlignment;
+  };
+  if (!fits(stx.stx_dio_offset_align) || !fits(stx.stx_dio_mem_align)) return a;
+  a.offset = stx.stx_dio_offset_align;
+  a.memory = stx.stx_dio_mem_align;
+#else
+  (void)fd;
+#endif
+  return a;
 }
 
 int RetryOnEintr(int (*fn)(int), int fd) {
@@ -94,7 +122,8 @@ absl::Status FdWritableFile::InitAtEnd(uint64_t end_offset) {
   const size_t tail = end_offset - buf_offset_;
   if (tail == 0) return absl::OkStatus();
   CAIRN_ASSIGN_OR_RETURN(
-      size_t got, PreadFull(fd_, buf_offset_, kDirectIoAlignment, buf_.data(), direct_, path_));
+      size_t got, PreadFull(fd_, buf_offset_, kDirectIoAlignment, buf_.data(),
+                                direct_ ? kDirectIoAlignment : 0, path_));
   stats_->AddRead(category_, got);
   if (got < tail) {
     return absl::DataLossError(absl::StrCat("reopen ", path_, ": tail block at ", buf_offset_,
@@ -389,12 +418,24 @@ FdRandomAccessFile::FdRandomAccessFile(int fd, std::string path, IoCategory cate
       path_(std::move(path)),
       category_(category),
       direct_(direct),
-      stats_(std::move(stats)) {}
+      stats_(std::move(stats)) {
+  if (direct_) {
+    const DirectIoAlignment a = QueryDirectIoAlignment(fd_);
+    read_alignment_ = a.offset;
+    memory_alignment_ = a.memory;
+  }
+}
 
 FdRandomAccessFile::~FdRandomAccessFile() { ::close(fd_); }
 
+bool FdRandomAccessFile::ReadsInPlace(uint64_t offset, size_t n, const char* buf) const {
+  return !direct_ || (IsAligned(offset, read_alignment_) && IsAligned(n, read_alignment_) &&
+                      IsAligned(buf, memory_alignment_));
+}
+
 absl::StatusOr<size_t> FdRandomAccessFile::ReadAt(uint64_t offset, size_t n, char* buf) const {
-  CAIRN_ASSIGN_OR_RETURN(size_t got, PreadFull(fd_, offset, n, buf, direct_, path_));
+  CAIRN_ASSIGN_OR_RETURN(size_t got,
+                         PreadFull(fd_, offset, n, buf, direct_ ? read_alignment_ : 0, path_));
   stats_->AddRead(category_, got);
   return got;
 }
@@ -403,14 +444,13 @@ absl::Status FdRandomAccessFile::Read(uint64_t offset, size_t n, char* scratch,
                                       std::string_view* result) const {
   *result = std::string_view(scratch, 0);
   if (n == 0) return absl::OkStatus();
-  if (!direct_ || (IsAligned(offset, kDirectIoAlignment) && IsAligned(n, kDirectIoAlignment) &&
-                   IsAligned(scratch, kDirectIoAlignment))) {
+  if (ReadsInPlace(offset, n, scratch)) {
     CAIRN_ASSIGN_OR_RETURN(size_t got, ReadAt(offset, n, scratch));
     *result = std::string_view(scratch, got);
     return absl::OkStatus();
   }
-  const uint64_t start = AlignDown(offset, kDirectIoAlignment);
-  const uint64_t end = AlignUp(offset + n, kDirectIoAlignment);
+  const uint64_t start = AlignDown(offset, read_alignment_);
+  const uint64_t end = AlignUp(offset + n, read_alignment_);
   AlignedBuffer bounce(end - start);
   CAIRN_ASSIGN_OR_RETURN(size_t got, ReadAt(start, end - start, bounce.data()));
   const size_t skip = offset - start;

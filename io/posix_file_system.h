@@ -171,8 +171,10 @@ class FdWritableFile : public WritableFile {
 };
 
 // FdRandomAccessFile reads an open file descriptor at offsets. With O_DIRECT,
-// requests whose offset, length or buffer are unaligned go through an aligned
-// bounce buffer and the wanted bytes are copied out.
+// requests whose offset, length or buffer are not aligned as the file system
+// needs (read_alignment; its memory alignment for the buffer) go through an
+// aligned bounce buffer, widened to read_alignment, and the wanted bytes are
+// copied out.
 class FdRandomAccessFile : public RandomAccessFile {
  public:
   FdRandomAccessFile(int fd, std::string path, IoCategory category, bool direct,
@@ -185,6 +187,7 @@ class FdRandomAccessFile : public RandomAccessFile {
   absl::Status MultiRead(absl::Span<ReadRequest> requests) const override;
   absl::StatusOr<uint64_t> Size() const override;
   const std::string& path() const override { return path_; }
+  size_t read_alignment() const override { return read_alignment_; }
 
  protected:
   // Reads up to n bytes at offset into buf (aligned as O_DIRECT needs when
@@ -196,6 +199,10 @@ class FdRandomAccessFile : public RandomAccessFile {
   bool direct() const { return direct_; }
   IoCategory category() const { return category_; }
   IoStats& stats() const { return *stats_; }
+  // Whether a read of n bytes at offset into buf can go to the file as it
+  // is: always when buffered; with O_DIRECT when offset and n are multiples
+  // of read_alignment() and buf of the file system's memory alignment.
+  bool ReadsInPlace(uint64_t offset, size_t n, const char* buf) const;
 
  private:
   const int fd_;
@@ -203,6 +210,8 @@ class FdRandomAccessFile : public RandomAccessFile {
   const IoCategory category_;
   const bool direct_;
   const std::shared_ptr<IoStats> stats_;
+  size_t read_alignment_ = kDirectIoAlignment;
+  size_t memory_alignment_ = kDirectIoAlignment;
 };
 
 class PosixFileSystem : public FileSystem {

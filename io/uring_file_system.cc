@@ -20,6 +20,7 @@ struct ReadOp {
   int fd = -1;
   const std::string* path = nullptr;
   bool direct = false;
+  size_t alignment = kDirectIoAlignment;  // of a direct read's offset and length
   uint64_t offset = 0;
   char* dst = nullptr;
   size_t want = 0;
@@ -48,7 +49,7 @@ bool CompleteReadOp(ReadOp& op, int res) {
   } else if (res > 0) {
     op.got += static_cast<size_t>(res);
     // Short but not at end of file: read the remainder.
-    if (op.got < op.want && !(op.direct && !IsAligned(op.got, kDirectIoAlignment))) return false;
+    if (op.got < op.want && !(op.direct && !IsAligned(op.got, op.alignment))) return false;
   }
   op.done = true;
   return true;
@@ -289,6 +290,7 @@ absl::StatusOr<size_t> UringRandomAccessFile::ReadAt(uint64_t offset, size_t n, 
   op.fd = fd();
   op.path = &path();
   op.direct = direct();
+  op.alignment = read_alignment();
   op.dst = buf;
   op.want = n;
   RunReads(**ring, absl::MakeSpan(&op, 1));
@@ -302,16 +304,15 @@ void UringRandomAccessFile::PrepareRead(const ReadRequest& req, ReadOp* op,
   op->fd = fd();
   op->path = &path();
   op->direct = direct();
-  if (!direct() ||
-      (IsAligned(req.offset, kDirectIoAlignment) && IsAligned(req.len, kDirectIoAlignment) &&
-       IsAligned(req.buf, kDirectIoAlignment))) {
+  op->alignment = read_alignment();
+  if (ReadsInPlace(req.offset, req.len, req.buf)) {
     op->offset = req.offset;
     op->dst = req.buf;
     op->want = req.len;
   } else if (req.len > 0) {
     // Widened to whole blocks in a bounce buffer; copied out below.
-    op->offset = AlignDown(req.offset, kDirectIoAlignment);
-    op->want = AlignUp(req.offset + req.len, kDirectIoAlignment) - op->offset;
+    op->offset = AlignDown(req.offset, read_alignment());
+    op->want = AlignUp(req.offset + req.len, read_alignment()) - op->offset;
     *bounce = AlignedBuffer(op->want);
     op->dst = bounce->data();
   }
