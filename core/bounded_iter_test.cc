@@ -378,6 +378,93 @@ TEST_F(KeyOrderScanReadsTest, NeighbouringValuesShareReads) {
   }
 }
 
+// The value-log reads and bytes of an unbounded scan of n entries of db from
+// Key(start), each value value_size bytes of 'a' + i % 26, without a
+// further Next.
+struct ScanCost {
+  uint64_t reads = 0, bytes = 0;
+};
+ScanCost ScanAndCount(DB& db, int start, int n, size_t value_size) {
+  const Stats before = db.GetStats();
+  {
+    auto it = db.NewIterator(ReadOptions());
+    int seen = 0;
+    for (it->Seek(Key(start)); it->Valid(); it->Next()) {
+      EXPECT_EQ(it->value(), std::string(value_size, 'a' + (start + seen) % 26));
+      if (++seen == n) break;
+    }
+    EXPECT_EQ(seen, n);
+    EXPECT_OK(it->status());
+  }
+  const Stats after = db.GetStats();
+  return {after.vlog_reads - before.vlog_reads, after.vlog_bytes_read - before.vlog_bytes_read};
+}
+
+// Two flushes, each moving its values into a segment of its own in key
+// order (separate_at_flush_below), the first of the even keys and the second
+// of the odd ones, so that a scan alternates between them. The first scan
+// reads each segment's first record alone (it cannot yet know the segment
+// is in key order), then reads ahead; once it has found them in key order,
+// later scans read ahead from their first read of each.
+TEST(KeyOrderHintTest, ALaterScanReadsAheadFromItsFirstReadOfEachSegment) {
+  Options o = TestOptions();
+  o.separate_at_flush_below = 16 << 10;
+  o.memtable_size = 4 << 20;  // one flush, one segment, per parity
+  auto opened = OpenWithFileSystem(o, "/db", std::make_shared<io::MemoryFileSystem>());
+  ASSERT_OK(opened.status());
+  std::unique_ptr<DB> db = *std::move(opened);
+  constexpr int kKeys = 400;
+  constexpr size_t kValueSize = 1000;
+  for (int parity : {0, 1}) {
+    for (int i = parity; i < kKeys; i += 2) {
+      ASSERT_OK(db->Put({}, Key(i), std::string(kValueSize, 'a' + i % 26)));
+    }
+    ASSERT_OK(db->Flush());
+  }
+  std::string v;
+  ASSERT_OK(db->Get({}, Key(0), &v));  // opens both segments (reads their headers)
+  ASSERT_OK(db->Get({}, Key(1), &v));
+  // 12 entries, 6 from each segment: within a first read's 16 KiB of each.
+  EXPECT_GE(ScanAndCount(*db, 100, 12, kValueSize).reads, 3u);
+  EXPECT_EQ(ScanAndCount(*db, 300, 12, kValueSize).reads, 2u);
+}
+
+// A segment whose values lie at random places, where an early scan happened
+// to find two neighbouring keys' records side by side: the next scan that
+// reads ahead on that hint finds it wrong and drops it, so scans after it
+// read their first value alone again.
+TEST(KeyOrderHintTest, AHintThatProvesWrongIsDropped) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  auto opened = OpenWithFileSystem(TestOptions(), "/db", fs);
+  ASSERT_OK(opened.status());
+  std::unique_ptr<DB> db = *std::move(opened);
+  constexpr int kKeys = 200;
+  constexpr size_t kValueSize = 3000;
+  // k000 and k001 side by side, then the rest in random order, each with a
+  // 5,000-byte record of another key after it: no other two neighbouring
+  // keys' records lie within a read's gap.
+  std::vector<int> order;
+  for (int i = 2; i < kKeys; ++i) order.push_back(i);
+  std::shuffle(order.begin(), order.end(), std::mt19937(5));
+  order.insert(order.begin(), {0, 1});
+  for (int i : order) {
+    ASSERT_OK(db->Put({}, Key(i), std::string(kValueSize, 'a' + i % 26)));
+    if (i != 0) {
+      ASSERT_OK(db->Put({}, "pad" + Key(i), std::string(5000, 'p')));
+    }
+  }
+  ASSERT_OK(db->Flush());
+  std::string v;
+  ASSERT_OK(db->Get({}, Key(0), &v));  // opens the segment (reads its header)
+  auto scan_bytes = [&](int start, int n) { return ScanAndCount(*db, start, n, kValueSize).bytes; };
+  const uint64_t alone = scan_bytes(150, 1);
+  EXPECT_LE(alone, 8192u);  // one record, widened to whole blocks
+  scan_bytes(0, 2);         // k000, k001: side by side, the hint is taken
+  EXPECT_GE(scan_bytes(150, 1), uint64_t{16} << 10);  // reads ahead on it
+  scan_bytes(100, 5);       // the next records lie at random places: dropped
+  EXPECT_EQ(scan_bytes(150, 1), alone);
+}
+
 // Reads are of whole 4 KiB blocks: a bounded scan, which never reads ahead,
 // reads each block that holds its values once, whether a value is read
 // alone or shares a block with one read before.

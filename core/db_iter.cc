@@ -286,20 +286,45 @@ class DBIter final : public Iterator {
 
   // Bytes a read starting at ptr's record reads ahead: unbounded, RunBytes
   // once two of the segment's records in a row (in key order) lay next to
-  // each other, as RocksDB's readahead starts once reads are sequential;
-  // values at random places (written as they came, or large ones) are read
-  // alone, and a scan never reads past its bound. Notes ptr's record.
+  // each other, as RocksDB's readahead starts once reads are sequential, or
+  // from its first record when an earlier scan found the segment so (the
+  // fetcher's shared hint, dropped once a scan finds it wrong); values at
+  // random places (written as they came, or large ones) are read alone, and
+  // a scan never reads past its bound. Notes ptr's record.
   uint64_t ReadaheadFor(const vlog::ValuePointer& ptr) const {
     Trail* trail = nullptr;
     for (Trail& t : trails_) {
       if (t.segment == ptr.segment_id) trail = &t;
     }
     if (trail == nullptr) {
-      if (trails_.size() < kMaxTrails) trails_.push_back({ptr.segment_id, ptr.offset + ptr.size});
-      return 0;
+      // A segment an earlier scan found in key order reads ahead from its
+      // first record (ValueFetcher::KnownInKeyOrder).
+      const bool hinted = fetcher_->KnownInKeyOrder(ptr.segment_id);
+      if (trails_.size() < kMaxTrails) {
+        trails_.push_back({.segment = ptr.segment_id,
+                           .end = ptr.offset + ptr.size,
+                           .sequential = hinted,
+                           .hinted = hinted});
+      }
+      return !bounds_.upper && hinted ? RunBytes() : 0;
     }
-    if (ptr.offset >= trail->end && ptr.offset <= trail->end + vlog::kMaxFetchGap) {
+    if (ptr.offset + ptr.size == trail->end) {
+      // The last record again (a window that stopped at it resumes there).
+    } else if (ptr.offset >= trail->end && ptr.offset <= trail->end + vlog::kMaxFetchGap) {
+      if (!trail->seen_in_order && !trail->hinted) fetcher_->NoteInKeyOrder(ptr.segment_id);
+      trail->seen_in_order = true;
       trail->sequential = true;
+    } else if (trail->hinted && !trail->seen_in_order &&
+               (ptr.offset < trail->end || ptr.offset - trail->end > vlog::kMaxMergedFetch)) {
+      // The hint was wrong: the segment's next record in key order lies
+      // behind the last or far ahead, as values at random places do (an
+      // earlier scan happened to find two side by side). In a key-ordered
+      // segment it lies a little ahead, past older versions of keys that
+      // newer segments hold. This scan stops reading ahead in the segment,
+      // and the next ones do not start to.
+      trail->hinted = false;
+      trail->sequential = false;
+      fetcher_->ForgetKeyOrder(ptr.segment_id);
     }
     trail->end = ptr.offset + ptr.size;
     return !bounds_.upper && trail->sequential ? RunBytes() : 0;
@@ -308,7 +333,9 @@ class DBIter final : public Iterator {
   // last one ended, and whether two lay next to each other.
   struct Trail {
     uint64_t segment = 0, end = 0;
-    bool sequential = false;
+    bool sequential = false;     // reads ahead
+    bool hinted = false;         // known in key order before this scan
+    bool seen_in_order = false;  // two of its records lay side by side
   };
   static constexpr size_t kMaxTrails = 16;
   static constexpr size_t kWindowRecordsPerRead = 4;

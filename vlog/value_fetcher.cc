@@ -69,6 +69,14 @@ class ValueLogFetcher final : public ValueFetcher {
 
   bool Started(std::string_view stored) const override { return fetches_.contains(AsKey(stored)); }
 
+  bool KnownInKeyOrder(uint64_t segment_id) const override {
+    return vlog_->key_order_hints_.Contains(segment_id);
+  }
+  void NoteInKeyOrder(uint64_t segment_id) override { vlog_->key_order_hints_.Add(segment_id); }
+  void ForgetKeyOrder(uint64_t segment_id) override {
+    vlog_->key_order_hints_.Remove(segment_id);
+  }
+
   absl::Status Take(std::string_view stored, std::string* value) override {
     std::string_view view;
     std::shared_ptr<const void> pin;

@@ -11,7 +11,9 @@
 #include <string>
 #include <string_view>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "vlog/value_pointer.h"
 
@@ -60,6 +62,44 @@ class ValueFetcher {
   virtual void Drop(std::string_view stored) = 0;
   // Started and neither taken nor dropped.
   virtual size_t pending() const = 0;
+  // Whether some scan of this value log has found segment_id's records in
+  // key order (NoteInKeyOrder): a hint every scan shares, so that a scan's
+  // first read of such a segment (a flush's or a GC job's output) reads
+  // ahead at once, instead of one read of a record alone before it finds
+  // the segment sequential itself. Default: no hints kept.
+  virtual bool KnownInKeyOrder(uint64_t segment_id) const {
+    (void)segment_id;
+    return false;
+  }
+  virtual void NoteInKeyOrder(uint64_t segment_id) { (void)segment_id; }
+  // A scan found two of segment_id's records that follow each other in key
+  // order apart: the hint, if any, goes.
+  virtual void ForgetKeyOrder(uint64_t segment_id) { (void)segment_id; }
+};
+
+// The shared hints behind ValueFetcher::KnownInKeyOrder: a bounded set of
+// segment ids (a segment's id is never reused, so a deleted segment's hint
+// is only dead weight until the set is cleared once full). Thread-safe.
+class KeyOrderHints {
+ public:
+  bool Contains(uint64_t segment_id) const {
+    absl::ReaderMutexLock l(&mu_);
+    return ids_.contains(segment_id);
+  }
+  void Add(uint64_t segment_id) {
+    absl::MutexLock l(&mu_);
+    if (ids_.size() >= kMaxIds) ids_.clear();
+    ids_.insert(segment_id);
+  }
+  void Remove(uint64_t segment_id) {
+    absl::MutexLock l(&mu_);
+    ids_.erase(segment_id);
+  }
+  static constexpr size_t kMaxIds = 4096;
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<uint64_t> ids_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::vlog

@@ -215,6 +215,7 @@ class ValueLog {
   vlog::SegmentSet set_;
   vlog::SegmentReaderCache readers_;
   vlog::ValueCache cache_;
+  KeyOrderHints key_order_hints_;  // ValueFetcher::KnownInKeyOrder
   // Written only by the write leader; active_mu_ lets others read it.
   mutable absl::Mutex active_mu_;
   std::unique_ptr<vlog::SegmentWriter> active_;
