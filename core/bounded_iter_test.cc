@@ -427,6 +427,26 @@ TEST(KeyOrderHintTest, ALaterScanReadsAheadFromItsFirstReadOfEachSegment) {
   // 12 entries, 6 from each segment: within a first read's 16 KiB of each.
   EXPECT_GE(ScanAndCount(*db, 100, 12, kValueSize).reads, 3u);
   EXPECT_EQ(ScanAndCount(*db, 300, 12, kValueSize).reads, 2u);
+  // A scan of one value reads only its segment, although the other is known
+  // in key order too: the other's first read waits for a second value.
+  EXPECT_EQ(ScanAndCount(*db, 200, 1, kValueSize).reads, 1u);
+  EXPECT_EQ(ScanAndCount(*db, 250, 2, kValueSize).reads, 2u);
+  // Bounded, no read goes past the bound: each value in range is read once.
+  const std::string upper = Key(352);
+  std::string_view upper_view = upper;
+  ReadOptions ro;
+  ro.iterate_upper_bound = &upper_view;
+  const uint64_t before = db->GetStats().vlog_reads;
+  {
+    auto it = db->NewIterator(ro);
+    int seen = 0;
+    for (it->Seek(Key(350)); it->Valid(); it->Next(), ++seen) {
+      EXPECT_EQ(it->value(), std::string(kValueSize, 'a' + (350 + seen) % 26));
+    }
+    EXPECT_EQ(seen, 2);
+    EXPECT_OK(it->status());
+  }
+  EXPECT_EQ(db->GetStats().vlog_reads - before, 2u);
 }
 
 // A segment whose values lie at random places, where an early scan happened
