@@ -116,15 +116,16 @@ class RandomAccessFile {
   virtual absl::Status MultiRead(absl::Span<ReadRequest> requests) const = 0;
   virtual absl::StatusOr<uint64_t> Size() const = 0;
   virtual const std::string& path() const = 0;
-  // The granularity of this file's reads at the device, a power of two that
-  // divides kDirectIoAlignment: an O_DIRECT file widens each read to offsets
-  // and lengths that are multiples of it, its file system's direct-I/O
-  // offset alignment (statx STATX_DIOALIGN: the device's logical block,
-  // 512 bytes on most disks; kDirectIoAlignment where the kernel does not
-  // say). A 4,200-byte table block then costs 4.5 KiB at the device
-  // instead of 8 (docs/decisions/20261203_direct_read_alignment.md). Others
-  // read whole pages: kDirectIoAlignment.
-  virtual size_t read_alignment() const { return kDirectIoAlignment; }
+  // The granularity of this file's reads, a power of two that divides
+  // kDirectIoAlignment: an O_DIRECT file widens each read to offsets and
+  // lengths that are multiples of it, its file system's direct-I/O offset
+  // alignment (statx STATX_DIOALIGN: the device's logical block, 512 bytes
+  // on most disks; kDirectIoAlignment where the kernel does not say). A
+  // 4,200-byte table block then costs 4.5 KiB at the device instead of 8
+  // (docs/decisions/20261203_direct_read_alignment.md). A caller that
+  // reads such a widened span into an AlignedBuffer itself has it read in
+  // place, with no bounce buffer. Buffered files read any range: 1.
+  virtual size_t read_alignment() const { return 1; }
 };
 
 // A held LOCK file; releasing it (destruction) unlocks.

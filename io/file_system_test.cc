@@ -560,6 +560,9 @@ TEST_P(FileSystemTest, DirectReadsAreWidenedToTheFileReadAlignmentOnly) {
   EXPECT_EQ(align & (align - 1), 0u);
   EXPECT_EQ(kDirectIoAlignment % align, 0u);
   const bool direct = real() && options_.direct && SupportsDirectIo(dir_);
+  if (!options_.direct) {
+    EXPECT_EQ(align, 1u);  // buffered: any range
+  }
   if (direct) {
     // The file system's own offset alignment where the kernel reports it
     // (STATX_DIOALIGN): on this project's disks the 512-byte logical block.

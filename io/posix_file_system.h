@@ -187,7 +187,7 @@ class FdRandomAccessFile : public RandomAccessFile {
   absl::Status MultiRead(absl::Span<ReadRequest> requests) const override;
   absl::StatusOr<uint64_t> Size() const override;
   const std::string& path() const override { return path_; }
-  size_t read_alignment() const override { return read_alignment_; }
+  size_t read_alignment() const override { return direct_ ? read_alignment_ : 1; }
 
  protected:
   // Reads up to n bytes at offset into buf (aligned as O_DIRECT needs when

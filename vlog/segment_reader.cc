@@ -6,6 +6,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "io/aligned_buffer.h"
 #include "io/compression.h"
 #include "io/status_macros.h"
 
@@ -151,17 +152,32 @@ absl::Status SegmentReader::Decode(const ValuePointer& pointer, std::string_view
 absl::Status SegmentReader::Read(const ValuePointer& pointer, std::string_view expected_key,
                                  std::string* value) const {
   CAIRN_RETURN_IF_ERROR(CheckPointer(pointer));
-  value->resize(pointer.size);
+  // The record's span widened to the file's read granularity, into an
+  // aligned buffer: an O_DIRECT file reads it in place, and the value is
+  // copied once, into *value (reading into *value itself cost a zero fill,
+  // a bounce buffer's copy and a move of the value over the header).
+  const size_t align = file_->read_alignment();
+  const uint64_t start = io::AlignDown(pointer.offset, align);
+  const uint64_t end = io::AlignUp(pointer.offset + pointer.size, align);
+  const size_t len = static_cast<size_t>(end - start);
+  io::AlignedBuffer buf(len);  // not zeroed: the read fills it
   std::string_view got;
-  CAIRN_RETURN_IF_ERROR(file_->Read(pointer.offset, pointer.size, value->data(), &got));
-  // Read may return a view that is not our buffer (a backend with the bytes
-  // in memory); make sure they end up in *value.
-  if (!got.empty() && got.data() != value->data()) {
-    std::memmove(value->data(), got.data(), got.size());
+  CAIRN_RETURN_IF_ERROR(file_->Read(start, len, buf.data(), &got));
+  const size_t skip = static_cast<size_t>(pointer.offset - start);
+  const std::string_view record = got.size() > skip ? got.substr(skip) : std::string_view();
+  std::string_view v;
+  std::string scratch;
+  absl::Status s = DecodeView(pointer, expected_key, record, &v, &scratch);
+  if (!s.ok()) {
+    value->clear();
+    return s;
   }
-  absl::Status s = Decode(pointer, expected_key, got.size(), value);
-  if (!s.ok()) value->clear();
-  return s;
+  if (v.data() == scratch.data()) {
+    value->swap(scratch);
+  } else {
+    value->assign(v);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status SegmentReader::PrepareRead(const ValuePointer& pointer, std::string* buf,
