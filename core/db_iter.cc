@@ -292,8 +292,11 @@ class DBIter final : public Iterator {
   // fetcher's shared hint, dropped once a scan finds it wrong); values at
   // random places (written as they came, or large ones) are read alone, and
   // a scan never reads past its bound. Notes ptr's record.
-  uint64_t ReadaheadFor(const vlog::ValuePointer& ptr) const {
-    first_of_hinted_ = false;
+  struct Readahead {
+    uint64_t bytes = 0;
+    bool first_of_hinted = false;  // the first record of a hinted segment
+  };
+  Readahead ReadaheadFor(const vlog::ValuePointer& ptr) const {
     Trail* trail = nullptr;
     for (Trail& t : trails_) {
       if (t.segment == ptr.segment_id) trail = &t;
@@ -301,15 +304,14 @@ class DBIter final : public Iterator {
     if (trail == nullptr) {
       // A segment an earlier scan found in key order reads ahead from its
       // first record (ValueFetcher::KnownInKeyOrder).
-      const bool hinted = fetcher_->KnownInKeyOrder(ptr.segment_id);
-      first_of_hinted_ = hinted && !bounds_.upper;
+      const bool hinted = fetcher_->KnownInKeyOrder(ptr.segment_id) && !bounds_.upper;
       if (trails_.size() < kMaxTrails) {
         trails_.push_back({.segment = ptr.segment_id,
                            .end = ptr.offset + ptr.size,
                            .sequential = hinted,
                            .hinted = hinted});
       }
-      return !bounds_.upper && hinted ? RunBytes() : 0;
+      return {.bytes = hinted ? RunBytes() : 0, .first_of_hinted = hinted};
     }
     if (ptr.offset + ptr.size == trail->end) {
       // The last record again (a window that stopped at it resumes there).
@@ -330,7 +332,7 @@ class DBIter final : public Iterator {
       fetcher_->ForgetKeyOrder(ptr.segment_id);
     }
     trail->end = ptr.offset + ptr.size;
-    return !bounds_.upper && trail->sequential ? RunBytes() : 0;
+    return {.bytes = !bounds_.upper && trail->sequential ? RunBytes() : 0};
   }
   // The segments the window's values came from since the seek: where the
   // last one ended, and whether two lay next to each other.
@@ -389,7 +391,7 @@ class DBIter final : public Iterator {
           absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(lookahead_->value());
           const uint64_t bytes = ptr.ok() ? ptr->size : 0;  // a bad one: its Take reports it
           Run* run = nullptr;
-          uint64_t ahead = 0;
+          Readahead ahead;
           if (ptr.ok()) {
             for (Run& r : runs) {
               if (r.segment == ptr->segment_id) run = &r;
@@ -412,7 +414,7 @@ class DBIter final : public Iterator {
           // on needs each, and starting one only when the last is used
           // costs a device round trip each (kMaxSeekReads at most, outside
           // the 5% budget). A scan that takes one value pays nothing.
-          const bool seek_read = !joins && first_of_hinted_ && taken_ >= 1 &&
+          const bool seek_read = !joins && ahead.first_of_hinted && taken_ >= 1 &&
                                  seek_reads_ < kMaxSeekReads;
           if (!joins && window_reads_ >= depth && !seek_read) break;  // resume here
           // Records too are bounded, at kWindowRecordsPerRead per read the
@@ -426,7 +428,7 @@ class DBIter final : public Iterator {
           window_bytes_ += bytes;
           keys.append(ikey.user_key);
           key_ends.push_back(keys.size());
-          readahead.push_back(ahead);
+          readahead.push_back(ahead.bytes);
           started.push_back({std::string(lookahead_->value()), bytes, !joins});
           if (!joins) {
             ++window_reads_;
@@ -441,9 +443,9 @@ class DBIter final : public Iterator {
           } else if (joins) {
             run->end = std::max(run->end, ptr->offset + ptr->size);
           } else if (run != nullptr) {
-            *run = {ptr->segment_id, ptr->offset, ptr->offset + ptr->size, ahead};
+            *run = {ptr->segment_id, ptr->offset, ptr->offset + ptr->size, ahead.bytes};
           } else if (ptr.ok()) {
-            runs.push_back({ptr->segment_id, ptr->offset, ptr->offset + ptr->size, ahead});
+            runs.push_back({ptr->segment_id, ptr->offset, ptr->offset + ptr->size, ahead.bytes});
           }
         }
         lookahead_last_key_.assign(ikey.user_key);
@@ -559,7 +561,6 @@ class DBIter final : public Iterator {
   mutable absl::InlinedVector<Trail, 8> trails_;  // ReadaheadFor
   mutable uint64_t reads_started_ = 0;  // value reads since the last seek, the window's included
   mutable int seek_reads_ = 0;  // first reads of segments known in key order, since the seek
-  mutable bool first_of_hinted_ = false;  // ReadaheadFor's record: the first of a hinted segment
   static constexpr int kMaxSeekReads = 8;
   Direction direction_ = kForward;
   bool valid_ = false;

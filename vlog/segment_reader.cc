@@ -1,7 +1,5 @@
 #include "vlog/segment_reader.h"
 
-
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/escaping.h"

@@ -66,15 +66,12 @@ class ValueFetcher {
   // key order (NoteInKeyOrder): a hint every scan shares, so that a scan's
   // first read of such a segment (a flush's or a GC job's output) reads
   // ahead at once, instead of one read of a record alone before it finds
-  // the segment sequential itself. Default: no hints kept.
-  virtual bool KnownInKeyOrder(uint64_t segment_id) const {
-    (void)segment_id;
-    return false;
-  }
-  virtual void NoteInKeyOrder(uint64_t segment_id) { (void)segment_id; }
+  // the segment sequential itself.
+  virtual bool KnownInKeyOrder(uint64_t segment_id) const = 0;
+  virtual void NoteInKeyOrder(uint64_t segment_id) = 0;
   // A scan found two of segment_id's records that follow each other in key
   // order apart: the hint, if any, goes.
-  virtual void ForgetKeyOrder(uint64_t segment_id) { (void)segment_id; }
+  virtual void ForgetKeyOrder(uint64_t segment_id) = 0;
 };
 
 // The shared hints behind ValueFetcher::KnownInKeyOrder: a bounded set of
