@@ -141,6 +141,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
     db_options.separate_at_flush_below = static_cast<size_t>(options.separate_at_flush_below);
   }
   if (options.gc_trigger >= 0) db_options.gc_space_amp_trigger = options.gc_trigger;
+  if (options.gc_jobs >= 1) db_options.max_background_gc = options.gc_jobs;
   if (options.bytes_per_sync >= 0) {
     db_options.value_log_bytes_per_sync = static_cast<uint64_t>(options.bytes_per_sync);
   }

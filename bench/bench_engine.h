@@ -50,6 +50,9 @@ struct EngineOptions {
   // (Options::gc_space_amp_trigger), GC's byte budget (gc_bytes_per_sec)
   // and the memtable's value-byte bound (max_memtable_value_bytes).
   double gc_trigger = -1;
+  // cairn only: GC jobs at once (Options::max_background_gc); < 1 for the
+  // default.
+  int gc_jobs = -1;
   // Both engines: start writeback every this many bytes written (cairn:
   // Options::value_log_bytes_per_sync; RocksDB: bytes_per_sync, which
   // covers its tables and blob files). -1: each engine's default (cairn

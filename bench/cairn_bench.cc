@@ -74,6 +74,8 @@ ABSL_FLAG(int64_t, wal_bytes_per_sync, -1,
           "-1: each engine's default");
 ABSL_FLAG(double, gc_trigger, -1,
           "cairn: Options::gc_space_amp_trigger (-1: the default; 0 turns GC off like --gc=false)");
+ABSL_FLAG(int32_t, gc_jobs, -1,
+          "cairn: Options::max_background_gc, GC jobs at once (-1: the default)");
 ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
 ABSL_FLAG(int64_t, memtable_value_mb, -1,
           "cairn: flush a memtable once it points to this many MiB of values (-1: the default)");
@@ -100,6 +102,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.gc = absl::GetFlag(FLAGS_gc);
   o.gc_trigger = absl::GetFlag(FLAGS_gc_trigger);
+  o.gc_jobs = absl::GetFlag(FLAGS_gc_jobs);
   o.bytes_per_sync = absl::GetFlag(FLAGS_bytes_per_sync);
   o.wal_bytes_per_sync = absl::GetFlag(FLAGS_wal_bytes_per_sync);
   o.subcompactions = absl::GetFlag(FLAGS_subcompactions);

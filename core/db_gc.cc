@@ -5,6 +5,8 @@
 // and victim choice: docs/gc.md.
 #include <algorithm>
 #include <chrono>
+#include <optional>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
@@ -141,7 +143,21 @@ class DBImpl::GcIndex final : public gc::IndexView {
     return db_->LogAndApply(&ve, &edit);
   }
 
-  uint64_t NewFileNumber() override { return db_->versions_->NewFileNumber(); }
+  uint64_t NewFileNumber() override {
+    // The job's output: claimed before the manifest can know it, so that
+    // no other job picks it while no pointer names its records yet. Every
+    // claim is made under gc_pick_mu_, so none appears while a job picks.
+    const uint64_t id = db_->versions_->NewFileNumber();
+    absl::MutexLock pick(&db_->gc_pick_mu_);
+    absl::MutexLock l(&db_->mu_);
+    db_->gc_claimed_.insert(id);
+    claimed_outputs_.push_back(id);
+    return id;
+  }
+
+  // The outputs claimed since the last call, which the caller releases
+  // once their jobs have ended.
+  std::vector<uint64_t> TakeClaimedOutputs() { return std::exchange(claimed_outputs_, {}); }
 
   // Every write that made a record of the jobs so far dead (the newest
   // read view a liveness check used), moved one, or that a rewrite lost to
@@ -175,6 +191,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
   lsm::SequenceNumber checked_through_ = 0;
   lsm::SequenceNumber rewritten_through_ = 0;
   bool unsynced_rewrites_ = false;  // the last rewrite written was not synced
+  std::vector<uint64_t> claimed_outputs_;
 };
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
@@ -263,7 +280,16 @@ void DBImpl::DeleteObsoleteSegments() {
 }
 
 absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
-  absl::MutexLock gc_lock(&gc_mu_);
+  // Background jobs run side by side, each on segments it has claimed; a
+  // manual run (and a checkpoint's capture) waits for them and holds them
+  // off.
+  std::optional<absl::MutexLock> exclusive;
+  std::optional<absl::ReaderMutexLock> shared;
+  if (manual) {
+    exclusive.emplace(&gc_mu_);
+  } else {
+    shared.emplace(&gc_mu_);
+  }
   GcResult total;
   const auto start = std::chrono::steady_clock::now();
   DeleteObsoleteSegments();
@@ -282,6 +308,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   }();
   GcIndex index(this);
   absl::flat_hash_set<uint64_t> done;
+  int jobs_allowed = 1;
   while (true) {
     {
       absl::MutexLock l(&mu_);
@@ -289,30 +316,58 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       CAIRN_RETURN_IF_ERROR(bg_error_);
       // Each victim's budget from the figure now: once writes are being
       // slowed for space, GC must not sleep.
-      jo.bytes_per_second = gc_controller_.JobBytesPerSecond(
-          GetValueLogSpaceLocked(/*with_estimate=*/true).amplification(), manual);
+      const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+      jo.bytes_per_second = gc_controller_.JobBytesPerSecond(amp, manual);
+      jobs_allowed = gc_controller_.JobsAllowed(amp, options_.max_background_gc);
     }
-    const std::vector<vlog::SegmentInfo> segments = vlog_->segment_set().Segments();
-    gc::PickRequest request;
-    request.segments = segments;
-    request.exclude = done;
-    // Victims up to a segment's size in all share one job: one output
-    // segment, its syncs and manifest edit, one synced rewrite and one
-    // removal, instead of each paying for its own (docs/gc.md).
-    request.byte_budget = options_.value_log_segment_size;
-    const std::vector<gc::VictimCandidate> victims = policy.Pick(request, manual, [this] {
-      return GetValueLogSpace(/*with_estimate=*/true).amplification();
-    });
-    if (victims.empty()) break;
     std::vector<uint64_t> victim_ids;
-    for (const gc::VictimCandidate& v : victims) {
-      victim_ids.push_back(v.segment_id);
-      done.insert(v.segment_id);
+    {
+      absl::MutexLock pick(&gc_pick_mu_);
+      gc::PickRequest request;
+      request.exclude = done;
+      {
+        // The claims before the segments: no claim is made while this
+        // lock is held, and a job releases a segment only once it is
+        // obsolete or safe to collect (its pointers written), so each
+        // segment is claimed here or in its safe state in the list read
+        // next.
+        absl::MutexLock l(&mu_);
+        // A background job alongside another only while GC is behind.
+        if (!manual && gc_jobs_running_ >= jobs_allowed) break;
+        request.exclude.insert(gc_claimed_.begin(), gc_claimed_.end());
+      }
+      const std::vector<vlog::SegmentInfo> segments = vlog_->segment_set().Segments();
+      request.segments = segments;
+      // Victims up to a segment's size in all share one job: one output
+      // segment, its syncs and manifest edit, one synced rewrite and one
+      // removal, instead of each paying for its own (docs/gc.md).
+      request.byte_budget = options_.value_log_segment_size;
+      const std::vector<gc::VictimCandidate> victims = policy.Pick(request, manual, [this] {
+        return GetValueLogSpace(/*with_estimate=*/true).amplification();
+      });
+      if (victims.empty()) break;
+      absl::MutexLock l(&mu_);
+      for (const gc::VictimCandidate& v : victims) {
+        victim_ids.push_back(v.segment_id);
+        done.insert(v.segment_id);
+        gc_claimed_.insert(v.segment_id);
+      }
+      ++gc_jobs_running_;
     }
     gc::GcJobResult r;
     absl::Status s = gc::RunGcJob(
         jo, fs_.get(), [this](uint64_t id) { return lsm::ValueLogFileName(dbname_, id); },
         victim_ids, &index, &r);
+    {
+      // Collected victims are obsolete now, which no picker takes; the
+      // output is an ordinary segment once its pointers are written (or
+      // obsolete, or counted as garbage, when the job failed).
+      absl::MutexLock l(&mu_);
+      for (uint64_t id : victim_ids) gc_claimed_.erase(id);
+      for (uint64_t id : index.TakeClaimedOutputs()) gc_claimed_.erase(id);
+      --gc_jobs_running_;
+      background_cv_.SignalAll();
+    }
     if (!s.ok()) {
       absl::MutexLock l(&mu_);
       // A close cut the job short (its rewrite was refused before any
@@ -481,6 +536,11 @@ bool DBImpl::MemTableHidesGarbage() {
   return MemTableGarbageEstimate() >= kMinGarbageFlushBytes;
 }
 
+bool DBImpl::GcJobsRunning() {
+  absl::MutexLock l(&mu_);
+  return gc_jobs_running_ > 0;
+}
+
 // The mechanism behind each step of gc::RunGcLoop, GC's schedule.
 class DBImpl::GcHostImpl final : public gc::GcHost {
  public:
@@ -511,6 +571,7 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
   }
   void DeleteObsoleteSegments() override { db_->DeleteObsoleteSegments(); }
   bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }
+  bool OtherJobsRunning() override { return db_->GcJobsRunning(); }
   void Flush() override {
     db_->Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
   }

@@ -342,6 +342,9 @@ class DBImpl final : public DB {
   bool GcCanCollect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Past the trigger with nothing to collect: is flushing worth it?
   bool MemTableHidesGarbage() ABSL_LOCKS_EXCLUDED(mu_);
+  // Whether a background GC job is running (another thread's, when asked
+  // by a loop between its own jobs).
+  bool GcJobsRunning() ABSL_LOCKS_EXCLUDED(mu_);
   // Value-log bytes named by the L0 tables; nullopt while one of them is
   // being compacted.
   std::optional<uint64_t> Level0ValueBytes(const lsm::Version& v)
@@ -508,7 +511,18 @@ class DBImpl final : public DB {
   absl::Status close_status_ ABSL_GUARDED_BY(close_mu_);
 
   // Garbage collection.
-  absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(mu_);  // one collection at a time
+  // Background jobs hold it shared and run side by side
+  // (Options::max_background_gc); RunGC and a checkpoint's capture hold it
+  // exclusively.
+  absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(gc_pick_mu_);
+  // Serializes choosing victims with claiming them, so that two jobs never
+  // pick the same segment.
+  absl::Mutex gc_pick_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  // Segments a running job holds: its victims, and its output from the
+  // moment it has a number until the job ends. No other job may pick them:
+  // before its pointers are rewritten an output's records all look dead.
+  absl::flat_hash_set<uint64_t> gc_claimed_ ABSL_GUARDED_BY(mu_);
+  int gc_jobs_running_ ABSL_GUARDED_BY(mu_) = 0;
   std::shared_ptr<ReadEpoch> read_epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<ReadEpoch>();
   // Collected segments waiting until no reader or snapshot can reach them
   // (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments

@@ -437,7 +437,7 @@ absl::Status DBImpl::Recover() {
       CompactionThread();
     });
   }
-  if (options_.gc_space_amp_trigger > 0) {
+  for (int i = 0; options_.gc_space_amp_trigger > 0 && i < options_.max_background_gc; ++i) {
     background_threads_.emplace_back([this] {
       NameThisThread("cairn:gc");
       GcThread();

@@ -352,6 +352,8 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
        [](Options& o) {
          o.soft_pending_compaction_bytes_limit = o.hard_pending_compaction_bytes_limit + 1;
        }},
+      {"max_background_gc", [](Options& o) { o.max_background_gc = 0; }},
+      {"max_background_gc", [](Options& o) { o.max_background_gc = 17; }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 0; }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 65; }},
       {"max_subcompactions", [](Options& o) { o.max_subcompactions = 0; }},

@@ -59,6 +59,9 @@ absl::Status ValidateOptions(const Options& o) {
         "Options::gc_space_amp_trigger must be finite and above 1 (or 0 to disable background "
         "GC)");
   }
+  if (o.max_background_gc < 1 || o.max_background_gc > 16) {
+    return absl::InvalidArgumentError("Options::max_background_gc must be in [1, 16]");
+  }
   if (o.max_background_compactions < 1 || o.max_background_compactions > 64) {
     return absl::InvalidArgumentError("Options::max_background_compactions must be in [1, 64]");
   }

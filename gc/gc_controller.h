@@ -90,6 +90,12 @@ class GcController {
     if (enabled()) collecting_ = true;
   }
 
+  // Background jobs that may run at once at amp, of at most max_jobs
+  // (Options::max_background_gc): one until amp passes the trigger, all
+  // of them past it. A second job at once takes the second-best victims,
+  // which hold less garbage than the best will by the time one job gets
+  // to them: worth it only while GC is behind (docs/gc.md).
+  int JobsAllowed(double amp, int max_jobs) const { return amp > start_mark() ? max_jobs : 1; }
   // A background job's byte budget at amp (0: unlimited); RunGC's is 0.
   uint64_t JobBytesPerSecond(double amp, bool manual) const;
   // Victims at min_garbage_ratio, or at half of it past the trigger.

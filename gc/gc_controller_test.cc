@@ -36,6 +36,14 @@ TEST(GcControllerTest, CollectsFromTheTriggerDownToTheStopMark) {
   EXPECT_FALSE(c.ShouldCollect(1.45));
 }
 
+TEST(GcControllerTest, MoreJobsAtOnceOnlyPastTheTrigger) {
+  GcController c(Defaults());
+  EXPECT_EQ(c.JobsAllowed(1.45, 2), 1) << "on the way down to the stop mark: one job";
+  EXPECT_EQ(c.JobsAllowed(1.5, 2), 1);
+  EXPECT_EQ(c.JobsAllowed(1.51, 2), 2) << "behind: every job the options allow";
+  EXPECT_EQ(c.JobsAllowed(1.8, 1), 1);
+}
+
 TEST(GcControllerTest, DisabledNeverCollectsNorDelays) {
   GcControllerOptions o = Defaults();
   o.space_amp_trigger = 0;

@@ -8,6 +8,10 @@ void RunGcLoop(GcHost* host) {
       const uint64_t reports_before = host->GarbageReports();
       const absl::StatusOr<uint64_t> victims = host->CollectOne();
       const bool collected = victims.ok() && *victims > 0;
+      if (victims.ok() && !collected && host->OtherJobsRunning()) {
+        host->EndRound(/*can_collect=*/true, reports_before, kRetryWait);
+        continue;
+      }
       if (victims.ok() && !collected && host->MemTableHidesGarbage()) {
         // Past the trigger with nothing counted enough to collect: the
         // garbage is in what the memtable hides.

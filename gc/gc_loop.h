@@ -7,6 +7,9 @@
 //
 // A round past the trigger collects one victim (its job deletes the victims
 // no reader holds), then:
+//   - when it found nothing while another loop's job runs, it waits for
+//     that job's end (which signals), since the job may hold what there
+//     was to collect: no flush, and GC is not reported idle;
 //   - when it found no victim but the memtable hides enough garbage, it
 //     flushes, so that the flush (and the L0 compaction it leads to)
 //     counts that garbage;
@@ -15,8 +18,8 @@
 // has gone since, and waits kIdleWait between rounds. A signal from the DB
 // (a flush, a compaction, a close) ends any wait early.
 //
-// Thread safety: runs on the DB's GC thread; the host's methods take its
-// own locks.
+// Thread safety: runs on each of the DB's GC threads; the host's methods
+// take its own locks.
 #ifndef CAIRN_GC_GC_LOOP_H_
 #define CAIRN_GC_GC_LOOP_H_
 
@@ -46,6 +49,10 @@ class GcHost {
   virtual void DeleteObsoleteSegments() = 0;
   // Whether the mutable memtable hides enough garbage to flush for.
   virtual bool MemTableHidesGarbage() = 0;
+  // Whether another loop's job is running (the DB runs one loop per
+  // Options::max_background_gc). A round that found nothing while one is
+  // may have found nothing because that job holds the victims.
+  virtual bool OtherJobsRunning() = 0;
   // Flushes the memtables (an error is the DB's background error, or the
   // close).
   virtual void Flush() = 0;

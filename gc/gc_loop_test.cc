@@ -19,6 +19,7 @@ struct Round {
   bool collecting = true;
   absl::StatusOr<uint64_t> victims = uint64_t{1};
   bool memtable_hides_garbage = false;
+  bool other_jobs_running = false;
 };
 
 class ScriptedHost final : public GcHost {
@@ -39,6 +40,7 @@ class ScriptedHost final : public GcHost {
   }
   void DeleteObsoleteSegments() override { log_.push_back("delete"); }
   bool MemTableHidesGarbage() override { return current_.memtable_hides_garbage; }
+  bool OtherJobsRunning() override { return current_.other_jobs_running; }
   void Flush() override { log_.push_back("flush"); }
   void EndRound(bool can_collect, uint64_t idle_reports, absl::Duration wait) override {
     log_.push_back(absl::StrCat("end can=", can_collect, " wait=", absl::FormatDuration(wait)));
@@ -71,6 +73,18 @@ TEST(GcLoopTest, NothingToCollectFlushesOnlyForGarbageTheMemtableHides) {
             (std::vector<std::string>{"collect", "end can=0 wait=100ms"}));
   EXPECT_EQ(RunScript({Round{.victims = uint64_t{0}, .memtable_hides_garbage = true}}),
             (std::vector<std::string>{"collect", "flush", "end can=0 wait=100ms"}));
+}
+
+TEST(GcLoopTest, NothingToCollectWhileAnotherJobRunsWaitsForItsEnd) {
+  // The other job may hold every victim there was: this loop neither
+  // flushes nor reports GC idle (writers delayed for space, and
+  // WaitForBackgroundWork, keep waiting for GC).
+  EXPECT_EQ(RunScript({Round{.victims = uint64_t{0}, .memtable_hides_garbage = true,
+                             .other_jobs_running = true}}),
+            (std::vector<std::string>{"collect", "end can=1 wait=100ms"}));
+  // A job of this loop's own is no reason to wait.
+  EXPECT_EQ(RunScript({Round{.other_jobs_running = true}}),
+            (std::vector<std::string>{"collect", "end can=1 wait=0"}));
 }
 
 TEST(GcLoopTest, NothingToCollectIsPublishedWithTheReportsFromBeforeTheRound) {
