@@ -250,16 +250,30 @@ class DBIter final : public Iterator {
   // taken. Without one the scan's end is
   // unknown and every read ahead may be wasted: the reads started since
   // the seek stay within one more per kUnboundedValuesPerPrefetch values
-  // taken, so that a scan ending now has read at most 5% more times than
-  // it showed values. Randomly placed values each need a read, which
-  // leaves one read ahead per 20 values taken; values placed in key order
-  // share reads, which leaves room for many.
+  // taken, plus reads of about a quarter of the bytes taken up to
+  // kUnboundedPrefetchBytes, so that a scan ending now has read at most 5%
+  // more times than it showed values and about 256 KiB more. Randomly
+  // placed values each need a read; values placed in key order share
+  // reads, which leaves room for many.
   size_t WindowDepth() const {
     if (bounds_.upper) {
       const int grown = taken_ >= kPrefetchAfterValues ? 2 + 2 * taken_ : 0;
       return static_cast<size_t>(std::min(prefetch_.max_depth, grown));
     }
-    const uint64_t budget = taken_ + taken_ / kUnboundedValuesPerPrefetch;
+    // Plus reads of about a quarter of the bytes taken, at most
+    // kUnboundedPrefetchBytes: values at random places (16 KiB and up,
+    // written as they came) are a read each, and the device answers several
+    // at once in about the time of one.
+    // A read's bytes: one value's when each value is a read, more when
+    // neighbours share reads (fewer reads than values).
+    uint64_t extra = 0;
+    if (taken_ > 0 && reads_started_ > 0) {
+      const uint64_t per_read =
+          std::max<uint64_t>(1, taken_bytes_ / std::min<uint64_t>(taken_, reads_started_));
+      extra = std::min<uint64_t>(kUnboundedPrefetchBytes,
+                                 taken_bytes_ / kUnboundedPrefetchShare) / per_read;
+    }
+    const uint64_t budget = taken_ + taken_ / kUnboundedValuesPerPrefetch + extra;
     const uint64_t ahead = budget > reads_started_ ? budget - reads_started_ : 0;
     return static_cast<size_t>(
         std::min<uint64_t>(prefetch_.max_depth, window_reads_ + ahead));

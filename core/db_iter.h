@@ -36,7 +36,8 @@ using ValueFetcher = vlog::ValueFetcher;
 // kPrefetchAfterValues values (read one at a time; none now, at the first
 // value the value cache does not hold) and grows by two reads
 // per value taken, never past the bound; unbounded, it holds one read per
-// kUnboundedValuesPerPrefetch values taken. Both stop at max_depth reads and
+// kUnboundedValuesPerPrefetch values taken plus reads of a quarter of the
+// bytes taken (kUnboundedPrefetchBytes at most). Both stop at max_depth reads and
 // max_bytes of value records.
 struct ValuePrefetch {
   absl::AnyInvocable<std::unique_ptr<lsm::InternalIterator>()> new_lookahead;

@@ -211,9 +211,10 @@ struct ReadOptions {
   // an upper bound it grows by two reads per value (it never reads past
   // the bound). Without
   // one, the reads started since the seek stay within one more per
-  // kUnboundedValuesPerPrefetch values taken, so a scan reads at most
-  // 1/kUnboundedValuesPerPrefetch more times than it shows values (randomly
-  // placed values: one read ahead per 20 taken), and the window's bytes
+  // kUnboundedValuesPerPrefetch values taken, plus reads of a quarter of
+  // the bytes taken (at most kUnboundedPrefetchBytes), so a scan reads at
+  // most 5% more times than it shows values and about 256 KiB more (values
+  // at random places), and the window's bytes
   // stay within what the scan has taken (at least 16 KiB). 1 disables
   // prefetching. Default: 32.
   int value_prefetch_depth = 32;
@@ -242,9 +243,15 @@ struct ReadOptions {
 // blocks (docs/decisions/20261129_scan_prefetch_window.md, second addendum).
 inline constexpr int kPrefetchAfterValues = 0;
 // An unbounded forward scan keeps one value read ahead per this many values
-// taken since its seek: a scan of fewer reads nothing ahead, and what any
-// scan reads past its end stays within 5% of what it showed.
+// taken since its seek, plus reads of up to 1/kUnboundedPrefetchShare of the
+// bytes it has taken, at most kUnboundedPrefetchBytes (as RocksDB's
+// iterator readahead grows to 256 KiB): what a scan reads past its end
+// stays within 5% more reads than the values it showed, plus about a
+// quarter of their bytes up to 256 KiB. A one- or two-value scan reads
+// nothing ahead (docs/decisions/20261203_scan_prefetch_bytes.md).
 inline constexpr int kUnboundedValuesPerPrefetch = 20;
+inline constexpr int kUnboundedPrefetchShare = 4;
+inline constexpr uint64_t kUnboundedPrefetchBytes = uint64_t{256} << 10;
 
 struct WriteOptions {
   // fdatasync the log before acknowledging. A sync write survives power
