@@ -23,12 +23,11 @@
 #define CAIRN_TESTS_CRASH_OP_LOG_H_
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <optional>
 #include <random>
-#include <cstdlib>
 #include <string>
-#include <string_view>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -74,9 +73,17 @@ inline bool CrashTestDirectWrites() {
   return v != nullptr && std::string_view(v) == "1";
 }
 
+// CAIRN_CRASH_GC_JOBS=N (set by the suites for their *_2gc modes) runs N
+// background GC jobs at once (Options::max_background_gc).
+inline int CrashTestGcJobs() {
+  const char* v = std::getenv("CAIRN_CRASH_GC_JOBS");
+  return v != nullptr && std::string_view(v) == "2" ? 2 : 1;
+}
+
 inline Options CrashTestOptions(size_t value_separation_threshold) {
   Options options;
   options.direct_writes = CrashTestDirectWrites();
+  options.max_background_gc = CrashTestGcJobs();
   options.memtable_size = 64 << 10;  // flushes every few dozen writes
   options.target_file_size = 64 << 10;
   options.block_size = 1024;

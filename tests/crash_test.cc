@@ -65,6 +65,7 @@ struct CrashParams {
   const char* backend;  // value of CAIRN_IO
   int cycles;           // per CI run; CAIRN_LONG=1 runs 500
   bool direct_writes = false;  // Options::direct_writes (CAIRN_CRASH_DIRECT_WRITES)
+  int gc_jobs = 1;  // Options::max_background_gc (CAIRN_CRASH_GC_JOBS)
 };
 
 std::string ReadWholeFile(const fs::path& p) {
@@ -137,10 +138,12 @@ class CrashTest : public ::testing::TestWithParam<CrashParams> {
     // The reopen here must use the backend the child used, and its options.
     ::setenv("CAIRN_IO", GetParam().backend, 1);
     ::setenv("CAIRN_CRASH_DIRECT_WRITES", GetParam().direct_writes ? "1" : "0", 1);
+    ::setenv("CAIRN_CRASH_GC_JOBS", absl::StrCat(GetParam().gc_jobs).c_str(), 1);
   }
   void TearDown() override {
     ::unsetenv("CAIRN_IO");
     ::unsetenv("CAIRN_CRASH_DIRECT_WRITES");
+    ::unsetenv("CAIRN_CRASH_GC_JOBS");
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
@@ -316,7 +319,9 @@ INSTANTIATE_TEST_SUITE_P(
                       CrashParams{"separated", 100, "uring", 40},
                       // Value-log appends with O_DIRECT (Options::direct_writes).
                       CrashParams{"separated_direct", 100, "posix", 25, true},
-                      CrashParams{"separated_direct", 100, "uring", 25, true}),
+                      CrashParams{"separated_direct", 100, "uring", 25, true},
+                      // Two background GC jobs at once (Options::max_background_gc).
+                      CrashParams{"separated_2gc", 100, "posix", 40, false, 2}),
     [](const auto& info) {
       return absl::StrCat(info.param.mode, "_", info.param.backend);
     });
