@@ -287,6 +287,18 @@ TEST_F(ScanReadsTest, BoundedScanReadsOnlyTheValuesItShows) {
   }
 }
 
+TEST_F(ScanReadsTest, AReadOfAValueAtARandomPlaceTakesOnlyItsRecord) {
+  // No readahead (a bounded scan; the records lie apart): each read covers
+  // its record at the file's read granularity (1 byte here, in memory), not
+  // the whole 4 KiB blocks around it, whose other bytes are other keys'.
+  const uint64_t before = db_->GetStats().vlog_bytes_read;
+  constexpr int kValues = 10;
+  EXPECT_EQ(ScanReads(60, kValues, /*bounded=*/true), static_cast<uint64_t>(kValues));
+  const uint64_t bytes = db_->GetStats().vlog_bytes_read - before;
+  const uint64_t record = 13 + Key(60).size() + 3000;  // header, key, value
+  EXPECT_EQ(bytes, kValues * record);
+}
+
 TEST_F(ScanReadsTest, ShortUnboundedScanReadsNoValueAhead) {
   // A quarter of three values' bytes is less than a value: nothing ahead.
   EXPECT_EQ(ScanReads(30, 1, false), 1u);

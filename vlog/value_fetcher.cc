@@ -211,7 +211,7 @@ class ValueLogFetcher final : public ValueFetcher {
   // Submits the reads of fetches, records that neighbour each other in one
   // segment merged into one read, each read covering at least the readahead
   // of each of its fetches (at most kMaxMergedFetch) and widened to whole
-  // blocks; the last read of
+  // blocks (to the file's read granularity when none reads ahead); the last read of
   // each segment is kept for the records that follow (CoveringRead).
   void SubmitCoalesced(std::vector<Fetch*>* fetches) {
     if (fetches->empty()) return;
@@ -225,6 +225,7 @@ class ValueLogFetcher final : public ValueFetcher {
     while (first < fetches->size()) {
       const vlog::ValuePointer& start = (*fetches)[first]->ptr;
       const uint64_t readahead = (*fetches)[first]->readahead;
+      bool reads_ahead = readahead > 0;
       uint64_t end = start.offset + std::max<uint64_t>(
                                         start.size, std::min(readahead, kMaxMergedFetch));
       size_t last = first + 1;
@@ -240,14 +241,23 @@ class ValueLogFetcher final : public ValueFetcher {
         // counted from the read's start.
         end = std::max({end, p.offset + p.size,
                         start.offset + std::min(f.readahead, kMaxMergedFetch)});
+        reads_ahead = reads_ahead || f.readahead > 0;
       }
       auto read = std::make_shared<Read>();
-      // Whole blocks, into an aligned buffer: an O_DIRECT read costs the
-      // same, the file reads straight into it (no bounce buffer, no copy),
-      // and the records that share its first and last blocks need no read
-      // of their own (CoveringRead).
-      read->request.offset = io::AlignDown(start.offset, io::kDirectIoAlignment);
-      read->request.len = io::AlignUp(end, io::kDirectIoAlignment) - read->request.offset;
+      // Into an aligned buffer, which the file reads straight into (no
+      // bounce buffer, no copy). A read that reads ahead (its records lie
+      // in key order) covers whole 4 KiB blocks: an O_DIRECT read costs
+      // about the same, and the records that share its first and last
+      // blocks need no read of their own (CoveringRead). A read that does
+      // not (values at random places, 16 KiB and up written as they came)
+      // covers only the file's read granularity (512 bytes here): its
+      // neighbours are other keys' values, and whole blocks cost 14% more
+      // device bytes at 16 KiB (docs/decisions/20261203_direct_read_alignment.md).
+      const uint64_t align =
+          reads_ahead ? io::kDirectIoAlignment
+                      : std::max<uint64_t>(1, (*fetches)[first]->reader->file()->read_alignment());
+      read->request.offset = io::AlignDown(start.offset, align);
+      read->request.len = io::AlignUp(end, align) - read->request.offset;
       read->buf = io::AlignedBuffer(read->request.len);  // not zeroed: the device fills it
       read->request.buf = read->buf.data();
       for (size_t i = first; i < last; ++i) (*fetches)[i]->read = read;
