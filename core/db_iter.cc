@@ -263,9 +263,8 @@ class DBIter final : public Iterator {
     // Plus reads of about a quarter of the bytes taken, at most
     // kUnboundedPrefetchBytes: values at random places (16 KiB and up,
     // written as they came) are a read each, and the device answers several
-    // at once in about the time of one.
-    // A read's bytes: one value's when each value is a read, more when
-    // neighbours share reads (fewer reads than values).
+    // at once in about the time of one. A read's bytes are one value's when
+    // each value is a read, more when neighbours share reads.
     uint64_t extra = 0;
     if (taken_ > 0 && reads_started_ > 0) {
       const uint64_t per_read =

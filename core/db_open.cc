@@ -437,7 +437,8 @@ absl::Status DBImpl::Recover() {
       CompactionThread();
     });
   }
-  for (int i = 0; options_.gc_space_amp_trigger > 0 && i < options_.max_background_gc; ++i) {
+  const int gc_threads = options_.gc_space_amp_trigger > 0 ? options_.max_background_gc : 0;
+  for (int i = 0; i < gc_threads; ++i) {
     background_threads_.emplace_back([this] {
       NameThisThread("cairn:gc");
       GcThread();
