@@ -574,8 +574,9 @@ absl::Status DBImpl::CheckRecoveredFiles(const std::vector<std::string>& names) 
   // A crash can tear only the one edit being appended, and every file that
   // edit names was created by the session writing this manifest, so numbered
   // above it. An SST or segment the manifest never mentioned, from before
-  // it, was named by a record the manifest has lost. (A table a surviving
-  // record deleted is garbage whose deletion the crash interrupted.)
+  // it, was named by a record the manifest has lost. (A table or segment
+  // that a surviving record deleted is garbage whose deletion the crash
+  // interrupted or undid.)
   const uint64_t manifest = versions_->ManifestFileNumber();
   for (const std::string& name : names) {
     uint64_t number;
@@ -583,12 +584,13 @@ absl::Status DBImpl::CheckRecoveredFiles(const std::vector<std::string>& names) 
     if (!lsm::ParseFileName(name, &number, &type) || number > manifest) continue;
     const bool orphan = (type == FileType::kTable && !tables.contains(number) &&
                          !versions_->ManifestListedTable(number)) ||
-                        (type == FileType::kValueLog && !vlog_->segment_set().Contains(number));
+                        (type == FileType::kValueLog && !vlog_->segment_set().Contains(number) &&
+                         !vlog_->ManifestListedSegment(number));
     if (orphan) {
       return absl::DataLossError(absl::StrCat(
           io::JoinPath(dbname_, name), ": on disk but not in ",
           lsm::ManifestFileName(dbname_, manifest),
-          ", which is older than it and ends in a damaged record at offset ", *torn,
+          ", which is newer than it and ends in a damaged record at offset ", *torn,
           ": a record the manifest lost named it; refusing to delete it as an orphan"));
     }
   }

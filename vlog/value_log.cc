@@ -32,13 +32,25 @@ ValueLog::~ValueLog() {
 std::string ValueLog::SegmentPath(uint64_t id) const { return options_.segment_path(id); }
 
 absl::Status ValueLog::ApplyManifestRecord(uint32_t tag, std::string_view payload) {
-  return set_.DecodeAndApply(tag, payload);
+  CAIRN_RETURN_IF_ERROR(set_.DecodeAndApply(tag, payload));
+  if (tag == static_cast<uint32_t>(vlog::SegmentEditTag::kNewSegment)) {
+    vlog::SegmentEdit edit;  // decoded again: DecodeAndApply accepted it
+    if (edit.DecodeRecord(tag, payload).ok() && !edit.empty()) {
+      recovered_listed_.insert(edit.changes().front().segment_id);
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool ValueLog::ManifestListedSegment(uint64_t segment_id) const {
+  return recovered_listed_.contains(segment_id);
 }
 
 absl::Status ValueLog::Apply(const vlog::SegmentEdit& edit) { return set_.Apply(edit); }
 
 absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
                                       std::vector<uint64_t>* obsolete) {
+  recovered_listed_ = {};  // only the checks before this step ask for it
   // The newest segment of fresh writes left unsealed (the one active at the
   // close or crash) is continued rather than sealed, so that short sessions
   // do not leave a small segment each behind.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
 #include "io/sharded_lru_cache.h"
 #include "io/file_system.h"
@@ -76,6 +77,11 @@ class ValueLog {
 
   // Recovery: one manifest extension record (tags of vlog::IsSegmentEditTag).
   absl::Status ApplyManifestRecord(uint32_t tag, std::string_view payload);
+  // Recovery: true when a record of the manifest recovery read added this
+  // segment, even if a later one removed it. Such a file is a segment GC
+  // collected whose deletion a crash undid (its directory entry was never
+  // synced), not one that a lost record named.
+  bool ManifestListedSegment(uint64_t segment_id) const;
   // Recovery, after WAL replay: cuts the torn tail of every segment that
   // was being written at the close or crash; continues the newest one of
   // fresh writes as the active segment when it is below the target size,
@@ -213,6 +219,9 @@ class ValueLog {
   const vlog::RecordEncoding encoding_;
   const EditLogger log_edit_;
   vlog::SegmentSet set_;
+  // Segments the manifest records read at recovery added (until
+  // FinishRecovery); the manifest is read before any other thread runs.
+  absl::flat_hash_set<uint64_t> recovered_listed_;
   vlog::SegmentReaderCache readers_;
   vlog::ValueCache cache_;
   KeyOrderHints key_order_hints_;  // ValueFetcher::KnownInKeyOrder
