@@ -182,7 +182,8 @@ std::unique_ptr<lsm::InternalIterator> DBImpl::NewInternalIterator(const ReadVie
   children.push_back(view.sv->mem->NewIterator());
   for (const auto& m : view.sv->imm) children.push_back(m->NewIterator());
   view.sv->version->AddIterators(view.table_read, table_cache_.get(), &children);
-  return lsm::NewMergingIterator(std::move(children));
+  // With the file system, a seek reads every sorted run's first block at once.
+  return lsm::NewMergingIterator(std::move(children), fs_.get());
 }
 
 namespace {

@@ -15,6 +15,8 @@
 
 namespace cairn::lsm {
 
+class SeekBatch;
+
 class InternalIterator {
  public:
   virtual ~InternalIterator() = default;
@@ -23,6 +25,14 @@ class InternalIterator {
   virtual void SeekToLast() = 0;
   // Positions at the first entry with key >= target (an internal key).
   virtual void Seek(std::string_view target) = 0;
+  // For a merged iterator that makes its children's seek reads together
+  // (lsm/seek_batch.h): adds to batch the block reads that Seek(target)
+  // will need. The caller then runs the batch and calls Seek(target) before
+  // any other call, while the batch lives. Default: adds nothing.
+  virtual void PrepareSeek(std::string_view target, SeekBatch* batch) {
+    (void)target;
+    (void)batch;
+  }
   // Positions at the last entry with key <= target.
   virtual void SeekForPrev(std::string_view target) = 0;
   virtual void Next() = 0;

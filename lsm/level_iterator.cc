@@ -39,6 +39,12 @@ class LevelIterator : public InternalIterator {
     SkipEmptyFilesForward();
   }
 
+  void PrepareSeek(std::string_view target, SeekBatch* batch) override {
+    // Seek(target) stays on the file opened here.
+    if (!OpenFile(FindFile(files_, target))) return;
+    file_iter_->PrepareSeek(target, batch);
+  }
+
   void SeekForPrev(std::string_view target) override {
     // The last entry <= target lies in the first file whose largest key is
     // >= target, or, when that file starts after target, in an earlier one.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "lsm/dbformat.h"
+#include "lsm/seek_batch.h"
 
 namespace cairn::lsm {
 
@@ -25,8 +26,8 @@ namespace {
 // is what makes direction changes exact.
 class MergingIterator : public InternalIterator {
  public:
-  explicit MergingIterator(std::vector<std::unique_ptr<InternalIterator>> children)
-      : children_(std::move(children)) {
+  MergingIterator(std::vector<std::unique_ptr<InternalIterator>> children, io::FileSystem* fs)
+      : children_(std::move(children)), fs_(fs) {
     heap_.reserve(children_.size());
   }
 
@@ -41,8 +42,19 @@ class MergingIterator : public InternalIterator {
     Rebuild(Direction::kReverse);
   }
   void Seek(std::string_view target) override {
-    for (auto& child : children_) child->Seek(target);
+    if (fs_ != nullptr) {
+      // The children's first blocks are read together (lsm/seek_batch.h).
+      SeekBatch batch;
+      for (auto& child : children_) child->PrepareSeek(target, &batch);
+      batch.Run(fs_);
+      for (auto& child : children_) child->Seek(target);
+    } else {
+      for (auto& child : children_) child->Seek(target);
+    }
     Rebuild(Direction::kForward);
+  }
+  void PrepareSeek(std::string_view target, SeekBatch* batch) override {
+    for (auto& child : children_) child->PrepareSeek(target, batch);
   }
   void SeekForPrev(std::string_view target) override {
     for (auto& child : children_) child->SeekForPrev(target);
@@ -151,6 +163,7 @@ class MergingIterator : public InternalIterator {
   }
 
   std::vector<std::unique_ptr<InternalIterator>> children_;
+  io::FileSystem* const fs_;  // null: every child seeks on its own
   std::vector<size_t> heap_;  // Indexes of the valid children.
   Direction direction_ = Direction::kForward;
   bool child_failed_ = false;  // A child turned invalid with an error.
@@ -159,10 +172,10 @@ class MergingIterator : public InternalIterator {
 }  // namespace
 
 std::unique_ptr<InternalIterator> NewMergingIterator(
-    std::vector<std::unique_ptr<InternalIterator>> children) {
+    std::vector<std::unique_ptr<InternalIterator>> children, io::FileSystem* fs) {
   if (children.empty()) return NewErrorIterator(absl::OkStatus());
   if (children.size() == 1) return std::move(children.front());
-  return std::make_unique<MergingIterator>(std::move(children));
+  return std::make_unique<MergingIterator>(std::move(children), fs);
 }
 
 }  // namespace cairn::lsm

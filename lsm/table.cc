@@ -72,11 +72,27 @@ class TwoLevelIterator final : public InternalIterator {
   }
 
   void Seek(std::string_view target) override {
+    const bool index_there = std::exchange(index_at_target_, false);
     if (!status_.ok()) return;
-    index_->Seek(target);
+    if (!index_there) index_->Seek(target);
     InitDataBlock();
+    pending_ = nullptr;
     if (data_ != nullptr) data_->Seek(target);
     SkipEmptyBlocksForward();
+  }
+
+  void PrepareSeek(std::string_view target, SeekBatch* batch) override {
+    pending_ = nullptr;
+    // Compaction inputs read ahead a fixed span from their first block on.
+    if (!status_.ok() || ro_.readahead_size > 0) return;
+    index_->Seek(target);
+    index_at_target_ = true;
+    if (!index_->Valid()) return;
+    absl::StatusOr<BlockHandle> handle = DecodeIndexValue(index_->value(), index_origin_);
+    if (!handle.ok()) return;  // Seek reports it
+    if (data_ != nullptr && *handle == handle_) return;
+    if (readahead_.Holds(*handle)) return;
+    pending_ = batch->Add(table_, *handle);
   }
 
   void SeekForPrev(std::string_view target) override {
@@ -114,7 +130,9 @@ class TwoLevelIterator final : public InternalIterator {
     if (!handle.ok()) return Fail(handle.status());
     if (data_ != nullptr && *handle == handle_) return;  // already there
     absl::StatusOr<std::shared_ptr<const Block>> block =
-        table_->ReadDataBlock(ro_, *handle, &readahead_);
+        pending_ != nullptr && pending_->handle == *handle
+            ? table_->TakeFetched(ro_, *pending_, &readahead_)
+            : table_->ReadDataBlock(ro_, *handle, &readahead_);
     if (!block.ok()) return Fail(block.status());
     ClearData();
     block_ = *std::move(block);
@@ -168,6 +186,10 @@ class TwoLevelIterator final : public InternalIterator {
   std::shared_ptr<const Block> block_;  // keeps data_'s block alive
   std::unique_ptr<InternalIterator> data_;
   BlockHandle handle_;
+  // From PrepareSeek to the Seek that follows it: the batch's fetch of
+  // the block that Seek starts from.
+  const BlockFetch* pending_ = nullptr;
+  bool index_at_target_ = false;  // PrepareSeek sought the index already
 };
 
 }  // namespace
@@ -296,6 +318,61 @@ absl::StatusOr<std::shared_ptr<const Block>> Table::ReadDataBlock(
     cache_->Insert(file_number_, handle.offset, block, block->size());
   }
   return block;
+}
+
+void Table::StartFetch(BlockFetch* fetch) const {
+  if (cache_ != nullptr) {
+    if (std::shared_ptr<const Block> hit = cache_->Lookup(file_number_, fetch->handle.offset)) {
+      fetch->cached = true;
+      fetch->block = std::move(hit);
+      return;
+    }
+  }
+  fetch->status = CheckBlockHandle(path(), file_size_ - kFooterSize, fetch->handle);
+  if (!fetch->status.ok()) return;
+  fetch->buf.resize(static_cast<size_t>(fetch->handle.size) + kBlockTrailerSize);
+  fetch->request.offset = fetch->handle.offset;
+  fetch->request.len = fetch->buf.size();
+  fetch->request.buf = fetch->buf.data();
+}
+
+void Table::FinishFetch(BlockFetch* fetch) const {
+  if (!fetch->request.status.ok()) {
+    fetch->status = fetch->request.status;
+    return;
+  }
+  BumpCounter(counters_, &ReadCounters::block_reads);
+  BumpCounter(counters_, &ReadCounters::block_bytes_read, fetch->request.result);
+  fetch->buf.resize(fetch->request.result);
+  absl::StatusOr<std::string> contents =
+      DecodeBlockContents(std::move(fetch->buf), path(), fetch->handle);
+  if (!contents.ok()) {
+    fetch->status = contents.status();
+    return;
+  }
+  absl::StatusOr<std::shared_ptr<const Block>> block =
+      Block::Create(*std::move(contents), BlockOrigin(path(), fetch->handle.offset));
+  if (!block.ok()) {
+    fetch->status = block.status();
+    return;
+  }
+  fetch->block = *std::move(block);
+}
+
+absl::StatusOr<std::shared_ptr<const Block>> Table::TakeFetched(const TableReadOptions& ro,
+                                                                const BlockFetch& fetch,
+                                                                TableReadahead* readahead) const {
+  if (readahead != nullptr) readahead->Took(fetch.handle);
+  if (fetch.cached) {
+    BumpCounter(counters_, &ReadCounters::block_cache_hits);
+    return fetch.block;
+  }
+  BumpCounter(counters_, &ReadCounters::block_cache_misses);
+  CAIRN_RETURN_IF_ERROR(fetch.status);
+  if (cache_ != nullptr && ro.fill_cache) {
+    cache_->Insert(file_number_, fetch.handle.offset, fetch.block, fetch.block->size());
+  }
+  return fetch.block;
 }
 
 absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,

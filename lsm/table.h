@@ -31,6 +31,7 @@
 #include "lsm/dbformat.h"
 #include "lsm/internal_iterator.h"
 #include "lsm/read_counters.h"
+#include "lsm/seek_batch.h"
 #include "lsm/table_builder.h"
 #include "lsm/table_format.h"
 
@@ -82,6 +83,12 @@ class TableReadahead {
   // Errors and counters as ReadBlockContents.
   absl::StatusOr<std::string> Read(const io::RandomAccessFile& file, uint64_t data_end,
                                    const BlockHandle& handle, ReadCounters* counters);
+
+  // Whether the buffer holds the whole block at handle.
+  bool Holds(const BlockHandle& handle) const {
+    return handle.offset >= buffer_offset_ &&
+           handle.offset + handle.size + kBlockTrailerSize <= buffer_offset_ + buffer_.size();
+  }
 
  private:
   const size_t fixed_size_;
@@ -142,6 +149,19 @@ class Table {
   absl::StatusOr<std::shared_ptr<const Block>> ReadDataBlock(
       const TableReadOptions& ro, const BlockHandle& handle,
       TableReadahead* readahead = nullptr) const;
+
+  // A batched seek's block (lsm/seek_batch.h), in three steps:
+  // StartFetch takes it from the cache, or sets up the read of it
+  // (fetch->request, into fetch->buf), or fails it for a handle outside
+  // the data blocks; after the batch's reads, FinishFetch checks what was
+  // read and makes the block; TakeFetched hands it to the iterator, as
+  // ReadDataBlock would have (counters, the cache, the readahead pattern).
+  void StartFetch(BlockFetch* fetch) const;
+  void FinishFetch(BlockFetch* fetch) const;
+  absl::StatusOr<std::shared_ptr<const Block>> TakeFetched(const TableReadOptions& ro,
+                                                           const BlockFetch& fetch,
+                                                           TableReadahead* readahead) const;
+  const io::RandomAccessFile& file() const { return *file_; }
 
   // The handle of every data block, in file order, from the index. For
   // salvage (`cairn repair` reads each with ReadDataBlock and goes on past

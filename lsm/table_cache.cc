@@ -20,6 +20,9 @@ class TableHoldingIterator final : public InternalIterator {
   void SeekToFirst() override { iter_->SeekToFirst(); }
   void SeekToLast() override { iter_->SeekToLast(); }
   void Seek(std::string_view target) override { iter_->Seek(target); }
+  void PrepareSeek(std::string_view target, SeekBatch* batch) override {
+    iter_->PrepareSeek(target, batch);
+  }
   void SeekForPrev(std::string_view target) override { iter_->SeekForPrev(target); }
   void Next() override { iter_->Next(); }
   void Prev() override { iter_->Prev(); }
