@@ -1,0 +1,310 @@
+// Background value-log GC through the DB (issue 12): the space bound under
+// sustained overwrites and after a settle step, a close or a second job
+// during a collection leaving nothing uncounted, a small key set
+// overwritten before any flush, and short sessions that leave no segment
+// each behind.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <optional>
+#include <random>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cairn/db.h"
+#include "core/db_impl.h"
+#include "core/testing/gc_helpers.h"
+#include "gtest/gtest.h"
+#include "io/fault_file_system.h"
+#include "io/memory_file_system.h"
+#include "lsm/filename.h"
+
+namespace cairn {
+namespace {
+
+using gc_testing::GcOptions;
+using gc_testing::Value;
+using gc_testing::SegmentFiles;
+using gc_testing::SegmentBytes;
+using gc_testing::ExpectModel;
+using gc_testing::ReopenAndExpectModel;
+
+// Issue 6's space bound: a fixed live set overwritten 5 times, in a fresh
+// random order each time, with background GC at its defaults. The value log
+// stays within 2x the live bytes throughout (sampled), and within 1.5x once
+// the writes stop and background work settles. Garbage counting keeps up
+// through compactions of L0 forced for the value log (docs/gc.md).
+TEST(GcSpaceTest, FiveOverwritesOfAFixedLiveSetStayWithinTheBound) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o;
+  o.memtable_size = 64 << 10;  // the smallest allowed: ~1,400 keys a memtable
+  o.value_separation_threshold = 256;
+  o.value_log_segment_size = 256 << 10;
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<DB> db = std::move(*opened);
+  constexpr int kKeys = 12000;
+  constexpr size_t kValueSize = 1000;
+  // A record: 13-byte header, the 8-byte key, the value.
+  const double live = kKeys * (kValueSize + 8 + 13);
+  std::mt19937 rng(11);
+  std::vector<int> order(kKeys);
+  for (int i = 0; i < kKeys; ++i) order[i] = i;
+  double max_amp = 0;
+  for (int round = 0; round <= 5; ++round) {  // the load, then 5 overwrites
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int j = 0; j < kKeys; ++j) {
+      const std::string k = absl::StrFormat("key%05d", order[j]);
+      ASSERT_TRUE(db->Put({}, k, Value(round * 100003 + order[j], kValueSize)).ok());
+      // No pacing: the in-memory file system writes far faster than GC can
+      // read and look up, so the delayed-write rate (gc::GcController) is
+      // what keeps the bound, without ever holding up GC's own rewrites.
+      if (round > 0 && j % 250 == 0) max_amp = std::max(max_amp, SegmentBytes(fs.get()) / live);
+    }
+  }
+  ASSERT_TRUE(db->Flush().ok());
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  // Background GC finishes what the last writes left (bounded wait: up to
+  // 20 s, for the sanitizer builds on a loaded 2-core runner, where 5 s
+  // once ended at 1.51).
+  double final_amp = SegmentBytes(fs.get()) / live;
+  for (int i = 0; i < 400 && final_amp > 1.5; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    final_amp = SegmentBytes(fs.get()) / live;
+  }
+  const Stats st = db->GetStats();
+  std::printf("value-log space amplification: max %.2f, final %.2f; gc wrote %.2f per user byte; "
+              "writes delayed %.2f s, longest wait %.1f ms (delay set %.1f ms), %llu stops\n",
+              max_amp, final_amp, static_cast<double>(st.gc_bytes_written) / st.user_bytes_written,
+              st.stall_micros / 1e6, st.stall_max_micros / 1e3, st.stall_max_delay_micros / 1e3,
+              static_cast<unsigned long long>(st.stall_stops));
+  // Writes are slowed, never held: no delay for value-log space past the
+  // controller's 100 ms cap. The delay the engine set is checked, not the
+  // wait as measured: that one also holds the waits for this test's tiny
+  // memtables to flush (hundreds of stops), which a loaded sanitizer
+  // runner stretched to 157 ms once.
+  EXPECT_LE(st.stall_max_delay_micros, 100'000u);
+  EXPECT_LE(max_amp, 2.0);
+  EXPECT_LE(final_amp, 1.5);
+  EXPECT_GT(st.gc_runs, 0u);
+  // Every value reads back as last written.
+  for (int i = 0; i < kKeys; i += 7) {
+    std::string v;
+    ASSERT_TRUE(db->Get({}, absl::StrFormat("key%05d", i), &v).ok());
+    ASSERT_EQ(v, Value(5 * 100003 + i, kValueSize));
+  }
+}
+
+// After a burst that leaves the value log between GC's stop mark and its
+// trigger, a settle step brings it down to the stop mark: the figure a
+// benchmark or a user sees after WaitForBackgroundWork is the low one.
+TEST(GcSpaceTest, ASettleStepBringsTheValueLogDownToTheStopMark) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o;
+  o.memtable_size = 64 << 10;
+  o.value_separation_threshold = 256;
+  o.separate_at_flush_below = 0;  // values reach segments as they are written
+  o.value_log_segment_size = 128 << 10;
+  ASSERT_EQ(o.gc_space_amp_trigger, 1.5);  // the default, with its stop mark at 1.3
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<DB> db = std::move(*opened);
+  constexpr int kKeys = 4000;
+  for (int i = 0; i < kKeys; ++i) {
+    ASSERT_TRUE(db->Put({}, absl::StrFormat("key%05d", i), Value(i, 1000)).ok());
+  }
+  // The oldest segments' keys again: about 1.35x, under the trigger, and
+  // the first segments are mostly garbage.
+  for (int i = 0; i < kKeys * 35 / 100; ++i) {
+    ASSERT_TRUE(db->Put({}, absl::StrFormat("key%05d", i), Value(i + kKeys, 1000)).ok());
+  }
+  ASSERT_TRUE(db->CompactRange(nullptr, nullptr).ok());  // every old version counted
+  const double before = db->GetStats().vlog_space_amplification;
+  ASSERT_GT(before, 1.3);
+  ASSERT_LT(before, 1.5);
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  const Stats st = db->GetStats();
+  std::printf("value-log space amplification %.3f before the settle, %.3f after\n", before,
+              st.vlog_space_amplification);
+  EXPECT_LE(st.vlog_space_amplification, 1.3);
+  EXPECT_GT(st.gc_runs, 0u);
+  for (int i = 0; i < kKeys; i += 13) {
+    std::string v;
+    ASSERT_TRUE(db->Get({}, absl::StrFormat("key%05d", i), &v).ok());
+    ASSERT_EQ(v, Value(i < kKeys * 35 / 100 ? i + kKeys : i, 1000));
+  }
+}
+
+// Garbage never lost track of (issue 12): a close that lands while
+// background GC is moving records cancels the job cleanly. Its unwritten
+// copies are counted as garbage in its last edit, so the next open finds
+// nothing to recount: every byte of every segment is referenced or counted.
+// With two jobs at once (Options::max_background_gc), each picks while the
+// other's victims are on their way to obsolete.
+TEST(GcLedgerTest, CloseDuringBackgroundGcLeavesNothingUncounted) {
+  for (const int jobs : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat(jobs, " GC jobs at once"));
+    auto fs = std::make_shared<io::MemoryFileSystem>();
+    Options o;
+    o.max_background_gc = jobs;
+    o.memtable_size = 64 << 10;
+    o.value_separation_threshold = 256;
+    o.value_log_segment_size = 64 << 10;
+    o.gc_bytes_per_sec = 0;
+    std::map<std::string, std::string> model;
+    std::mt19937 rng(5);
+    uint64_t gc_runs = 0;
+    for (int cycle = 0; cycle < 12; ++cycle) {
+      auto opened = OpenWithFileSystem(o, "/db", fs);
+      ASSERT_TRUE(opened.ok()) << opened.status();
+      std::unique_ptr<DB> db = std::move(*opened);
+      EXPECT_EQ(db->GetStats().gc_recounted_bytes, 0u) << "cycle " << cycle;
+      for (int j = 0; j < 3000; ++j) {
+        const std::string k = absl::StrFormat("key%04d", rng() % 1500);
+        const std::string v = Value(cycle * 100003 + j, 700);
+        const absl::Status put = db->Put({}, k, v);
+        ASSERT_TRUE(put.ok()) << put;
+        model[k] = v;
+      }
+      gc_runs += db->GetStats().gc_runs;
+      db.reset();  // background GC is usually mid-job here
+    }
+    EXPECT_GT(gc_runs, 0u);
+    ReopenAndExpectModel(o, fs, model);
+  }
+}
+
+// Background jobs run side by side (Options::max_background_gc), each on
+// segments it has claimed. The first job to reach its pointer rewrite is
+// held there, its output already sealed in the manifest with no pointer into
+// it, while writes go on: another job must finish meanwhile, on victims of
+// its own, and every value must read back, before and after a reopen, with
+// nothing left for the open to recount.
+TEST(GcConcurrencyTest, AJobFinishesWhileAnotherWaitsBeforeItsRewrite) {
+  std::atomic<bool> hook_taken{false}, held{false}, release{false};
+  std::atomic<uint64_t> runs_at_hold{0}, runs_while_held{0};
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o;
+  o.memtable_size = 64 << 10;
+  o.value_separation_threshold = 256;
+  o.separate_at_flush_below = 0;  // garbage is counted at each flush
+  o.value_log_segment_size = 64 << 10;
+  o.max_background_gc = 2;
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<DB> db = std::move(*opened);
+  DB* const raw = db.get();
+  static_cast<DBImpl*>(raw)->before_gc_rewrite_for_testing = [&] {
+    if (hook_taken.exchange(true)) return;
+    runs_at_hold = raw->GetStats().gc_runs;
+    held = true;
+    // Bounded: a job that never came would fail the test, not hang it.
+    for (int i = 0; i < 3000 && !release.load(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    runs_while_held = raw->GetStats().gc_runs - runs_at_hold.load();
+    held = false;
+  };
+  std::map<std::string, std::string> model;
+  std::mt19937 rng(23);
+  for (int j = 0; j < 400000 && !release.load(); ++j) {
+    const std::string k = absl::StrFormat("key%04d", rng() % 1500);
+    const std::string v = Value(j, 700);
+    const absl::Status put = db->Put({}, k, v);
+    ASSERT_TRUE(put.ok()) << put;
+    model[k] = v;
+    if (j % 64 == 0 && held.load() && db->GetStats().gc_runs > runs_at_hold.load()) {
+      release = true;
+    }
+  }
+  release = true;
+  while (hook_taken.load() && held.load()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(hook_taken.load()) << "no background job reached its rewrite";
+  EXPECT_GT(runs_while_held.load(), 0u) << "no job finished while the first one waited";
+  ASSERT_TRUE(db->Flush().ok());
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  ExpectModel(db.get(), model);
+  db.reset();
+  ReopenAndExpectModel(o, fs, model);
+}
+
+// Garbage known in time (issue 12): a small set of keys overwritten again
+// and again fills the memtable with garbage long before its own bytes fill
+// it. The memtable is flushed by the garbage it hides, so GC can count and
+// collect it: the value log stays bounded, and within 1.5x the live bytes
+// plus one segment (the active one, which GC never takes) once settled.
+TEST(GcLedgerTest, SmallKeySetOverwrittenBeforeAnyFlushStaysBounded) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o;  // the defaults: a 64 MiB memtable, which pointers never fill
+  o.value_log_segment_size = 1 << 20;
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<DB> db = std::move(*opened);
+  constexpr int kKeys = 150;
+  constexpr size_t kValueSize = 16 << 10;
+  const double live = kKeys * (kValueSize + 8 + 13);
+  double max_bytes = 0;
+  for (int j = 0; j < 2000; ++j) {
+    ASSERT_TRUE(db->Put({}, absl::StrFormat("key%04d", j % kKeys), Value(j, kValueSize)).ok());
+    if (j % 50 == 0) max_bytes = std::max(max_bytes, static_cast<double>(SegmentBytes(fs.get())));
+  }
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  const double final_bytes = static_cast<double>(SegmentBytes(fs.get()));
+  std::printf("small key set: value log max %.2f, final %.2f of live (+1 segment = %.2f)\n",
+              max_bytes / live, final_bytes / live, (1 << 20) / live);
+  if (final_bytes > 1.5 * live + (1 << 20)) {  // what GC saw, for the failure below
+    std::string stats;
+    db->GetProperty("cairn.stats", &stats);
+    std::printf("%s\n", stats.c_str());
+  }
+  // Before memtables were flushed by the garbage they hide, this workload
+  // grew the value log to 20x live. Segments of 1 MiB over 2.4 MB live
+  // leave GC a coarse unit, so the peak is measured at 2.5-3.6x live; once
+  // settled it is back within the 1.5x target.
+  EXPECT_LE(max_bytes, 5.0 * live + (1 << 20));
+  EXPECT_LE(final_bytes, 1.5 * live + (1 << 20));
+  for (int i = 0; i < kKeys; ++i) {
+    std::string v;
+    ASSERT_TRUE(db->Get({}, absl::StrFormat("key%04d", i), &v).ok());
+    ASSERT_EQ(v, Value(1999 - ((1999 - i) % kKeys), kValueSize)) << i;
+  }
+}
+
+// Segment files (issue 12): a short session continues the segment the last
+// one left unsealed, so 300 sessions do not leave 300 segment files.
+// Both placements: values separated as written continue the last session's
+// segment; values left for the flush (the default) are few enough per
+// session that the flush at open keeps them in its table.
+class ShortSessionsTest : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(ShortSessionsTest, ShortSessionsLeaveNoSegmentPerSession) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o = GcOptions();
+  o.value_log_segment_size = 1 << 20;
+  o.separate_at_flush_below = GetParam();
+  for (int session = 0; session < 300; ++session) {
+    auto opened = OpenWithFileSystem(o, "/db", fs);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    ASSERT_TRUE((*opened)->Put({}, absl::StrFormat("key%04d", session), Value(session, 1000)).ok());
+  }
+  // 300 records of about 1 KiB fit in one 1 MiB segment.
+  EXPECT_LE(SegmentFiles(fs.get()), 1u);
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ((*opened)->GetStats().gc_recounted_bytes, 0u);
+  for (int session = 0; session < 300; ++session) {
+    std::string v;
+    ASSERT_TRUE((*opened)->Get({}, absl::StrFormat("key%04d", session), &v).ok());
+    ASSERT_EQ(v, Value(session, 1000));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Placement, ShortSessionsTest,
+                         ::testing::Values(size_t{0}, Options().separate_at_flush_below));
+
+}  // namespace
+}  // namespace cairn
