@@ -585,57 +585,5 @@ TEST(ScanValueFormsTest, EveryRecordFormScansAndReadsBack) {
   }
 }
 
-
-// A memory file system that counts the batches of reads across files of
-// SST files.
-class SstBatchCountingFileSystem : public io::MemoryFileSystem {
- public:
-  absl::Status MultiReadFiles(absl::Span<const io::FileReadRequest> requests) override {
-    size_t tables = 0;
-    for (const io::FileReadRequest& r : requests) tables += r.file->path().ends_with(".sst");
-    if (tables > 0) table_batch_sizes.push_back(tables);
-    return FileSystem::MultiReadFiles(requests);
-  }
-  std::vector<size_t> table_batch_sizes;
-};
-
-// A seek over three sorted runs (L0 tables) reads the block each starts
-// from in one batch of reads across the files (lsm/seek_batch.h), not one
-// after another, and the scan from there sees every entry.
-TEST(SeekBatchDbTest, ASeekReadsTheBlockOfEverySortedRunInOneBatch) {
-  auto fs = std::make_shared<SstBatchCountingFileSystem>();
-  Options o = TestOptions();
-  o.level0_compaction_trigger = 8;  // the three flushes stay three runs
-  Model model;
-  {
-    auto opened = OpenWithFileSystem(o, "/db", fs);
-    ASSERT_OK(opened.status());
-    for (int run = 0; run < 3; ++run) {
-      for (int i = run; i < 600; i += 3) {
-        const std::string value(100, static_cast<char>('a' + i % 26));
-        ASSERT_OK((*opened)->Put({}, Key(i), value));
-        model[Key(i)] = value;
-      }
-      ASSERT_OK((*opened)->Flush());
-    }
-  }
-  // Reopened: the block cache is empty.
-  auto opened = OpenWithFileSystem(o, "/db", fs);
-  ASSERT_OK(opened.status());
-  std::unique_ptr<DB> db = *std::move(opened);
-  fs->table_batch_sizes.clear();
-  std::unique_ptr<Iterator> it = db->NewIterator(ReadOptions());
-  it->Seek(Key(300));
-  ASSERT_EQ(fs->table_batch_sizes.size(), 1u);
-  EXPECT_EQ(fs->table_batch_sizes[0], 3u);
-  auto m = model.find(Key(300));
-  for (int n = 0; n < 100 && m != model.end(); ++n, ++m, it->Next()) {
-    ASSERT_TRUE(it->Valid()) << it->status();
-    ASSERT_EQ(it->key(), m->first);
-    ASSERT_EQ(it->value(), m->second);
-  }
-  EXPECT_OK(it->status());
-}
-
 }  // namespace
 }  // namespace cairn

@@ -284,6 +284,11 @@ class DBImpl final : public DB {
   // Merges the view's memtables and tables.
   std::unique_ptr<lsm::InternalIterator> NewInternalIterator(const ReadView& view);
   // The newest stored value of key in view; *type is kDeletion when none.
+  // MultiGet's first step: the table block each key's lookup would read
+  // first (keys the memtables hold need none) is read in one batch into the
+  // block cache, so that the lookups after it do not wait for one device
+  // read each. Nothing without a block cache or with fill_cache off.
+  void ReadTableBlocksAhead(const ReadView& view, const std::vector<std::string_view>& keys);
   absl::Status LookupInView(const ReadView& view, std::string_view key, lsm::ValueType* type,
                             std::string* stored);
   // An inline value as it is; a pointer through the value log; NotFound for

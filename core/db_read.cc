@@ -7,6 +7,7 @@
 #include "core/db_iter.h"
 #include "io/status_macros.h"
 #include "lsm/merging_iterator.h"
+#include "lsm/seek_batch.h"
 
 namespace cairn {
 
@@ -113,6 +114,28 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::
   return s;
 }
 
+void DBImpl::ReadTableBlocksAhead(const ReadView& view, const std::vector<std::string_view>& keys) {
+  if (keys.size() < 2) return;
+  const SuperVersion& sv = *view.sv;
+  lsm::SeekBatch batch;
+  ValueType type;
+  SequenceNumber seq;
+  std::string stored;
+  for (std::string_view key : keys) {
+    if (key.size() > kMaxKeySize) continue;
+    bool in_memory = sv.mem->Get(key, view.sequence, &type, &seq, &stored);
+    for (size_t i = 0; !in_memory && i < sv.imm.size(); ++i) {
+      in_memory = sv.imm[i]->Get(key, view.sequence, &type, &seq, &stored);
+    }
+    if (in_memory) continue;
+    sv.version->AddGetReads(view.table_read, table_cache_.get(),
+                            lsm::MakeLookupKey(key, view.sequence), &batch);
+  }
+  if (batch.reads() == 0) return;
+  batch.Run(fs_.get());
+  batch.CacheFetched();
+}
+
 std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
                                            const std::vector<std::string_view>& keys,
                                            std::vector<std::string>* values) {
@@ -125,6 +148,7 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   // (a few at a time, one submission each), so the device works while the
   // rest of the lookups run; then the values are collected.
   const ReadView view = GetReadView(options);
+  ReadTableBlocksAhead(view, keys);
   values->assign(keys.size(), std::string());
   std::vector<absl::Status> statuses(keys.size());
   std::vector<std::string> stored(keys.size());

@@ -7,7 +7,10 @@
 namespace cairn::lsm {
 
 BlockFetch* SeekBatch::Add(const Table* table, const BlockHandle& handle) {
+  BlockFetch*& known = by_block_[{table, handle.offset}];
+  if (known != nullptr) return known;
   BlockFetch& fetch = fetches_.emplace_back();
+  known = &fetch;
   fetch.table = table;
   fetch.handle = handle;
   table->StartFetch(&fetch);
@@ -31,6 +34,12 @@ void SeekBatch::Run(io::FileSystem* fs) {
   fs->MultiReadFiles(batch).IgnoreError();
   for (BlockFetch& f : fetches_) {
     if (!f.cached && f.status.ok()) f.table->FinishFetch(&f);
+  }
+}
+
+void SeekBatch::CacheFetched() const {
+  for (const BlockFetch& f : fetches_) {
+    if (!f.cached && f.status.ok() && f.block != nullptr) f.table->CacheFetched(f);
   }
 }
 

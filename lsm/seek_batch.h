@@ -5,6 +5,10 @@
 // one round trip, with every read in flight at once (one submission across
 // files on the io_uring backend; FileSystem::MultiReadFiles).
 //
+// DB::MultiGet uses it too: the block each key's Get would read first is
+// read in one batch into the block cache (Version::AddGetReads), and the
+// Gets then find it there.
+//
 // Protocol (InternalIterator::PrepareSeek): the merged iterator calls
 // PrepareSeek(target, &batch) on every child, then Run, then Seek(target)
 // on every child. A table iterator adds the block its Seek will start
@@ -21,7 +25,10 @@
 #include <deque>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "io/file_system.h"
 #include "lsm/block.h"
@@ -46,7 +53,8 @@ struct BlockFetch {
 class SeekBatch {
  public:
   // The fetch of the block at handle in table (Table::StartFetch decides
-  // whether it needs a read). Stays valid as long as the batch.
+  // whether it needs a read); the same fetch for a block added before.
+  // Stays valid as long as the batch.
   BlockFetch* Add(const Table* table, const BlockHandle& handle);
 
   // Makes every read the fetches need, all in flight at once through fs
@@ -54,12 +62,21 @@ class SeekBatch {
   // Each fetch's status says how its own read ended.
   void Run(io::FileSystem* fs);
 
+  // Hands every block Run read to its table's cache (Table::CacheFetched),
+  // for the lookups that follow (DB::MultiGet reads its keys' blocks this
+  // way before looking them up one by one).
+  void CacheFetched() const;
+  // Keeps table open for as long as the batch (its fetches point at it).
+  void KeepAlive(std::shared_ptr<const Table> table) { tables_.push_back(std::move(table)); }
+
   size_t size() const { return fetches_.size(); }
   // Fetches that Run reads from the device (not cached, handle valid).
   size_t reads() const;
 
  private:
   std::deque<BlockFetch> fetches_;  // a deque: Add keeps earlier pointers valid
+  absl::flat_hash_map<std::pair<const Table*, uint64_t>, BlockFetch*> by_block_;
+  std::vector<std::shared_ptr<const Table>> tables_;
 };
 
 }  // namespace cairn::lsm

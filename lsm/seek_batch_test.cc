@@ -128,6 +128,13 @@ class SeekBatchTest : public testing::Test {
     counters_.block_cache_misses = 0;
   }
 
+  // Table number, open.
+  std::shared_ptr<Table> TableOf(uint64_t number) {
+    auto table = cache_.FindTable(number, *fs_.GetFileSize(TableFileName(kDb, number)));
+    EXPECT_TRUE(table.ok()) << table.status();
+    return table.ok() ? *table : nullptr;
+  }
+
   // Seeks it to user key i and checks the next n entries against the model.
   void SeekAndCheck(InternalIterator* it, int i, int n) {
     it->Seek(MakeLookupKey(UserKey(i), kMaxSequenceNumber));
@@ -220,11 +227,9 @@ TEST_F(SeekBatchTest, ASeekOnTheBlockAnIteratorHoldsReadsNothing) {
 TEST_F(SeekBatchTest, ADamagedBlockFailsTheSeekWithDataLossNamingTheFile) {
   BuildRuns();
   // Damage the data block of table 2 that holds key 1000.
-  auto table = cache_.FindTable(2, *fs_.GetFileSize(TableFileName(kDb, 2)));
-  ASSERT_TRUE(table.ok());
-  auto handles = (*table)->DataBlockHandles();
-  ASSERT_TRUE(handles.ok());
-  const uint64_t offset = (*table)->ApproximateOffsetOf(Key(1000));
+  std::shared_ptr<Table> table = TableOf(2);
+  ASSERT_NE(table, nullptr);
+  const uint64_t offset = table->ApproximateOffsetOf(Key(1000));
   auto bytes = fs_.ReadFileToString(TableFileName(kDb, 2));
   ASSERT_TRUE(bytes.ok());
   (*bytes)[offset + 10] ^= 0x40;
@@ -266,15 +271,38 @@ TEST_F(SeekBatchTest, AReadErrorFailsThatSeekAndNothingElse) {
 TEST_F(SeekBatchTest, AHandleOutsideTheDataBlocksFailsWithoutARead) {
   BuildRuns();
   OpenAll();
-  auto table = cache_.FindTable(4, *fs_.GetFileSize(TableFileName(kDb, 4)));
-  ASSERT_TRUE(table.ok());
+  std::shared_ptr<Table> table = TableOf(4);
+  ASSERT_NE(table, nullptr);
   SeekBatch batch;
-  BlockFetch* bad = batch.Add(table->get(), BlockHandle{(*table)->file_size(), 10});
+  BlockFetch* bad = batch.Add(table.get(), BlockHandle{table->file_size(), 10});
   EXPECT_EQ(bad->status.code(), absl::StatusCode::kDataLoss);
   EXPECT_EQ(batch.reads(), 0u);
   batch.Run(&fs_);
   EXPECT_EQ(fs_.batches, 0);  // nothing to read
   EXPECT_EQ(bad->block, nullptr);
+}
+
+TEST_F(SeekBatchTest, ABlockAddedTwiceIsReadOnceAndCachedForTheLookupsAfter) {
+  BuildRuns();
+  OpenAll();
+  std::shared_ptr<Table> table = TableOf(1);
+  ASSERT_NE(table, nullptr);
+  SeekBatch batch;
+  const std::string key = MakeLookupKey(UserKey(300), kMaxSequenceNumber);
+  EXPECT_TRUE(table->AddGetRead(TableReadOptions{}, key, &batch));
+  EXPECT_TRUE(table->AddGetRead(TableReadOptions{}, key, &batch));
+  EXPECT_EQ(batch.size(), 1u);
+  // Key 301 is not in table 1 (keys 0 mod 3): its filter rules it out.
+  EXPECT_FALSE(
+      table->AddGetRead(TableReadOptions{}, MakeLookupKey(UserKey(301), 0), &batch));
+  batch.Run(&fs_);
+  batch.CacheFetched();
+  EXPECT_EQ(fs_.requests_read, 1u);
+  EXPECT_EQ(block_cache_.entries(), 1u);
+  TableGetResult result;
+  ASSERT_TRUE(table->Get(TableReadOptions{}, key, &result).ok());
+  EXPECT_TRUE(result.found);
+  EXPECT_EQ(counters_.block_reads.load(), 1u);  // the Get found the block cached
 }
 
 }  // namespace

@@ -375,6 +375,31 @@ absl::StatusOr<std::shared_ptr<const Block>> Table::TakeFetched(const TableReadO
   return fetch.block;
 }
 
+bool Table::AddGetRead(const TableReadOptions& ro, std::string_view lookup_key,
+                       SeekBatch* batch) const {
+  ParsedInternalKey target;
+  if (!ParseInternalKey(lookup_key, &target)) return true;  // Get reports it
+  if (filter_.has_value() && !ro.skip_filter && !filter_->KeyMayMatch(target.user_key)) {
+    return false;
+  }
+  if (cache_ == nullptr || !ro.fill_cache) return true;
+  std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
+  index->Seek(lookup_key);
+  if (!index->Valid()) return !index->status().ok();
+  BlockHandle handle;
+  std::string_view value = index->value();
+  if (!handle.DecodeVarintFrom(&value) || !value.empty()) return true;  // Get reports it
+  batch->Add(this, handle);
+  return true;
+}
+
+void Table::CacheFetched(const BlockFetch& fetch) const {
+  BumpCounter(counters_, &ReadCounters::block_cache_misses);
+  if (cache_ != nullptr) {
+    cache_->Insert(file_number_, fetch.handle.offset, fetch.block, fetch.block->size());
+  }
+}
+
 absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,
                         TableGetResult* result) const {
   *result = TableGetResult();

@@ -162,6 +162,16 @@ class Table {
                                                            const BlockFetch& fetch,
                                                            TableReadahead* readahead) const;
   const io::RandomAccessFile& file() const { return *file_; }
+  // DB::MultiGet's reads ahead of its Gets: adds to batch the data block
+  // that Get(ro, lookup_key) would read first, unless the cache holds it.
+  // False when Get would read no block here (the filter rules the key
+  // out, or it lies past the last block): the lookup goes on to the next
+  // table. Adds nothing, and returns true, when there is no cache to hand
+  // the block to (then the Get reads it itself). Counts no filter probe.
+  bool AddGetRead(const TableReadOptions& ro, std::string_view lookup_key,
+                  SeekBatch* batch) const;
+  // Puts a block the batch read into the cache, counted as a miss.
+  void CacheFetched(const BlockFetch& fetch) const;
 
   // The handle of every data block, in file order, from the index. For
   // salvage (`cairn repair` reads each with ReadDataBlock and goes on past

@@ -34,21 +34,17 @@ uint64_t Version::LevelBytes(int level) const {
   return total;
 }
 
-absl::Status Version::Get(const TableReadOptions& ro, TableCache* tc,
-                          std::string_view lookup_key, TableGetResult* result) const {
-  result->found = false;
+absl::Status Version::WalkGetPath(const TableReadOptions& ro, std::string_view lookup_key,
+                                  absl::FunctionRef<absl::StatusOr<bool>(
+                                      const FileMetaData&, const TableReadOptions&)>
+                                      visit) const {
   const std::string_view user_key = ExtractUserKey(lookup_key);
-  auto probe = [&](const FileMetaData& f, const TableReadOptions& opts) -> absl::Status {
-    result->found = false;
-    return tc->Get(opts, f.number, f.file_size, lookup_key, result);
-  };
-
   // L0 files overlap; the newest holds the newest entry, so the first hit
   // wins. files_[0] is ordered newest first.
   for (const auto& f : files_[0]) {
     if (!UserKeyInRange(*f, user_key)) continue;
-    CAIRN_RETURN_IF_ERROR(probe(*f, ro));
-    if (result->found) return absl::OkStatus();
+    CAIRN_ASSIGN_OR_RETURN(const bool stop, visit(*f, ro));
+    if (stop) return absl::OkStatus();
   }
   // Deeper levels: the only candidate is the first file whose largest key is
   // at or after the lookup key, if it starts at or before the user key.
@@ -67,11 +63,36 @@ absl::Status Version::Get(const TableReadOptions& ro, TableCache* tc,
     if (i == files.size()) continue;
     const FileMetaData& f = *files[i];
     if (user_key.compare(ExtractUserKey(f.smallest)) < 0) continue;
-    CAIRN_RETURN_IF_ERROR(probe(f, level == deepest ? no_filter : ro));
-    if (result->found) return absl::OkStatus();
+    CAIRN_ASSIGN_OR_RETURN(const bool stop, visit(f, level == deepest ? no_filter : ro));
+    if (stop) return absl::OkStatus();
   }
-  result->found = false;
   return absl::OkStatus();
+}
+
+absl::Status Version::Get(const TableReadOptions& ro, TableCache* tc,
+                          std::string_view lookup_key, TableGetResult* result) const {
+  result->found = false;
+  CAIRN_RETURN_IF_ERROR(WalkGetPath(
+      ro, lookup_key,
+      [&](const FileMetaData& f, const TableReadOptions& opts) -> absl::StatusOr<bool> {
+        result->found = false;
+        CAIRN_RETURN_IF_ERROR(tc->Get(opts, f.number, f.file_size, lookup_key, result));
+        return result->found;
+      }));
+  return absl::OkStatus();
+}
+
+void Version::AddGetReads(const TableReadOptions& ro, TableCache* tc,
+                          std::string_view lookup_key, SeekBatch* batch) const {
+  WalkGetPath(ro, lookup_key,
+              [&](const FileMetaData& f, const TableReadOptions& opts) -> absl::StatusOr<bool> {
+                absl::StatusOr<std::shared_ptr<Table>> table = tc->FindTable(f.number, f.file_size);
+                if (!table.ok()) return true;  // the Get reports it
+                const bool reads = (*table)->AddGetRead(opts, lookup_key, batch);
+                batch->KeepAlive(*std::move(table));
+                return reads;
+              })
+      .IgnoreError();  // visit never fails
 }
 
 void Version::AddIterators(const TableReadOptions& ro, TableCache* tc,

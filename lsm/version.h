@@ -21,9 +21,11 @@
 
 #include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lsm/internal_iterator.h"
+#include "lsm/seek_batch.h"
 #include "lsm/table.h"
 #include "lsm/version_edit.h"
 
@@ -58,6 +60,12 @@ class Version {
   // returned as they are.
   absl::Status Get(const TableReadOptions& ro, TableCache* tc, std::string_view lookup_key,
                    TableGetResult* result) const;
+  // DB::MultiGet's reads ahead: adds to batch the data block that Get would
+  // read first for lookup_key (the first file on Get's path whose filter
+  // lets the key through; Table::AddGetRead), and keeps its table open for
+  // the batch's life. Errors are left for the Get to report.
+  void AddGetReads(const TableReadOptions& ro, TableCache* tc, std::string_view lookup_key,
+                   SeekBatch* batch) const;
 
   // Appends one iterator per L0 file and one level iterator (opening files
   // lazily) per non-empty deeper level; feed them to a merging iterator. The
@@ -75,6 +83,13 @@ class Version {
   std::string DebugString() const;
 
  private:
+  // Calls visit on each file Get looks in, in Get's order, with the read
+  // options for that file, until visit returns true or an error.
+  absl::Status WalkGetPath(const TableReadOptions& ro, std::string_view lookup_key,
+                           absl::FunctionRef<absl::StatusOr<bool>(const FileMetaData&,
+                                                                  const TableReadOptions&)>
+                               visit) const;
+
   std::array<FileList, kNumLevels> files_;  // never changed after construction
 };
 
