@@ -88,8 +88,12 @@ TEST(CacheBudgetTest, TheSharedBudgetBoundsBothKindsTogether) {
   const Stats st = db->GetStats();
   EXPECT_LE(st.block_cache_bytes + st.value_cache_bytes, o.cache_size);
   EXPECT_GT(st.value_cache_bytes, 0u);
-  // Scanned twice in the same order, an LRU smaller than the set misses all.
-  EXPECT_EQ(st.value_cache_misses, 2u * kKeys);
+  // Read twice in the same order, an LRU smaller than the set misses
+  // (almost) all: the cache's shards are picked by a hash seeded per
+  // process, so a shard may now and then get few enough values to keep
+  // some. At most what the budget holds can hit the second time.
+  EXPECT_EQ(st.value_cache_hits + st.value_cache_misses, 2u * kKeys);
+  EXPECT_GE(st.value_cache_misses, 2u * kKeys - o.cache_size / kValueSize);
 }
 
 TEST(CacheBudgetTest, ACacheOfItsOwnKeepsAKindOutOfTheSharedBudget) {
