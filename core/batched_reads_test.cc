@@ -126,6 +126,34 @@ TEST_F(BatchedReadsTest, AMultiGetReadsEveryKeysBlockInOneBatch) {
   EXPECT_EQ(after.table_reads - before.table_reads, 9u + false_positives);
 }
 
+// The memtables answer first, once per key: a key they hold, deleted or
+// overwritten, costs no table read; only the others join the batch.
+TEST_F(BatchedReadsTest, KeysTheMemtablesAnswerJoinNoBatch) {
+  BuildThreeRuns();
+  std::string v;
+  ASSERT_TRUE(absl::IsNotFound(db_->Get({}, "k1000", &v)));  // opens the tables
+  fs_->table_batch_sizes.clear();
+  ASSERT_OK(db_->Delete({}, Key(1)));
+  ASSERT_OK(db_->Put({}, Key(2), "newer"));
+  const std::string oversize(kMaxKeySize + 1, 'k');
+  const std::vector<std::string_view> keys = {Key(1), oversize, Key(2), Key(3), Key(4), Key(1)};
+  std::vector<std::string> values;
+  const std::vector<absl::Status> statuses = db_->MultiGet(ReadOptions(), keys, &values);
+  ASSERT_EQ(statuses.size(), keys.size());
+  EXPECT_TRUE(absl::IsNotFound(statuses[0])) << statuses[0];
+  EXPECT_TRUE(absl::IsInvalidArgument(statuses[1])) << statuses[1];
+  ASSERT_OK(statuses[2]);
+  EXPECT_EQ(values[2], "newer");
+  ASSERT_OK(statuses[3]);
+  EXPECT_EQ(values[3], Value(3));
+  ASSERT_OK(statuses[4]);
+  EXPECT_EQ(values[4], Value(4));
+  EXPECT_TRUE(absl::IsNotFound(statuses[5])) << statuses[5];
+  // Key(3) and Key(4) live in two tables: one batch of their two blocks.
+  ASSERT_EQ(fs_->table_batch_sizes.size(), 1u);
+  EXPECT_EQ(fs_->table_batch_sizes[0], 2u);
+}
+
 TEST_F(BatchedReadsTest, AMultiGetWithoutFillCacheReadsKeyByKey) {
   BuildThreeRuns();
   ReadOptions ro;

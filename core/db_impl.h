@@ -283,14 +283,21 @@ class DBImpl final : public DB {
   absl::Status GetFromView(const ReadView& view, std::string_view key, std::string* value);
   // Merges the view's memtables and tables.
   std::unique_ptr<lsm::InternalIterator> NewInternalIterator(const ReadView& view);
-  // The newest stored value of key in view; *type is kDeletion when none.
-  // MultiGet's first step: the table block each key's lookup would read
-  // first (keys the memtables hold need none) is read in one batch into the
-  // block cache, so that the lookups after it do not wait for one device
-  // read each. Nothing without a block cache or with fill_cache off.
+  // MultiGet's step between the memtables and the tables: the table block
+  // each key's lookup would read first is read in one batch into the block
+  // cache, so that the lookups after it do not wait for one device read
+  // each. keys are those the memtables do not hold. Nothing without a block
+  // cache or with fill_cache off.
   void ReadTableBlocksAhead(const ReadView& view, const std::vector<std::string_view>& keys);
+  // The newest stored value of key in view; *type is kDeletion when none.
   absl::Status LookupInView(const ReadView& view, std::string_view key, lsm::ValueType* type,
                             std::string* stored);
+  // LookupInView's two halves: the memtables (false when none holds key),
+  // then the version's tables.
+  bool LookupInMemtables(const ReadView& view, std::string_view key, lsm::ValueType* type,
+                         std::string* stored);
+  absl::Status LookupInTables(const ReadView& view, std::string_view key, lsm::ValueType* type,
+                              std::string* stored);
   // An inline value as it is; a pointer through the value log; NotFound for
   // a deletion.
   absl::Status ResolveStoredValue(std::string_view key, lsm::ValueType type,

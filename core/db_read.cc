@@ -74,18 +74,22 @@ absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
   return absl::NotFoundError("key not found");
 }
 
-absl::Status DBImpl::LookupInView(const ReadView& view, std::string_view key, ValueType* type,
-                                  std::string* stored) {
+bool DBImpl::LookupInMemtables(const ReadView& view, std::string_view key, ValueType* type,
+                               std::string* stored) {
   SequenceNumber seq;
   const SuperVersion& sv = *view.sv;
   bool found = sv.mem->Get(key, view.sequence, type, &seq, stored);
   for (size_t i = 0; !found && i < sv.imm.size(); ++i) {
     found = sv.imm[i]->Get(key, view.sequence, type, &seq, stored);
   }
-  if (found) return absl::OkStatus();
+  return found;
+}
+
+absl::Status DBImpl::LookupInTables(const ReadView& view, std::string_view key, ValueType* type,
+                                    std::string* stored) {
   lsm::TableGetResult result;
-  CAIRN_RETURN_IF_ERROR(sv.version->Get(view.table_read, table_cache_.get(),
-                                          lsm::MakeLookupKey(key, view.sequence), &result));
+  CAIRN_RETURN_IF_ERROR(view.sv->version->Get(view.table_read, table_cache_.get(),
+                                               lsm::MakeLookupKey(key, view.sequence), &result));
   if (!result.found) {
     *type = ValueType::kDeletion;
     return absl::OkStatus();
@@ -93,6 +97,12 @@ absl::Status DBImpl::LookupInView(const ReadView& view, std::string_view key, Va
   *type = result.type;
   *stored = std::move(result.value);
   return absl::OkStatus();
+}
+
+absl::Status DBImpl::LookupInView(const ReadView& view, std::string_view key, ValueType* type,
+                                  std::string* stored) {
+  if (LookupInMemtables(view, key, type, stored)) return absl::OkStatus();
+  return LookupInTables(view, key, type, stored);
 }
 
 absl::Status DBImpl::GetFromView(const ReadView& view, std::string_view key, std::string* value) {
@@ -116,20 +126,10 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::
 
 void DBImpl::ReadTableBlocksAhead(const ReadView& view, const std::vector<std::string_view>& keys) {
   if (keys.size() < 2) return;
-  const SuperVersion& sv = *view.sv;
   lsm::SeekBatch batch;
-  ValueType type;
-  SequenceNumber seq;
-  std::string stored;
   for (std::string_view key : keys) {
-    if (key.size() > kMaxKeySize) continue;
-    bool in_memory = sv.mem->Get(key, view.sequence, &type, &seq, &stored);
-    for (size_t i = 0; !in_memory && i < sv.imm.size(); ++i) {
-      in_memory = sv.imm[i]->Get(key, view.sequence, &type, &seq, &stored);
-    }
-    if (in_memory) continue;
-    sv.version->AddGetReads(view.table_read, table_cache_.get(),
-                            lsm::MakeLookupKey(key, view.sequence), &batch);
+    view.sv->version->AddGetReads(view.table_read, table_cache_.get(),
+                                  lsm::MakeLookupKey(key, view.sequence), &batch);
   }
   if (batch.reads() == 0) return;
   batch.Run(fs_.get());
@@ -148,10 +148,27 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   // (a few at a time, one submission each), so the device works while the
   // rest of the lookups run; then the values are collected.
   const ReadView view = GetReadView(options);
-  ReadTableBlocksAhead(view, keys);
   values->assign(keys.size(), std::string());
   std::vector<absl::Status> statuses(keys.size());
   std::vector<std::string> stored(keys.size());
+  std::vector<ValueType> types(keys.size(), ValueType::kDeletion);
+  // First the memtables; the keys they do not hold go to the tables, whose
+  // blocks are read in one batch before the lookups.
+  std::vector<bool> in_tables(keys.size(), false);
+  std::vector<std::string_view> table_keys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (keys[i].size() > kMaxKeySize) {
+      statuses[i] = absl::InvalidArgumentError(
+          absl::StrCat("key of ", keys[i].size(), " bytes exceeds the limit of ", kMaxKeySize));
+      continue;
+    }
+    gets_.fetch_add(1, std::memory_order_relaxed);
+    if (!LookupInMemtables(view, keys[i], &types[i], &stored[i])) {
+      in_tables[i] = true;
+      table_keys.push_back(keys[i]);
+    }
+  }
+  ReadTableBlocksAhead(view, table_keys);
   std::vector<size_t> pointer_index;
   // The first index of each pointer: a key asked for twice is read once.
   absl::flat_hash_map<std::string, size_t> first_of_pointer;
@@ -166,17 +183,13 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   };
   constexpr size_t kReadsPerSubmission = 8;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (keys[i].size() > kMaxKeySize) {
-      statuses[i] = absl::InvalidArgumentError(
-          absl::StrCat("key of ", keys[i].size(), " bytes exceeds the limit of ", kMaxKeySize));
-      continue;
+    if (!statuses[i].ok()) continue;  // a key over the limit
+    if (in_tables[i]) {
+      statuses[i] = LookupInTables(view, keys[i], &types[i], &stored[i]);
+      if (!statuses[i].ok()) continue;
     }
-    gets_.fetch_add(1, std::memory_order_relaxed);
-    ValueType type;
-    statuses[i] = LookupInView(view, keys[i], &type, &stored[i]);
-    if (!statuses[i].ok()) continue;
-    if (type != ValueType::kValuePointer) {
-      statuses[i] = ResolveStoredValue(keys[i], type, stored[i], &(*values)[i]);
+    if (types[i] != ValueType::kValuePointer) {
+      statuses[i] = ResolveStoredValue(keys[i], types[i], stored[i], &(*values)[i]);
       continue;
     }
     pointer_index.push_back(i);

@@ -386,10 +386,9 @@ bool Table::AddGetRead(const TableReadOptions& ro, std::string_view lookup_key,
   std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
   index->Seek(lookup_key);
   if (!index->Valid()) return !index->status().ok();
-  BlockHandle handle;
-  std::string_view value = index->value();
-  if (!handle.DecodeVarintFrom(&value) || !value.empty()) return true;  // Get reports it
-  batch->Add(this, handle);
+  absl::StatusOr<BlockHandle> handle =
+      DecodeIndexValue(index->value(), path(), footer_.index_handle.offset);
+  if (handle.ok()) batch->Add(this, *handle);  // else the Get reports it
   return true;
 }
 

@@ -117,7 +117,8 @@ void SegmentSet::Count(const SegmentInfo& info, bool add, Totals* t) {
   if (info.sealed) apply(&t->live_bytes, info.live_bytes());
 }
 
-absl::Status SegmentSet::DecodeAndApply(uint32_t tag, std::string_view payload) {
+absl::Status SegmentSet::DecodeAndApply(uint32_t tag, std::string_view payload,
+                                        SegmentEdit* decoded) {
   SegmentEdit edit;
   CAIRN_RETURN_IF_ERROR(edit.DecodeRecord(tag, payload));
   absl::Status s = Apply(edit);
@@ -125,6 +126,7 @@ absl::Status SegmentSet::DecodeAndApply(uint32_t tag, std::string_view payload) 
     return absl::DataLossError(
         absl::StrCat("manifest contradicts the value-log segment set: ", s.message()));
   }
+  if (decoded != nullptr) *decoded = std::move(edit);
   return absl::OkStatus();
 }
 

@@ -77,10 +77,12 @@ class SegmentSet {
   // Errors: FailedPrecondition naming the change that breaks a rule above.
   absl::Status Apply(const SegmentEdit& edit);
 
-  // Decodes one extension record from the manifest and applies it.
+  // Decodes one extension record from the manifest and applies it; the
+  // decoded edit goes to *decoded when it is given.
   // Errors: DataLoss for a malformed record or one that breaks a rule above
   // (the manifest contradicts itself). Never crashes on any input.
-  absl::Status DecodeAndApply(uint32_t tag, std::string_view payload);
+  absl::Status DecodeAndApply(uint32_t tag, std::string_view payload,
+                              SegmentEdit* decoded = nullptr);
 
   // The whole set as extension records (per segment by id: new, then seal,
   // garbage and obsolete as they apply), for a new manifest's first record.

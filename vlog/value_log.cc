@@ -32,12 +32,10 @@ ValueLog::~ValueLog() {
 std::string ValueLog::SegmentPath(uint64_t id) const { return options_.segment_path(id); }
 
 absl::Status ValueLog::ApplyManifestRecord(uint32_t tag, std::string_view payload) {
-  CAIRN_RETURN_IF_ERROR(set_.DecodeAndApply(tag, payload));
-  if (tag == static_cast<uint32_t>(vlog::SegmentEditTag::kNewSegment)) {
-    vlog::SegmentEdit edit;  // decoded again: DecodeAndApply accepted it
-    if (edit.DecodeRecord(tag, payload).ok() && !edit.empty()) {
-      recovered_listed_.insert(edit.changes().front().segment_id);
-    }
+  vlog::SegmentEdit edit;
+  CAIRN_RETURN_IF_ERROR(set_.DecodeAndApply(tag, payload, &edit));
+  for (const vlog::SegmentEdit::Change& c : edit.changes()) {
+    if (c.tag == vlog::SegmentEditTag::kNewSegment) recovered_listed_.insert(c.segment_id);
   }
   return absl::OkStatus();
 }
