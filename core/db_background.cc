@@ -324,7 +324,6 @@ bool DBImpl::NeedsGarbageCompaction() {
 }
 
 std::optional<uint64_t> DBImpl::Level0ValueBytes(const lsm::Version& v) {
-  uint64_t average_record = 0;  // for tables flushed before this open
   uint64_t pending = 0;
   for (const auto& f : v.files(0)) {
     if (f->being_compacted) return std::nullopt;
@@ -333,15 +332,15 @@ std::optional<uint64_t> DBImpl::Level0ValueBytes(const lsm::Version& v) {
       pending += it->second;
       continue;
     }
-    if (average_record == 0) {
+    if (recovered_average_record_ == 0) {  // a table flushed before this open
       uint64_t bytes = 0, records = 0;
       for (const vlog::SegmentInfo& s : vlog_->segment_set().Segments()) {
         bytes += s.size;
         records += s.records;
       }
-      average_record = records == 0 ? 1 : std::max<uint64_t>(1, bytes / records);
+      recovered_average_record_ = records == 0 ? 1 : std::max<uint64_t>(1, bytes / records);
     }
-    pending += f->num_entries * average_record;
+    pending += f->num_entries * recovered_average_record_;
   }
   return pending;
 }

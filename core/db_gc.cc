@@ -498,10 +498,11 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpace(bool with_estimate) {
 DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // Two reads without one lock between them: a segment sealed in between
   // can be off by its size for one decision, which the next one corrects.
+  // Every write asks (the throttle, the memtable's value-byte bound), so
+  // this reads counters only, not the value cache's shards.
   const vlog::SegmentSet::Totals set = vlog_->segment_set().GetTotals();
-  const vlog::ValueLog::Totals all = vlog_->GetTotals();
+  const uint64_t active = vlog_->ActiveBytes();
   ValueLogSpace space;
-  const uint64_t active = all.bytes - std::min(all.bytes, set.bytes);
   space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes) + active;
   space.garbage = set.garbage_bytes;
   if (!with_estimate) return space;

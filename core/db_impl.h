@@ -487,6 +487,10 @@ class DBImpl final : public DB {
   // Value-log bytes named by each L0 table this process flushed (tables
   // from before the open are estimated); dropped when the table leaves L0.
   absl::flat_hash_map<uint64_t, uint64_t> l0_value_bytes_ ABSL_GUARDED_BY(mu_);
+  // The average value-log record at the first estimate for a table from
+  // before the open (0 until then): taken once, since every write asks for
+  // the estimate and it walks every segment.
+  uint64_t recovered_average_record_ ABSL_GUARDED_BY(mu_) = 0;
   // Garbage counted per value-log byte named by the L0 tables compacted,
   // as a moving average (0 until the first L0 compaction: assuming the
   // worst made every load look like overwrites, and slowed it for space

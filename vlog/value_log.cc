@@ -267,6 +267,11 @@ void ValueLog::NoteDirectFallback(vlog::SegmentWriter& writer) {
   }
 }
 
+uint64_t ValueLog::ActiveBytes() const {
+  absl::MutexLock l(&active_mu_);
+  return active_ == nullptr ? 0 : active_->size();
+}
+
 absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ValueLog::ActiveSizes() const {
   absl::MutexLock l(&active_mu_);
   if (active_ == nullptr) return {};

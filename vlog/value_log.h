@@ -196,6 +196,9 @@ class ValueLog {
     uint64_t cache_bytes = 0, cache_capacity = 0;
   };
   Totals GetTotals() const;
+  // The active segment's bytes on disk (0 when none is active): one lock,
+  // where GetTotals also sums the cache's shards. For the write path.
+  uint64_t ActiveBytes() const;
   const vlog::SegmentSet& segment_set() const { return set_; }
   // The active segment's id -> (bytes, records); empty when none is active.
   absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ActiveSizes() const;
