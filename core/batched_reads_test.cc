@@ -154,6 +154,46 @@ TEST_F(BatchedReadsTest, KeysTheMemtablesAnswerJoinNoBatch) {
   EXPECT_EQ(fs_->table_batch_sizes[0], 2u);
 }
 
+// GC checks a victim's keys the way MultiGet looks keys up: the table
+// blocks its lookups need go out in one batch per liveness check.
+TEST_F(BatchedReadsTest, GcLivenessChecksReadTableBlocksInOneBatch) {
+  options_.value_separation_threshold = 64;
+  options_.separate_at_flush_below = 0;
+  options_.value_log_segment_size = 64 << 10;
+  options_.gc_space_amp_trigger = 0;  // only RunGC collects
+  options_.gc_min_garbage_ratio = 0.2;
+  {
+    auto opened = OpenWithFileSystem(options_, "/db", fs_);
+    ASSERT_OK(opened.status());
+    for (int round = 0; round < 2; ++round) {
+      for (int i = 0; i < 600; ++i) {
+        if (round == 1 && i % 3 != 0) continue;  // a third is overwritten
+        const std::string v = Value(i + round);
+        ASSERT_OK((*opened)->Put({}, Key(i), v));
+        model_[Key(i)] = v;
+      }
+      ASSERT_OK((*opened)->Flush());
+    }
+    // One sorted run, and the overwritten versions counted as garbage.
+    ASSERT_OK((*opened)->CompactRange(nullptr, nullptr));
+  }
+  auto opened = OpenWithFileSystem(options_, "/db", fs_);
+  ASSERT_OK(opened.status());
+  db_ = *std::move(opened);
+  fs_->table_batch_sizes.clear();
+  absl::StatusOr<GcResult> gc = db_->RunGC();
+  ASSERT_OK(gc.status());
+  ASSERT_GT(gc->records_relocated, 0u);
+  // The cache was cold: the first check read several blocks at once.
+  ASSERT_FALSE(fs_->table_batch_sizes.empty());
+  EXPECT_GT(fs_->table_batch_sizes[0], 1u);
+  for (const auto& [key, value] : model_) {
+    std::string v;
+    ASSERT_OK(db_->Get({}, key, &v)) << key;
+    EXPECT_EQ(v, value) << key;
+  }
+}
+
 TEST_F(BatchedReadsTest, AMultiGetWithoutFillCacheReadsKeyByKey) {
   BuildThreeRuns();
   ReadOptions ro;

@@ -169,15 +169,30 @@ class DBImpl::GcIndex final : public gc::IndexView {
 
  private:
   // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
-  // lookups, as CheckLive explains.
+  // lookups, as CheckLive explains, and as MultiGet's: the memtables
+  // first, then the table blocks the other keys need, read in one batch
+  // (those the block cache lacks), then the tables.
   absl::Status LookUp(const ReadView& view, absl::Span<const std::string_view> keys,
                       absl::Span<const vlog::ValuePointer> pointers, std::vector<bool>* live) {
     live->assign(keys.size(), false);
     std::vector<uint32_t> order(keys.size());
     for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
+    std::vector<ValueType> types(keys.size(), ValueType::kDeletion);
+    std::vector<std::string> stored(keys.size());
+    std::vector<bool> in_tables(keys.size(), false);
+    std::vector<std::string_view> table_keys;
     for (uint32_t i : order) {
-      CAIRN_ASSIGN_OR_RETURN((*live)[i], db_->PointsAt(view, keys[i], pointers[i]));
+      if (db_->LookupInMemtables(view, keys[i], &types[i], &stored[i])) continue;
+      in_tables[i] = true;
+      table_keys.push_back(keys[i]);
+    }
+    db_->ReadTableBlocksAhead(view, table_keys);
+    for (uint32_t i : order) {
+      if (in_tables[i]) {
+        CAIRN_RETURN_IF_ERROR(db_->LookupInTables(view, keys[i], &types[i], &stored[i]));
+      }
+      (*live)[i] = IsPointerTo(types[i], stored[i], pointers[i]);
     }
     return absl::OkStatus();
   }

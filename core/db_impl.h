@@ -283,7 +283,8 @@ class DBImpl final : public DB {
   absl::Status GetFromView(const ReadView& view, std::string_view key, std::string* value);
   // Merges the view's memtables and tables.
   std::unique_ptr<lsm::InternalIterator> NewInternalIterator(const ReadView& view);
-  // MultiGet's step between the memtables and the tables: the table block
+  // MultiGet's (and GC's liveness check's) step between the memtables and
+  // the tables: the table block
   // each key's lookup would read first is read in one batch into the block
   // cache, so that the lookups after it do not wait for one device read
   // each. keys are those the memtables do not hold. Nothing without a block
