@@ -126,6 +126,26 @@ TEST_F(BatchedReadsTest, AMultiGetReadsEveryKeysBlockInOneBatch) {
   EXPECT_EQ(after.table_reads - before.table_reads, 9u + false_positives);
 }
 
+// With every block cached, a MultiGet reads nothing and batches nothing:
+// the cache alone answers each lookup, once.
+TEST_F(BatchedReadsTest, AMultiGetOnAWarmCacheReadsNothing) {
+  BuildThreeRuns();
+  std::vector<std::string> wanted;
+  for (int i = 0; i < 600; i += 7) wanted.push_back(Key(i));
+  const std::vector<std::string_view> keys(wanted.begin(), wanted.end());
+  std::vector<std::string> values;
+  for (const absl::Status& s : db_->MultiGet(ReadOptions(), keys, &values)) ASSERT_OK(s);
+  fs_->table_batch_sizes.clear();
+  const Stats before = db_->GetStats();
+  const std::vector<absl::Status> statuses = db_->MultiGet(ReadOptions(), keys, &values);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_OK(statuses[i]);
+    EXPECT_EQ(values[i], model_[wanted[i]]);
+  }
+  EXPECT_TRUE(fs_->table_batch_sizes.empty());
+  EXPECT_EQ(db_->GetStats().table_reads, before.table_reads);
+}
+
 // The memtables answer first, once per key: a key they hold, deleted or
 // overwritten, costs no table read; only the others join the batch.
 TEST_F(BatchedReadsTest, KeysTheMemtablesAnswerJoinNoBatch) {

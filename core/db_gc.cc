@@ -180,18 +180,14 @@ class DBImpl::GcIndex final : public gc::IndexView {
     std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
     std::vector<ValueType> types(keys.size(), ValueType::kDeletion);
     std::vector<std::string> stored(keys.size());
-    std::vector<bool> in_tables(keys.size(), false);
-    std::vector<std::string_view> table_keys;
+    std::vector<absl::Status> statuses(keys.size());
+    std::vector<uint32_t> in_tables;
     for (uint32_t i : order) {
-      if (db_->LookupInMemtables(view, keys[i], &types[i], &stored[i])) continue;
-      in_tables[i] = true;
-      table_keys.push_back(keys[i]);
+      if (!db_->LookupInMemtables(view, keys[i], &types[i], &stored[i])) in_tables.push_back(i);
     }
-    db_->ReadTableBlocksAhead(view, table_keys);
+    db_->LookupInTablesBatched(view, keys, in_tables, &types, &stored, &statuses);
     for (uint32_t i : order) {
-      if (in_tables[i]) {
-        CAIRN_RETURN_IF_ERROR(db_->LookupInTables(view, keys[i], &types[i], &stored[i]));
-      }
+      CAIRN_RETURN_IF_ERROR(statuses[i]);
       (*live)[i] = IsPointerTo(types[i], stored[i], pointers[i]);
     }
     return absl::OkStatus();

@@ -85,18 +85,56 @@ bool DBImpl::LookupInMemtables(const ReadView& view, std::string_view key, Value
   return found;
 }
 
+namespace {
+
+// A table lookup's answer as LookupInView gives it.
+void TakeTableResult(lsm::TableGetResult&& result, ValueType* type, std::string* stored) {
+  if (!result.found) {
+    *type = ValueType::kDeletion;
+    return;
+  }
+  *type = result.type;
+  *stored = std::move(result.value);
+}
+
+}  // namespace
+
 absl::Status DBImpl::LookupInTables(const ReadView& view, std::string_view key, ValueType* type,
                                     std::string* stored) {
   lsm::TableGetResult result;
   CAIRN_RETURN_IF_ERROR(view.sv->version->Get(view.table_read, table_cache_.get(),
                                                lsm::MakeLookupKey(key, view.sequence), &result));
-  if (!result.found) {
-    *type = ValueType::kDeletion;
-    return absl::OkStatus();
-  }
-  *type = result.type;
-  *stored = std::move(result.value);
+  TakeTableResult(std::move(result), type, stored);
   return absl::OkStatus();
+}
+
+void DBImpl::LookupInTablesBatched(const ReadView& view, absl::Span<const std::string_view> keys,
+                                   absl::Span<const uint32_t> which, std::vector<ValueType>* types,
+                                   std::vector<std::string>* stored,
+                                   std::vector<absl::Status>* statuses) {
+  std::vector<uint32_t> deferred;
+  std::vector<std::string_view> deferred_keys;
+  if (block_cache_ != nullptr && view.table_read.fill_cache && which.size() > 1) {
+    lsm::TableReadOptions cache_only = view.table_read;
+    cache_only.cache_only = true;
+    for (uint32_t i : which) {
+      lsm::TableGetResult result;
+      (*statuses)[i] = view.sv->version->Get(cache_only, table_cache_.get(),
+                                             lsm::MakeLookupKey(keys[i], view.sequence), &result);
+      if ((*statuses)[i].ok() && result.needs_read) {
+        deferred.push_back(i);
+        deferred_keys.push_back(keys[i]);
+      } else if ((*statuses)[i].ok()) {
+        TakeTableResult(std::move(result), &(*types)[i], &(*stored)[i]);
+      }
+    }
+    ReadTableBlocksAhead(view, deferred_keys);
+  } else {
+    deferred.assign(which.begin(), which.end());
+  }
+  for (uint32_t i : deferred) {
+    (*statuses)[i] = LookupInTables(view, keys[i], &(*types)[i], &(*stored)[i]);
+  }
 }
 
 absl::Status DBImpl::LookupInView(const ReadView& view, std::string_view key, ValueType* type,
@@ -152,10 +190,9 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   std::vector<absl::Status> statuses(keys.size());
   std::vector<std::string> stored(keys.size());
   std::vector<ValueType> types(keys.size(), ValueType::kDeletion);
-  // First the memtables; the keys they do not hold go to the tables, whose
-  // blocks are read in one batch before the lookups.
-  std::vector<bool> in_tables(keys.size(), false);
-  std::vector<std::string_view> table_keys;
+  // First the memtables; the keys they do not hold go to the tables, where
+  // the blocks the cache lacks are read in one batch.
+  std::vector<uint32_t> in_tables;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i].size() > kMaxKeySize) {
       statuses[i] = absl::InvalidArgumentError(
@@ -164,11 +201,10 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
     }
     gets_.fetch_add(1, std::memory_order_relaxed);
     if (!LookupInMemtables(view, keys[i], &types[i], &stored[i])) {
-      in_tables[i] = true;
-      table_keys.push_back(keys[i]);
+      in_tables.push_back(static_cast<uint32_t>(i));
     }
   }
-  ReadTableBlocksAhead(view, table_keys);
+  LookupInTablesBatched(view, keys, in_tables, &types, &stored, &statuses);
   std::vector<size_t> pointer_index;
   // The first index of each pointer: a key asked for twice is read once.
   absl::flat_hash_map<std::string, size_t> first_of_pointer;
@@ -183,11 +219,7 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   };
   constexpr size_t kReadsPerSubmission = 8;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (!statuses[i].ok()) continue;  // a key over the limit
-    if (in_tables[i]) {
-      statuses[i] = LookupInTables(view, keys[i], &types[i], &stored[i]);
-      if (!statuses[i].ok()) continue;
-    }
+    if (!statuses[i].ok()) continue;  // a key over the limit, or a failed lookup
     if (types[i] != ValueType::kValuePointer) {
       statuses[i] = ResolveStoredValue(keys[i], types[i], stored[i], &(*values)[i]);
       continue;

@@ -305,5 +305,33 @@ TEST_F(SeekBatchTest, ABlockAddedTwiceIsReadOnceAndCachedForTheLookupsAfter) {
   EXPECT_EQ(counters_.block_reads.load(), 1u);  // the Get found the block cached
 }
 
+// The first pass of a batch of lookups: from the cache alone, a lookup
+// that needs a block the cache lacks reads nothing and says so.
+TEST_F(SeekBatchTest, ACacheOnlyGetReadsNothingAndSaysWhenItNeedsABlock) {
+  BuildRuns();
+  OpenAll();
+  std::shared_ptr<Table> table = TableOf(1);
+  ASSERT_NE(table, nullptr);
+  TableReadOptions cache_only;
+  cache_only.cache_only = true;
+  const std::string key = MakeLookupKey(UserKey(300), kMaxSequenceNumber);
+  TableGetResult result;
+  ASSERT_TRUE(table->Get(cache_only, key, &result).ok());
+  EXPECT_TRUE(result.needs_read);
+  EXPECT_FALSE(result.found);
+  EXPECT_EQ(counters_.block_reads.load(), 0u);
+  // A key the filter rules out needs no block at all.
+  ASSERT_TRUE(table->Get(cache_only, MakeLookupKey(UserKey(301), 0), &result).ok());
+  EXPECT_FALSE(result.needs_read);
+  EXPECT_FALSE(result.found);
+  // Once a full lookup has cached the block, the cache alone answers.
+  ASSERT_TRUE(table->Get(TableReadOptions{}, key, &result).ok());
+  ASSERT_TRUE(result.found);
+  ASSERT_TRUE(table->Get(cache_only, key, &result).ok());
+  EXPECT_FALSE(result.needs_read);
+  EXPECT_TRUE(result.found);
+  EXPECT_EQ(counters_.block_reads.load(), 1u);
+}
+
 }  // namespace
 }  // namespace cairn::lsm

@@ -420,7 +420,17 @@ absl::Status Table::Get(const TableReadOptions& ro, std::string_view lookup_key,
   for (index->Seek(lookup_key); index->Valid(); index->Next()) {
     CAIRN_ASSIGN_OR_RETURN(BlockHandle handle,
                            DecodeIndexValue(index->value(), path(), footer_.index_handle.offset));
-    CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<const Block> block, ReadDataBlock(ro, handle));
+    std::shared_ptr<const Block> block;
+    if (ro.cache_only) {
+      if (cache_ != nullptr) block = cache_->Lookup(file_number_, handle.offset);
+      if (block == nullptr) {
+        result->needs_read = true;
+        return absl::OkStatus();
+      }
+      BumpCounter(counters_, &ReadCounters::block_cache_hits);
+    } else {
+      CAIRN_ASSIGN_OR_RETURN(block, ReadDataBlock(ro, handle));
+    }
     std::unique_ptr<InternalIterator> it = block->NewIterator();
     it->Seek(lookup_key);
     CAIRN_RETURN_IF_ERROR(it->status());

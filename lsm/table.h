@@ -60,6 +60,11 @@ struct TableReadOptions {
   bool expect_hits = false;
   // Table::Get: skip the filter (Version::Get sets it for that level).
   bool skip_filter = false;
+  // Table::Get from the block cache alone: a lookup that needs a data block
+  // the cache lacks reads nothing and sets TableGetResult::needs_read
+  // instead (the first pass of a batch of lookups, whose misses are then
+  // read together; DBImpl::LookupInTablesBatched).
+  bool cache_only = false;
 };
 
 inline constexpr int kReadaheadAfterBlocks = 2;
@@ -106,6 +111,9 @@ struct TableGetResult {
   ValueType type = ValueType::kValue;
   SequenceNumber sequence = 0;
   std::string value;  // inline value or value-pointer bytes
+  // TableReadOptions::cache_only: the lookup stopped at a data block the
+  // cache lacks; found is false and says nothing.
+  bool needs_read = false;
 };
 
 class Table {

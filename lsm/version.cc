@@ -77,7 +77,7 @@ absl::Status Version::Get(const TableReadOptions& ro, TableCache* tc,
       [&](const FileMetaData& f, const TableReadOptions& opts) -> absl::StatusOr<bool> {
         result->found = false;
         CAIRN_RETURN_IF_ERROR(tc->Get(opts, f.number, f.file_size, lookup_key, result));
-        return result->found;
+        return result->found || result->needs_read;
       }));
   return absl::OkStatus();
 }

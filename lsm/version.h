@@ -56,8 +56,9 @@ class Version {
   // deeper level (binary search on the files' largest keys). Stops at the
   // first file holding an entry for the user key at or below the snapshot
   // (a value, a value pointer or a deletion) and fills *result; otherwise
-  // result->found is false. Errors from the table cache (DataLoss, I/O) are
-  // returned as they are.
+  // result->found is false. With ro.cache_only it also stops at the first
+  // table whose lookup needs a block the cache lacks (result->needs_read).
+  // Errors from the table cache (DataLoss, I/O) are returned as they are.
   absl::Status Get(const TableReadOptions& ro, TableCache* tc, std::string_view lookup_key,
                    TableGetResult* result) const;
   // DB::MultiGet's reads ahead: adds to batch the data block that Get would
