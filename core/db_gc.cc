@@ -170,8 +170,8 @@ class DBImpl::GcIndex final : public gc::IndexView {
  private:
   // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
   // lookups, as CheckLive explains, and as MultiGet's: the memtables
-  // first, then the table blocks the other keys need, read in one batch
-  // (those the block cache lacks), then the tables.
+  // first, then the tables from the block cache alone, then the blocks
+  // that missed, read in one batch (DBImpl::LookupInTablesBatched).
   absl::Status LookUp(const ReadView& view, absl::Span<const std::string_view> keys,
                       absl::Span<const vlog::ValuePointer> pointers, std::vector<bool>* live) {
     live->assign(keys.size(), false);
