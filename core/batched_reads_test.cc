@@ -155,8 +155,9 @@ TEST_F(BatchedReadsTest, KeysTheMemtablesAnswerJoinNoBatch) {
   fs_->table_batch_sizes.clear();
   ASSERT_OK(db_->Delete({}, Key(1)));
   ASSERT_OK(db_->Put({}, Key(2), "newer"));
-  const std::string oversize(kMaxKeySize + 1, 'k');
-  const std::vector<std::string_view> keys = {Key(1), oversize, Key(2), Key(3), Key(4), Key(1)};
+  const std::vector<std::string> wanted = {Key(1), std::string(kMaxKeySize + 1, 'k'),
+                                           Key(2), Key(3), Key(4), Key(1)};
+  const std::vector<std::string_view> keys(wanted.begin(), wanted.end());
   std::vector<std::string> values;
   const std::vector<absl::Status> statuses = db_->MultiGet(ReadOptions(), keys, &values);
   ASSERT_EQ(statuses.size(), keys.size());
