@@ -171,7 +171,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
   // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
   // lookups, as CheckLive explains, and as MultiGet's: the memtables
   // first, then the tables from the block cache alone, then the blocks
-  // that missed, read in one batch (DBImpl::LookupInTablesBatched).
+  // that missed, read in one batch (DBImpl::LookupBatchInView).
   absl::Status LookUp(const ReadView& view, absl::Span<const std::string_view> keys,
                       absl::Span<const vlog::ValuePointer> pointers, std::vector<bool>* live) {
     live->assign(keys.size(), false);
@@ -181,11 +181,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
     std::vector<ValueType> types(keys.size(), ValueType::kDeletion);
     std::vector<std::string> stored(keys.size());
     std::vector<absl::Status> statuses(keys.size());
-    std::vector<uint32_t> in_tables;
-    for (uint32_t i : order) {
-      if (!db_->LookupInMemtables(view, keys[i], &types[i], &stored[i])) in_tables.push_back(i);
-    }
-    db_->LookupInTablesBatched(view, keys, in_tables, &types, &stored, &statuses);
+    db_->LookupBatchInView(view, keys, order, &types, &stored, &statuses);
     for (uint32_t i : order) {
       CAIRN_RETURN_IF_ERROR(statuses[i]);
       (*live)[i] = IsPointerTo(types[i], stored[i], pointers[i]);
@@ -226,13 +222,8 @@ bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
   ValueType type;
   SequenceNumber seq = 0;
   std::string stored;
-  const SuperVersion& sv = *view.sv;
-  bool found = sv.mem->Get(key, view.sequence, &type, &seq, &stored);
-  for (size_t i = 0; !found && i < sv.imm.size(); ++i) {
-    found = sv.imm[i]->Get(key, view.sequence, &type, &seq, &stored);
-  }
   // No write to the key since the base: it still points where it did.
-  if (!found || seq <= base_sequence) return true;
+  if (!LookupInMemtables(view, key, &type, &stored, &seq) || seq <= base_sequence) return true;
   return IsPointerTo(type, stored, ptr);
 }
 

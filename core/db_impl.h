@@ -284,29 +284,30 @@ class DBImpl final : public DB {
   // Merges the view's memtables and tables.
   std::unique_ptr<lsm::InternalIterator> NewInternalIterator(const ReadView& view);
   // The table block each key's lookup would read first is read in one
-  // batch into the block cache (LookupInTablesBatched's middle step), so
+  // batch into the block cache (LookupBatchInView's middle step), so
   // that the lookups after it do not wait for one device read each.
   // Nothing without a block cache or with fill_cache off.
   void ReadTableBlocksAhead(const ReadView& view, const std::vector<std::string_view>& keys);
   // The newest stored value of key in view; *type is kDeletion when none.
   absl::Status LookupInView(const ReadView& view, std::string_view key, lsm::ValueType* type,
                             std::string* stored);
-  // LookupInView's two halves: the memtables (false when none holds key),
-  // then the version's tables.
-  bool LookupInMemtables(const ReadView& view, std::string_view key, lsm::ValueType* type,
-                         std::string* stored);
+  // LookupInView's two halves: the memtables (false when none holds key;
+  // *seq, when given, is the entry's sequence), then the version's tables.
+  static bool LookupInMemtables(const ReadView& view, std::string_view key, lsm::ValueType* type,
+                                std::string* stored, lsm::SequenceNumber* seq = nullptr);
   absl::Status LookupInTables(const ReadView& view, std::string_view key, lsm::ValueType* type,
                               std::string* stored);
-  // LookupInTables for keys[i], each i of which in turn (in key order, so
-  // that neighbours share cached blocks): first from the block cache alone;
-  // the keys whose lookup needs a block the cache lacks then have their
-  // blocks read in one batch (ReadTableBlocksAhead) and are looked up in
-  // full. A warm cache thus costs one lookup per key, and a cold one a
-  // device round trip per batch, not per key. (*statuses)[i] is each
+  // LookupInView for keys[i], each i of which in turn (in key order, so
+  // that neighbours share cached blocks), for MultiGet and GC's liveness
+  // checks: the memtables first; then the tables from the block cache
+  // alone; the keys whose lookup needs a block the cache lacks then have
+  // their blocks read in one batch (ReadTableBlocksAhead) and are looked
+  // up in full. A warm cache thus costs one lookup per key, and a cold one
+  // a device round trip per batch, not per key. (*statuses)[i] is each
   // lookup's status.
-  void LookupInTablesBatched(const ReadView& view, absl::Span<const std::string_view> keys,
-                             absl::Span<const uint32_t> which, std::vector<lsm::ValueType>* types,
-                             std::vector<std::string>* stored, std::vector<absl::Status>* statuses);
+  void LookupBatchInView(const ReadView& view, absl::Span<const std::string_view> keys,
+                         absl::Span<const uint32_t> which, std::vector<lsm::ValueType>* types,
+                         std::vector<std::string>* stored, std::vector<absl::Status>* statuses);
   // An inline value as it is; a pointer through the value log; NotFound for
   // a deletion.
   absl::Status ResolveStoredValue(std::string_view key, lsm::ValueType type,

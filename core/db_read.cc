@@ -75,13 +75,14 @@ absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
 }
 
 bool DBImpl::LookupInMemtables(const ReadView& view, std::string_view key, ValueType* type,
-                               std::string* stored) {
-  SequenceNumber seq;
+                               std::string* stored, SequenceNumber* seq) {
+  SequenceNumber found_seq;
   const SuperVersion& sv = *view.sv;
-  bool found = sv.mem->Get(key, view.sequence, type, &seq, stored);
+  bool found = sv.mem->Get(key, view.sequence, type, &found_seq, stored);
   for (size_t i = 0; !found && i < sv.imm.size(); ++i) {
-    found = sv.imm[i]->Get(key, view.sequence, type, &seq, stored);
+    found = sv.imm[i]->Get(key, view.sequence, type, &found_seq, stored);
   }
+  if (found && seq != nullptr) *seq = found_seq;
   return found;
 }
 
@@ -108,16 +109,20 @@ absl::Status DBImpl::LookupInTables(const ReadView& view, std::string_view key, 
   return absl::OkStatus();
 }
 
-void DBImpl::LookupInTablesBatched(const ReadView& view, absl::Span<const std::string_view> keys,
-                                   absl::Span<const uint32_t> which, std::vector<ValueType>* types,
-                                   std::vector<std::string>* stored,
-                                   std::vector<absl::Status>* statuses) {
+void DBImpl::LookupBatchInView(const ReadView& view, absl::Span<const std::string_view> keys,
+                               absl::Span<const uint32_t> which, std::vector<ValueType>* types,
+                               std::vector<std::string>* stored,
+                               std::vector<absl::Status>* statuses) {
+  std::vector<uint32_t> in_tables;
+  for (uint32_t i : which) {
+    if (!LookupInMemtables(view, keys[i], &(*types)[i], &(*stored)[i])) in_tables.push_back(i);
+  }
   std::vector<uint32_t> deferred;
   std::vector<std::string_view> deferred_keys;
-  if (block_cache_ != nullptr && view.table_read.fill_cache && which.size() > 1) {
+  if (block_cache_ != nullptr && view.table_read.fill_cache && in_tables.size() > 1) {
     lsm::TableReadOptions cache_only = view.table_read;
     cache_only.cache_only = true;
-    for (uint32_t i : which) {
+    for (uint32_t i : in_tables) {
       lsm::TableGetResult result;
       (*statuses)[i] = view.sv->version->Get(cache_only, table_cache_.get(),
                                              lsm::MakeLookupKey(keys[i], view.sequence), &result);
@@ -130,7 +135,7 @@ void DBImpl::LookupInTablesBatched(const ReadView& view, absl::Span<const std::s
     }
     ReadTableBlocksAhead(view, deferred_keys);
   } else {
-    deferred.assign(which.begin(), which.end());
+    deferred = std::move(in_tables);
   }
   for (uint32_t i : deferred) {
     (*statuses)[i] = LookupInTables(view, keys[i], &(*types)[i], &(*stored)[i]);
@@ -181,18 +186,16 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
     values->assign(keys.size(), std::string());
     return std::vector<absl::Status>(keys.size(), closed);
   }
-  // One read view for the whole batch, so all keys see the same state. Each
-  // value-log read goes out as soon as its key's LSM lookup finds a pointer
-  // (a few at a time, one submission each), so the device works while the
-  // rest of the lookups run; then the values are collected.
+  // One read view for the whole batch, so all keys see the same state. The
+  // LSM lookups come first, together (LookupBatchInView); then the
+  // value-log reads go out a few at a time, one submission each, and the
+  // values are collected.
   const ReadView view = GetReadView(options);
   values->assign(keys.size(), std::string());
   std::vector<absl::Status> statuses(keys.size());
   std::vector<std::string> stored(keys.size());
   std::vector<ValueType> types(keys.size(), ValueType::kDeletion);
-  // First the memtables; the keys they do not hold go to the tables, where
-  // the blocks the cache lacks are read in one batch.
-  std::vector<uint32_t> in_tables;
+  std::vector<uint32_t> valid;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (keys[i].size() > kMaxKeySize) {
       statuses[i] = absl::InvalidArgumentError(
@@ -200,11 +203,9 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
       continue;
     }
     gets_.fetch_add(1, std::memory_order_relaxed);
-    if (!LookupInMemtables(view, keys[i], &types[i], &stored[i])) {
-      in_tables.push_back(static_cast<uint32_t>(i));
-    }
+    valid.push_back(static_cast<uint32_t>(i));
   }
-  LookupInTablesBatched(view, keys, in_tables, &types, &stored, &statuses);
+  LookupBatchInView(view, keys, valid, &types, &stored, &statuses);
   std::vector<size_t> pointer_index;
   // The first index of each pointer: a key asked for twice is read once.
   absl::flat_hash_map<std::string, size_t> first_of_pointer;

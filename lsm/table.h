@@ -63,7 +63,7 @@ struct TableReadOptions {
   // Table::Get from the block cache alone: a lookup that needs a data block
   // the cache lacks reads nothing and sets TableGetResult::needs_read
   // instead (the first pass of a batch of lookups, whose misses are then
-  // read together; DBImpl::LookupInTablesBatched).
+  // read together; DBImpl::LookupBatchInView).
   bool cache_only = false;
 };
 
