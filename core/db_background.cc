@@ -52,12 +52,15 @@ void DBImpl::BackgroundThread() {
 
 absl::Status DBImpl::FlushOldestImmutable() {
   std::shared_ptr<lsm::MemTable> mem;
+  lsm::SequenceNumber flushed_through;
   {
     absl::MutexLock l(&mu_);
     if (imm_.empty()) return absl::OkStatus();
     mem = imm_.front().mem;
+    flushed_through = imm_.front().last_sequence;
     flush_running_ = true;
   }
+  if (before_flush_for_testing) before_flush_for_testing();
   const auto start = std::chrono::steady_clock::now();
   lsm::VersionEdit edit;
   GarbageMeter garbage;
@@ -74,6 +77,10 @@ absl::Status DBImpl::FlushOldestImmutable() {
       oldest_needed_log = imm_.size() > 1 ? imm_[1].log_number : log_number_;
     }
     edit.SetLogNumber(oldest_needed_log);
+    // Every write up to the memtable's newest is in a table now (older
+    // memtables were flushed first), so durable whether or not its WAL was
+    // ever synced: the manifest's last sequence counts durable writes.
+    edit.SetLastSequence(flushed_through);
     garbage.Finish();
     // On failure the manifest may or may not hold the edit: the segment,
     // like the table, stays; the next open removes it if it is an orphan.

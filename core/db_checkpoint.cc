@@ -170,6 +170,10 @@ absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& dir
     absl::MutexLock gc_lock(&gc_mu_);
     // Every write acknowledged before this call goes into a table.
     CAIRN_RETURN_IF_ERROR(Flush());
+    // Victims of finished background jobs that waited for their rewrites'
+    // durability are obsolete now (the flush made them durable): the copy
+    // leaves them out instead of holding segments nothing references.
+    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(/*force=*/true));
     manifest_number = versions_->NewFileNumber();
     {
       // Serialized with LogAndApply, so the segment set matches the version.

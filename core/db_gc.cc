@@ -46,7 +46,10 @@ constexpr uint64_t kMinGarbageFlushBytes = 256 << 10;
 // The collector's narrow view of the LSM.
 class DBImpl::GcIndex final : public gc::IndexView {
  public:
-  explicit GcIndex(DBImpl* db) : db_(db) {}
+  // defer_victims: a background job's final edit leaves its victims to
+  // ReleasePendingVictims when their superseding writes are not durable
+  // yet, instead of syncing the WAL for them.
+  GcIndex(DBImpl* db, bool defer_victims) : db_(db), defer_victims_(defer_victims) {}
 
   absl::Status CheckLive(absl::Span<const std::string_view> keys,
                          absl::Span<const vlog::ValuePointer> pointers,
@@ -74,6 +77,10 @@ class DBImpl::GcIndex final : public gc::IndexView {
                                          std::vector<bool>* replaced, bool sync) override {
     new_job_ = true;  // the job's checks are over; the next one starts a job
     replaced->assign(keys.size(), false);
+    // A job whose victims wait for durability needs no synced rewrite: a
+    // flush or a later sync makes its rewrites durable before the victims
+    // are marked obsolete (ReleasePendingVictims).
+    if (defer_victims_) sync = false;
     if (db_->before_gc_rewrite_for_testing) db_->before_gc_rewrite_for_testing();
     // The leader, which holds up every user write while it builds the
     // batch, need only look in the memtables when every write since the
@@ -137,10 +144,42 @@ class DBImpl::GcIndex final : public gc::IndexView {
           return c.tag == vlog::SegmentEditTag::kMarkObsolete;
         });
     if (marks_obsolete && superseded_through() > db_->versions_->LastSequence()) {
+      if (defer_victims_) {
+        // The victims wait, claimed, until a flush or a sync makes those
+        // writes durable (ReleasePendingVictims); the rest is logged now.
+        vlog::SegmentEdit rest;
+        std::vector<uint64_t> victims;
+        for (const vlog::SegmentEdit::Change& c : edit.changes()) {
+          switch (c.tag) {
+            case vlog::SegmentEditTag::kMarkObsolete: victims.push_back(c.segment_id); break;
+            case vlog::SegmentEditTag::kAddGarbage:
+              rest.AddGarbage(c.segment_id, c.bytes, c.records);
+              break;
+            default:
+              return absl::InternalError(absl::StrCat(
+                  "GC's final edit holds an unexpected change (tag ", static_cast<uint32_t>(c.tag),
+                  ") beside its victims"));
+          }
+        }
+        if (!rest.empty()) {
+          lsm::VersionEdit ve;
+          CAIRN_RETURN_IF_ERROR(db_->LogAndApply(&ve, &rest));
+        }
+        deferred_victims_ = std::move(victims);
+        deferred_until_ = superseded_through();
+        return absl::OkStatus();
+      }
       CAIRN_RETURN_IF_ERROR(db_->SyncWalInQueue());
     }
     lsm::VersionEdit ve;
     return db_->LogAndApply(&ve, &edit);
+  }
+
+  // The victims the last job's final edit left unmarked, and the sequence
+  // that must be durable before they are marked obsolete.
+  std::vector<uint64_t> TakeDeferredVictims(lsm::SequenceNumber* durable_at) {
+    *durable_at = deferred_until_;
+    return std::exchange(deferred_victims_, {});
   }
 
   uint64_t NewFileNumber() override {
@@ -190,6 +229,9 @@ class DBImpl::GcIndex final : public gc::IndexView {
   }
 
   DBImpl* const db_;
+  const bool defer_victims_;
+  std::vector<uint64_t> deferred_victims_;
+  lsm::SequenceNumber deferred_until_ = 0;
   // The read view of the current job's first liveness check (weak: a
   // flushed memtable is not kept alive for it).
   lsm::SequenceNumber base_sequence_ = 0;
@@ -251,6 +293,68 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
   return absl::OkStatus();
 }
 
+absl::Status DBImpl::ReleasePendingVictims(bool force) {
+  {
+    absl::MutexLock l(&mu_);
+    if (gc_pending_victims_.empty()) return absl::OkStatus();
+    if (force) {
+      force = std::any_of(gc_pending_victims_.begin(), gc_pending_victims_.end(),
+                          [&](const PendingVictims& p) {
+                            return p.durable_at > versions_->LastSequence();
+                          });
+    }
+  }
+  // A synced group covers every write before it, the closed WALs' included.
+  if (force) {
+    CAIRN_RETURN_IF_ERROR(SyncWalInQueue());
+    gc_victim_syncs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  std::vector<PendingVictims> ready;
+  {
+    absl::MutexLock l(&mu_);
+    const lsm::SequenceNumber durable = versions_->LastSequence();
+    auto waiting = std::stable_partition(
+        gc_pending_victims_.begin(), gc_pending_victims_.end(),
+        [&](const PendingVictims& p) { return p.durable_at > durable; });
+    ready.assign(std::make_move_iterator(waiting), std::make_move_iterator(gc_pending_victims_.end()));
+    gc_pending_victims_.erase(waiting, gc_pending_victims_.end());
+  }
+  if (ready.empty()) return absl::OkStatus();
+  vlog::SegmentEdit edit;
+  for (const PendingVictims& p : ready) {
+    for (uint64_t id : p.ids) edit.MarkObsolete(id);
+  }
+  lsm::VersionEdit ve;
+  const absl::Status s = LogAndApply(&ve, &edit);
+  absl::MutexLock l(&mu_);
+  for (const PendingVictims& p : ready) {
+    gc_pending_bytes_ -= p.bytes;
+    gc_pending_garbage_ -= p.garbage;
+    if (s.ok()) gc_victims_waited_.fetch_add(p.ids.size(), std::memory_order_relaxed);
+    for (uint64_t id : p.ids) {
+      // Unlogged, they stay claimed: their records' bytes are garbage the
+      // next open counts from the LSM. The DB stops writing meanwhile.
+      if (!s.ok()) continue;
+      gc_claimed_.erase(id);
+      // As for a job's victims (CollectGarbage): readers from before the
+      // rewrite hold this epoch or an earlier one.
+      obsolete_segments_.Add({.segment_id = id,
+                              .sequence = last_sequence_.load(),
+                              .epoch = std::weak_ptr<const void>(read_epoch_)});
+    }
+  }
+  if (!s.ok()) {
+    SetBackgroundError(s);
+    return s;
+  }
+  auto next = std::make_shared<ReadEpoch>();
+  read_epoch_->next = next;
+  read_epoch_ = std::move(next);
+  InstallSuperVersionLocked();
+  background_cv_.SignalAll();
+  return absl::OkStatus();
+}
+
 void DBImpl::DeleteObsoleteSegments() {
   std::vector<uint64_t> deletable;
   {
@@ -294,6 +398,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   }
   GcResult total;
   const auto start = std::chrono::steady_clock::now();
+  CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(/*force=*/false));
   DeleteObsoleteSegments();
   gc::GcJobOptions jo;
   jo.compress = options_.value_compression == Compression::kZstd;
@@ -308,7 +413,8 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     absl::MutexLock l(&mu_);
     return gc_controller_.victim_policy();
   }();
-  GcIndex index(this);
+  GcIndex index(this, /*defer_victims=*/!manual);
+  bool nothing_left = false;  // no victim worth a job is left
   absl::flat_hash_set<uint64_t> done;
   int jobs_allowed = 1;
   while (true) {
@@ -347,7 +453,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       const std::vector<gc::VictimCandidate> victims = policy.Pick(request, manual, [this] {
         return GetValueLogSpace(/*with_estimate=*/true).amplification();
       });
-      if (victims.empty()) break;
+      if (victims.empty()) {
+        nothing_left = true;
+        break;
+      }
       absl::MutexLock l(&mu_);
       for (const gc::VictimCandidate& v : victims) {
         victim_ids.push_back(v.segment_id);
@@ -360,13 +469,33 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     absl::Status s = gc::RunGcJob(
         jo, fs_.get(), [this](uint64_t id) { return lsm::ValueLogFileName(dbname_, id); },
         victim_ids, &index, &r);
+    lsm::SequenceNumber durable_at = 0;
+    const std::vector<uint64_t> deferred = index.TakeDeferredVictims(&durable_at);
+    const auto is_deferred = [&](uint64_t id) {
+      return std::find(deferred.begin(), deferred.end(), id) != deferred.end();
+    };
     {
-      // Collected victims are obsolete now, which no picker takes; the
-      // output is an ordinary segment once its pointers are written (or
-      // obsolete, or counted as garbage, when the job failed).
+      // Collected victims are obsolete now, which no picker takes, or wait
+      // claimed for durability; the output is an ordinary segment once its
+      // pointers are written (or obsolete, or counted as garbage, when the
+      // job failed).
       absl::MutexLock l(&mu_);
-      for (uint64_t id : victim_ids) gc_claimed_.erase(id);
+      for (uint64_t id : victim_ids) {
+        if (!is_deferred(id)) gc_claimed_.erase(id);
+      }
       for (uint64_t id : index.TakeClaimedOutputs()) gc_claimed_.erase(id);
+      if (!deferred.empty()) {
+        PendingVictims p{.ids = deferred, .durable_at = durable_at};
+        for (uint64_t id : deferred) {
+          if (std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id)) {
+            p.bytes += info->size;
+            p.garbage += std::min(info->size, info->garbage_bytes);
+          }
+        }
+        gc_pending_bytes_ += p.bytes;
+        gc_pending_garbage_ += p.garbage;
+        gc_pending_victims_.push_back(std::move(p));
+      }
       --gc_jobs_running_;
       background_cv_.SignalAll();
     }
@@ -385,6 +514,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       // already: the job's final edit synced them before it marked the
       // victim obsolete (GcIndex::LogSegmentEdit).
       for (uint64_t id : victim_ids) {
+        if (is_deferred(id)) continue;
         obsolete_segments_.Add({.segment_id = id,
                                 .sequence = last_sequence_.load(),
                                 .epoch = std::weak_ptr<const void>(read_epoch_)});
@@ -411,6 +541,19 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     gc_throttled_micros_.fetch_add(r.throttled_micros, std::memory_order_relaxed);
     DeleteObsoleteSegments();
     if (!manual) break;  // background: one victim per pass, then re-check
+  }
+  {
+    // Victims waiting for durability go once a flush or a sync has made
+    // their superseding writes durable. A sync is forced when GC has
+    // nothing else to do (so that an idle database holds none, and
+    // WaitForBackgroundWork sees them gone), for RunGC, and when they
+    // hold more than two segments' worth of space.
+    bool force;
+    {
+      absl::MutexLock l(&mu_);
+      force = manual || nothing_left || gc_pending_bytes_ > 2 * options_.value_log_segment_size;
+    }
+    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(force));
   }
   const uint64_t freed_before = gc_segments_freed_.load();
   DeleteObsoleteSegments();
@@ -505,8 +648,11 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   const vlog::SegmentSet::Totals set = vlog_->segment_set().GetTotals();
   const uint64_t active = vlog_->ActiveBytes();
   ValueLogSpace space;
-  space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes) + active;
-  space.garbage = set.garbage_bytes;
+  // Victims waiting for durability count as collected already, as obsolete
+  // ones awaiting their readers do: GC's work on them is done, and a flush
+  // or a sync frees them without more.
+  space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes + gc_pending_bytes_) + active;
+  space.garbage = set.garbage_bytes - std::min(set.garbage_bytes, gc_pending_garbage_);
   if (!with_estimate) return space;
   // Garbage that flushes and compactions have not reported yet: the older
   // versions hidden by what the memtables and the L0 tables point at,

@@ -30,6 +30,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "cairn/db.h"
 #include "cairn/listener.h"
 #include "core/file_deleter.h"
@@ -116,6 +117,9 @@ class DBImpl final : public DB {
   // Tests only: called by GC before each batch of pointer rewrites, after
   // the batch's liveness was checked (core/gc_test.cc). Set before any GC runs.
   std::function<void()> before_gc_rewrite_for_testing;
+  // Tests only: called by the flush thread before it writes each memtable
+  // (outside the DB mutex). Set before the first write.
+  std::function<void()> before_flush_for_testing;
 
  private:
   struct Writer;
@@ -123,6 +127,11 @@ class DBImpl final : public DB {
     std::shared_ptr<lsm::MemTable> mem;
     uint64_t log_number;  // the WAL holding its writes
     uint64_t value_bytes;  // value-log bytes its pointers name
+    // Its WAL, closed with an end record but not synced (null once a sync
+    // covered it): the next sync syncs it first, and its flush makes it
+    // obsolete without it ever being synced (docs/durability.md).
+    std::shared_ptr<lsm::LogWriter> unsynced_log;
+    lsm::SequenceNumber last_sequence = 0;  // its newest write's
   };
   // What a read needs: the sequence it reads at and the SuperVersion it
   // reads through (taken without mu_, see super_version.h). Holding the
@@ -160,6 +169,10 @@ class DBImpl final : public DB {
     bool cut_short = false;  // stopped at a torn record or a value never written whole
     uint64_t cut_offset = 0;
     std::string cut_reason;
+    // Format 2, a WAL that is not the newest: it lacks its end record, so
+    // a crash cut it before any sync covered it. Newer WALs then hold only
+    // writes that were never synced, and replay stops here.
+    bool unended = false;
   };
   absl::Status ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTable* mem,
                          lsm::SequenceNumber* max_sequence, LogReplay* replay);
@@ -184,6 +197,13 @@ class DBImpl final : public DB {
   // For recovery's errors: says the manifest ended in a dropped torn record.
   std::string TornManifestNote() const;
   absl::Status NewLog() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The closed WALs no sync has covered yet, oldest first: a sync of the
+  // live WAL syncs them before it, so that no synced write follows an
+  // unsynced one (MarkLogsSynced forgets them once it has).
+  std::vector<std::shared_ptr<lsm::LogWriter>> UnsyncedClosedLogs() const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void MarkLogsSynced(absl::Span<const std::shared_ptr<lsm::LogWriter>> logs)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The newest OPTIONS file's [format] section against this build's
   // (FailedPrecondition naming the file and key on a mismatch).
   absl::Status CheckNewestOptionsFile();
@@ -340,6 +360,10 @@ class DBImpl final : public DB {
   absl::Status CountUnaccountedGarbage();
   // Deletes the collected segments no reader or snapshot can reach any more.
   void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
+  // Marks obsolete the victims of finished background jobs whose
+  // superseding writes are durable now (synced, or flushed to a table).
+  // With force, syncs the WAL first so that all of them are.
+  absl::Status ReleasePendingVictims(bool force) ABSL_LOCKS_EXCLUDED(mu_);
   // Value-log bytes on disk over the bytes not yet counted as garbage; every
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
@@ -554,8 +578,23 @@ class DBImpl final : public DB {
   // (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments
   // deletes the files).
   gc::ObsoleteSegments obsolete_segments_ ABSL_GUARDED_BY(mu_);
+  // Victims of background jobs whose records all moved or died, waiting
+  // until the writes that moved or superseded them are durable (sequence
+  // durable_at) before the manifest marks them obsolete: a background job
+  // does not sync the WAL for them (docs/gc.md, "Victims wait for
+  // durability"). They stay claimed meanwhile.
+  struct PendingVictims {
+    std::vector<uint64_t> ids;
+    lsm::SequenceNumber durable_at = 0;
+    uint64_t bytes = 0;    // their size on disk
+    uint64_t garbage = 0;  // of which the manifest counted as garbage
+  };
+  std::vector<PendingVictims> gc_pending_victims_ ABSL_GUARDED_BY(mu_);
+  uint64_t gc_pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t gc_pending_garbage_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
   std::atomic<uint64_t> gc_rewrite_rechecks_{0};
+  std::atomic<uint64_t> gc_victims_waited_{0}, gc_victim_syncs_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
   // Where GC jobs spent their time (gc::GcJobResult).
   std::atomic<uint64_t> gc_scan_micros_{0}, gc_liveness_micros_{0}, gc_write_micros_{0};

@@ -265,6 +265,11 @@ absl::Status DBImpl::Close() {
   // version it read may be missing what the files on disk hold (that may be
   // why it failed).
   if (recovered_) {
+    // Victims of background GC waiting for their rewrites' durability: a
+    // sync makes them durable, and they are marked obsolete, so that the
+    // close leaves no segment that nothing references and nothing counts.
+    status = ReleasePendingVictims(/*force=*/true);
+    if (status.ok()) DeleteObsoleteSegments();
     // Tables a reader or a compaction still held when they became obsolete
     // go now rather than at the next open.
     RemoveObsoleteFiles();
@@ -288,8 +293,13 @@ absl::Status DBImpl::Close() {
     // the next open continues it (docs/gc.md, "Segments that outlive a
     // session"). A failure leaves the crash rules in force.
     status = vlog_->Sync();
+    const std::vector<std::shared_ptr<lsm::LogWriter>> closed = UnsyncedClosedLogs();
+    for (const std::shared_ptr<lsm::LogWriter>& log : closed) {
+      if (status.ok()) status = log->Sync();
+    }
     if (status.ok()) status = log_->Sync();
     if (status.ok()) {
+      MarkLogsSynced(closed);
       versions_->SetLastSequence(last_sequence_.load());
       lsm::VersionEdit edit;
       status = LogAndApply(&edit, nullptr);
@@ -498,6 +508,18 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
       previous = replay;
       previous_log = logs[i];
     }
+    if (replay.unended) {
+      // Every write after the cut, here and in the newer WALs, was never
+      // synced: the suffix a power loss may take. The check below still
+      // refuses when the manifest records a synced write past the cut.
+      if (info_log_ != nullptr) info_log_->Log(
+          "recovery: %s ends at offset %d without its end record (%s): a crash cut it before "
+          "any sync covered it; the %d newer WALs hold only writes that were never synced and "
+          "are not replayed",
+          lsm::LogFileName(dbname_, logs[i]), replay.cut_offset, replay.cut_reason,
+          logs.size() - i - 1);
+      break;
+    }
     if (edit != nullptr && mem->ApproximateMemoryUsage() >= options_.memtable_size) {
       CAIRN_RETURN_IF_ERROR(
           WriteLevel0Table(mem.get(), edit, garbage, nullptr, garbage->mutable_edit(),
@@ -626,6 +648,7 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
   std::string_view record;
   std::string scratch;
   WriteBatch batch;
+  bool ended = false;  // the last record read is an end record
   while (reader->ReadRecord(&record, &scratch)) {
     absl::Status s = WriteBatchInternal::SetContents(&batch, record);
     // A batch is applied only when every value it points to is intact. The
@@ -672,6 +695,9 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
       return absl::DataLossError(absl::StrCat(path, " at offset ", reader->last_record_offset(),
                                               ": ", s.message()));
     }
+    // An empty batch is the end record of a WAL a newer one replaced
+    // (format 2); it is the last record of its WAL.
+    ended = batch.Count() == 0 && reader->format_version() >= 2;
     if (batch.Count() > 0) {
       const SequenceNumber first = WriteBatchInternal::Sequence(batch);
       if (replay->first_sequence == 0) replay->first_sequence = first;
@@ -682,10 +708,25 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
     }
   }
   CAIRN_RETURN_IF_ERROR(reader->status());
+  const bool closed_unsynced = !is_last_log && reader->format_version() >= 2;
+  if (closed_unsynced && !ended) {
+    // Format 2 closes a WAL with an end record, unsynced, and syncs it only
+    // when a sync of a newer one comes: without its end record (cut short,
+    // or torn), no sync ever covered it, and none covered a newer one.
+    replay->unended = true;
+    if (!replay->cut_short) {
+      replay->cut_short = true;
+      replay->cut_offset = reader->valid_end_offset();
+      replay->cut_reason = reader->hit_torn_tail() ? "a damaged or cut record"
+                                                   : "its end, without the end record";
+    }
+    return absl::OkStatus();
+  }
   if (reader->hit_torn_tail()) {
     if (!is_last_log) {
-      // Older WALs are synced before a newer one is started, so only the
-      // last can end in a torn write.
+      // A WAL that is not the newest was synced (format 1) or ends in its
+      // end record (format 2), which nothing follows: a bad record after
+      // it is damage, not a torn write.
       return absl::DataLossError(absl::StrCat(path, ": torn record at offset ",
                                               reader->valid_end_offset(),
                                               " in a WAL that is not the newest"));
@@ -733,13 +774,17 @@ absl::Status DBImpl::CheckCollectedPointersSuperseded() {
 }
 
 absl::Status DBImpl::NewLog() {
-  // Sync the old WAL, and the values it points to, first: recovery treats a
-  // torn tail or a missing value in any WAL but the newest as corruption,
-  // and a later sync write must not survive a power loss that takes earlier
-  // non-sync writes with it (no holes).
+  // The values the old WAL points to are synced first: recovery reads a
+  // value missing behind any WAL but the newest as damage. The old WAL
+  // itself is not synced. It ends in an end record, handed to the kernel,
+  // and stays open until a sync covers it (every sync syncs the closed WALs
+  // first) or its memtable's flush makes it obsolete. Under non-sync writes
+  // its bytes then never need to reach the device: the flush writes the
+  // values again anyway. Recovery tells such a WAL cut by a power loss by
+  // its missing end record: every write after the cut, in it and in newer
+  // WALs, was never synced, and is the suffix a power loss may take
+  // (docs/durability.md, "WAL switches").
   CAIRN_RETURN_IF_ERROR(vlog_->Sync());
-  CAIRN_RETURN_IF_ERROR(log_->Sync());
-  versions_->SetLastSequence(last_sequence_.load());  // every write so far is synced
   wal_names_unsynced_values_ = false;  // and the new WAL holds no record yet
   const uint64_t number = versions_->NewFileNumber();
   const std::string path = lsm::LogFileName(dbname_, number);
@@ -756,15 +801,25 @@ absl::Status DBImpl::NewLog() {
     CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
     return log;
   }();
-  if (!created.ok()) {
+  absl::Status ended = created.status();
+  if (ended.ok()) {
+    // Only once the new WAL exists: a failed switch leaves the old WAL
+    // live, and an end record must be its last.
+    WriteBatch end;
+    WriteBatchInternal::SetSequence(&end, last_sequence_.load());
+    ended = log_->AddRecord(WriteBatchInternal::Contents(end));
+    if (ended.ok()) ended = log_->Flush();
+  }
+  if (!ended.ok()) {
     // Never leave a WAL numbered above the live one: recovery would take it
     // for the newest.
     fs_->RemoveFile(path).IgnoreError();
-    return created.status();
+    return ended;
   }
-  CAIRN_RETURN_IF_ERROR(log_->Close());
+  std::shared_ptr<lsm::LogWriter> closed(std::move(log_));
   log_ = *std::move(created);
-  imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed)});
+  imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed),
+                  std::move(closed), last_sequence_.load()});
   log_number_ = number;
   mem_ = std::make_shared<lsm::MemTable>(options_.memtable_size);
   InstallSuperVersionLocked();
@@ -772,6 +827,22 @@ absl::Status DBImpl::NewLog() {
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();
   return absl::OkStatus();
+}
+
+std::vector<std::shared_ptr<lsm::LogWriter>> DBImpl::UnsyncedClosedLogs() const {
+  std::vector<std::shared_ptr<lsm::LogWriter>> logs;
+  for (const ImmutableMemTable& imm : imm_) {
+    if (imm.unsynced_log != nullptr) logs.push_back(imm.unsynced_log);
+  }
+  return logs;
+}
+
+void DBImpl::MarkLogsSynced(absl::Span<const std::shared_ptr<lsm::LogWriter>> logs) {
+  for (ImmutableMemTable& imm : imm_) {
+    if (std::find(logs.begin(), logs.end(), imm.unsynced_log) != logs.end()) {
+      imm.unsynced_log.reset();
+    }
+  }
 }
 
 }  // namespace cairn

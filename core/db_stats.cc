@@ -113,6 +113,7 @@ Stats DBImpl::GetStats() {
   {
     absl::MutexLock l(&mu_);
     st.delayed_write_rate = write_delayed_ ? gc_controller_.delayed_write_rate() : 0;
+    st.gc_victim_bytes_waiting = gc_pending_bytes_;
   }
   const vlog::ValueLog::Totals vt = vlog_->GetTotals();
   st.vlog_bytes = vt.bytes;
@@ -137,6 +138,8 @@ Stats DBImpl::GetStats() {
   st.gc_rewrite_micros = gc_rewrite_micros_.load();
   st.gc_throttled_micros = gc_throttled_micros_.load();
   st.gc_rewrite_rechecks = gc_rewrite_rechecks_.load();
+  st.gc_victims_waited = gc_victims_waited_.load();
+  st.gc_victim_syncs = gc_victim_syncs_.load();
   st.gc_relocated_per_user_byte =
       st.user_bytes_written == 0
           ? 0
@@ -207,6 +210,11 @@ std::string FormatStats(const Stats& st) {
                         st.gc_scan_micros / 1e6, st.gc_liveness_micros / 1e6,
                         st.gc_write_micros / 1e6, st.gc_rewrite_micros / 1e6,
                         st.gc_throttled_micros / 1e6, st.gc_rewrite_rechecks);
+  absl::StrAppendFormat(&out,
+                        "gc victims: %d waited for their rewrites' durability, %d WAL syncs "
+                        "forced for them, %.1f MiB waiting\n",
+                        st.gc_victims_waited, st.gc_victim_syncs,
+                        st.gc_victim_bytes_waiting / 1048576.0);
   absl::StrAppendFormat(&out,
                         "stalls: %d slowdowns, %d stops, %.3f s (longest wait %.3f s); delayed "
                         "write rate %.1f MiB/s; pending compaction %.1f MiB\n",

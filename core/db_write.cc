@@ -227,6 +227,11 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     if (x == *last_writer) break;
   }
   lsm::LogWriter* log = log_.get();
+  // A sync covers the closed WALs not yet synced first, oldest first: a
+  // synced write must never follow an unsynced one that a power loss could
+  // take (recovery stops at the first WAL without its end record).
+  std::vector<std::shared_ptr<lsm::LogWriter>> closed_logs;
+  if (sync) closed_logs = UnsyncedClosedLogs();
   std::shared_ptr<lsm::MemTable> mem = mem_;
   WriteBatch* group = &group_batch_;
   absl::Status status;
@@ -286,6 +291,9 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     if (status.ok() && wal_record->Count() > 0) {
       status = log->AddRecord(WriteBatchInternal::Contents(*wal_record));
     }
+    for (const std::shared_ptr<lsm::LogWriter>& closed : closed_logs) {
+      if (status.ok()) status = closed->Sync();
+    }
     if (status.ok()) {
       if (!sync) {
         // Still reaches the kernel before it is acknowledged, so it
@@ -334,7 +342,10 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     // A synced group covers every earlier write, even when it wrote
     // nothing itself (GC's last rewrite of a job, all lost to newer
     // writes).
-    if (sync) versions_->SetLastSequence(last_sequence_.load());
+    if (sync) {
+      versions_->SetLastSequence(last_sequence_.load());
+      MarkLogsSynced(closed_logs);
+    }
   } else {
     // The WAL may now hold a record the memtable does not (or a sync
     // failed): stop accepting writes until the DB is reopened.

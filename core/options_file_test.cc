@@ -78,7 +78,7 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
   };
   const std::vector<Case> cases = {
       {"table_format_version=1", "table_format_version=2", "table_format_version"},
-      {"wal_format_version=1", "wal_format_version=9", "wal_format_version"},
+      {"wal_format_version=2", "wal_format_version=9", "wal_format_version"},
       {"segment_format_version=2", "segment_format_version=3", "segment_format_version"},
       {"manifest_format_version=1", "manifest_format_version=2", "manifest_format_version"},
       {"max_value_size=268435456", "max_value_size=1073741824", "max_value_size"},
@@ -104,7 +104,7 @@ TEST(OptionsFileTest, GarbageIsDataLossNamingTheFileAndLine) {
       CheckOptionsFile("[version]\noptions_file_version=1\nno equals sign\n", "/db/OPTIONS-000005");
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
   EXPECT_NE(s.message().find("/db/OPTIONS-000005: line 3"), std::string_view::npos) << s;
-  s = CheckOptionsFile("[format]\nwal_format_version=1\n", "/db/OPTIONS-000005");
+  s = CheckOptionsFile("[format]\nwal_format_version=2\n", "/db/OPTIONS-000005");
   EXPECT_TRUE(absl::IsDataLoss(s)) << s;
 }
 

@@ -19,7 +19,12 @@ namespace cairn::lsm {
 //   magic (8 bytes, "CAIRNWAL") | version fixed32 | log number fixed64 |
 //   checksum fixed32 = low 32 bits of XXH3-64 over the 20 bytes before it.
 inline constexpr uint64_t kLogMagic = 0x4c41574e52494143ull;  // "CAIRNWAL" as fixed64.
-inline constexpr uint32_t kLogFormatVersion = 1;
+// Version 2 (the framing of version 1) adds one rule for WALs: a WAL that
+// a newer one replaced ends with an end record (an empty write batch), so
+// that recovery can tell a WAL closed whole from one a crash cut before it
+// was synced (docs/wal_format.md, "End records"). Readers take both.
+inline constexpr uint32_t kLogFormatVersion = 2;
+inline constexpr uint32_t kOldestLogFormatVersion = 1;
 inline constexpr size_t kLogFileHeaderSize = 8 + 4 + 8 + 4;
 
 // The file is a sequence of blocks of this size; the first begins with the

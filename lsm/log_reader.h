@@ -59,6 +59,8 @@ class LogReader {
   uint64_t valid_end_offset() const { return valid_end_; }
   // The offset of the first fragment of the record last returned.
   uint64_t last_record_offset() const { return last_record_offset_; }
+  // The format version the header names; 0 when the header is torn.
+  uint32_t format_version() const { return version_; }
 
  private:
   LogReader(std::string path, std::string contents, uint64_t log_number);
@@ -78,6 +80,7 @@ class LogReader {
   const std::string contents_;  // The whole file.
   const uint64_t log_number_;
   uint64_t pos_ = 0;  // Offset of the next fragment to read.
+  uint32_t version_ = 0;
   bool done_ = false;
   bool torn_tail_ = false;
   absl::Status status_;

@@ -338,14 +338,30 @@ std::string Header(uint64_t magic, uint32_t version, uint64_t number) {
 
 TEST_F(LogTest, UnknownVersionIsRefusedWithFailedPrecondition) {
   Write({"record"});
-  SetContents(Header(kLogMagic, 2, kLogNumber) + Contents().substr(kLogFileHeaderSize));
+  SetContents(Header(kLogMagic, 3, kLogNumber) + Contents().substr(kLogFileHeaderSize));
   ReadResult r = Read();
   EXPECT_EQ(r.open_status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(r.open_status.message(), HasSubstr("version 2"));
+  EXPECT_THAT(r.open_status.message(), HasSubstr("version 3"));
   EXPECT_THAT(r.open_status.message(), HasSubstr(kPath));
   // Even with no record after it, an unknown version is never read as empty.
   SetContents(Header(kLogMagic, 9, kLogNumber));
   EXPECT_EQ(Read().open_status.code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(LogTest, VersionOneStillReadsAndSaysWhichVersionItIs) {
+  Write({"record", "another"});
+  auto reader = LogReader::Open(&fs_, kPath, kLogNumber);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->format_version(), kLogFormatVersion);
+  // A version 1 log (written before end records) reads the same records.
+  SetContents(Header(kLogMagic, 1, kLogNumber) + Contents().substr(kLogFileHeaderSize));
+  reader = LogReader::Open(&fs_, kPath, kLogNumber);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->format_version(), 1u);
+  ReadResult r = Read();
+  ASSERT_TRUE(r.open_status.ok()) << r.open_status;
+  EXPECT_EQ(r.records, (std::vector<std::string>{"record", "another"}));
+  EXPECT_FALSE(r.torn);
 }
 
 TEST_F(LogTest, WrongMagicIsDataLoss) {

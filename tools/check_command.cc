@@ -8,7 +8,9 @@
 //   2. every segment in the set scans cleanly (a torn tail only on a segment
 //      not yet sealed) and a sealed one has the size and record count sealed;
 //   3. every WAL from the log number on reads to a clean end (a torn tail
-//      only on the newest) and its batches decode;
+//      only on the newest) and its batches decode; a closed format 2 WAL
+//      without its end record is a cut recovery stops at (a note), and the
+//      WALs after it are not checked;
 //   4. every SST of the current version opens, passes Table::VerifyAll, and
 //      its entries are valid internal keys, strictly ordered, within the
 //      file's smallest..largest and no newer than the manifest's last sequence;
@@ -41,6 +43,7 @@
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "core/write_batch_internal.h"
+#include "io/coding.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
 #include "lsm/log_reader.h"
@@ -128,7 +131,9 @@ class Checker {
   bool CheckManifest();
   void CheckSegments();
   void CheckWals();
-  void CheckWal(uint64_t number, bool newest);
+  // False when recovery would stop after this WAL (a closed one a crash
+  // cut before any sync): the newer ones are not replayed.
+  bool CheckWal(uint64_t number, bool newest);
   void CheckTables();
   void CheckTable(int level, const lsm::FileMetaData& f);
   void CheckPointer(const std::string& file, const std::string& where, std::string_view user_key,
@@ -279,22 +284,31 @@ void Checker::CheckWals() {
     }
   }
   std::sort(logs.begin(), logs.end());
-  for (size_t i = 0; i < logs.size(); ++i) CheckWal(logs[i], i + 1 == logs.size());
+  for (size_t i = 0; i < logs.size(); ++i) {
+    if (CheckWal(logs[i], i + 1 == logs.size())) continue;
+    for (size_t j = i + 1; j < logs.size(); ++j) {
+      Note(absl::StrCat(std::string(BaseName(lsm::LogFileName(dbname_, logs[j]))),
+                        ": after a WAL a crash cut before any sync: never synced, not replayed"));
+    }
+    break;
+  }
 }
 
-void Checker::CheckWal(uint64_t number, bool newest) {
+bool Checker::CheckWal(uint64_t number, bool newest) {
   ++wals_;
   const std::string path = lsm::LogFileName(dbname_, number);
   const std::string name(BaseName(path));
   absl::StatusOr<std::unique_ptr<lsm::LogReader>> reader = lsm::LogReader::Open(fs_, path, number);
   if (!reader.ok()) {
     Problem(name, reader.status().ToString());
-    return;
+    return true;
   }
   std::string scratch;
   std::string_view record;
+  bool ended = false;  // the last record is an end record (format 2)
   while ((*reader)->ReadRecord(&record, &scratch)) {
     ++wal_batches_;
+    ended = record.size() == 12 && io::DecodeFixed32(record.data() + 8) == 0;
     const uint64_t offset = (*reader)->last_record_offset();
     const std::string where = absl::StrFormat("batch at offset %d", offset);
     absl::Status s =
@@ -312,6 +326,12 @@ void Checker::CheckWal(uint64_t number, bool newest) {
   }
   if (!(*reader)->status().ok()) {
     Problem(name, (*reader)->status().ToString());
+  } else if (!newest && (*reader)->format_version() >= 2 && !ended) {
+    // A closed WAL is synced only when a later sync comes; without its end
+    // record a crash cut it before that (docs/durability.md, "WAL switches").
+    Note(absl::StrCat(name, ": ends at offset ", (*reader)->valid_end_offset(),
+                      " without its end record (cut before any sync): recovery stops here"));
+    return false;
   } else if ((*reader)->hit_torn_tail()) {
     const std::string msg =
         absl::StrFormat("torn tail at offset %d", (*reader)->valid_end_offset());
@@ -321,6 +341,7 @@ void Checker::CheckWal(uint64_t number, bool newest) {
       Problem(name, absl::StrCat(msg, " in a WAL that is not the newest"));
     }
   }
+  return true;
 }
 
 void Checker::CheckTables() {

@@ -122,6 +122,14 @@ struct Stats {
   // pointers, because a flush had moved writes out of the memtables since
   // the first check (otherwise the memtables alone answer, docs/gc.md).
   uint64_t gc_rewrite_rechecks = 0;
+  // Background jobs do not sync their rewrites: their victims wait until a
+  // flush (or another sync) makes those writes durable, and are marked
+  // obsolete then. Victims that waited so; the WAL syncs GC forced for
+  // them (when it ran out of work, or too many bytes waited); and the bytes
+  // of the victims waiting now (docs/gc.md, "Victims wait for durability").
+  uint64_t gc_victims_waited = 0;
+  uint64_t gc_victim_syncs = 0;
+  uint64_t gc_victim_bytes_waiting = 0;
   // GC bytes relocated per user byte written: what GC costs this workload
   // (lower under skewed updates, whose hot keys die before GC copies them).
   double gc_relocated_per_user_byte = 0;
