@@ -92,12 +92,14 @@ struct Options {
   // 0 turns it off. Default: 1 MiB
   // (docs/decisions/20261201_direct_value_log_writes.md).
   uint64_t value_log_bytes_per_sync = uint64_t{1} << 20;
-  // The same for the WAL, as RocksDB's wal_bytes_per_sync. The WAL carries
-  // the values the flush separates (separate_at_flush_below), so without
-  // it each memtable switch, and each synced write or GC rewrite, waits for
-  // the kernel to write back megabytes of dirty WAL pages at once. 0 turns
-  // it off. Default: 1 MiB (docs/decisions/20261202_gc_waits.md).
-  uint64_t wal_bytes_per_sync = uint64_t{1} << 20;
+  // The same for the WAL, as RocksDB's wal_bytes_per_sync. Off by default,
+  // as RocksDB's: neither memtable switches nor background GC sync the WAL
+  // (docs/durability.md, "WAL switches"), so under non-sync writes a WAL
+  // whose memtable is flushed before the kernel writes it back never reaches
+  // the device. Setting it bounds the dirty WAL pages a sync write (or
+  // SyncWAL) then waits for. 0 turns it off. Default: 0
+  // (docs/decisions/20261203_unsynced_wal_switches.md).
+  uint64_t wal_bytes_per_sync = 0;
   // Values of at least this many bytes are stored in the value log; the
   // LSM keeps a pointer of about 10 bytes. kInlineValues stores every value
   // in the LSM and never creates a value-log file. Default: 4 KiB, where
