@@ -718,7 +718,12 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     if (!r.ok()) return r.status();
     return r->victims;
   }
-  void DeleteObsoleteSegments() override { db_->DeleteObsoleteSegments(); }
+  void DeleteObsoleteSegments() override {
+    // Below the trigger GC is idle: victims still waiting for durability
+    // get their sync now (an error is sticky in bg_error_).
+    db_->ReleasePendingVictims(/*force=*/true).IgnoreError();
+    db_->DeleteObsoleteSegments();
+  }
   bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }
   bool OtherJobsRunning() override { return db_->GcJobsRunning(); }
   void Flush() override {

@@ -512,12 +512,14 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
       // Every write after the cut, here and in the newer WALs, was never
       // synced: the suffix a power loss may take. The check below still
       // refuses when the manifest records a synced write past the cut.
-      if (info_log_ != nullptr) info_log_->Log(
-          "recovery: %s ends at offset %d without its end record (%s): a crash cut it before "
-          "any sync covered it; the %d newer WALs hold only writes that were never synced and "
-          "are not replayed",
-          lsm::LogFileName(dbname_, logs[i]), replay.cut_offset, replay.cut_reason,
-          logs.size() - i - 1);
+      if (info_log_ != nullptr) {
+        info_log_->Log(
+            "recovery: %s ends at offset %d without its end record (%s): a crash cut it before "
+            "any sync covered it; the %d newer WALs hold only writes that were never synced and "
+            "are not replayed",
+            lsm::LogFileName(dbname_, logs[i]), replay.cut_offset, replay.cut_reason,
+            logs.size() - i - 1);
+      }
       break;
     }
     if (edit != nullptr && mem->ApproximateMemoryUsage() >= options_.memtable_size) {

@@ -45,7 +45,9 @@ class GcHost {
   // Collects at most one victim; the number collected (0: none at the
   // floor). An error is also the DB's background error.
   virtual absl::StatusOr<uint64_t> CollectOne() = 0;
-  // Deletes the collected victims no reader or snapshot can reach.
+  // Below the trigger: marks collected the victims still waiting for their
+  // rewrites' durability (syncing for them), and deletes the collected
+  // victims no reader or snapshot can reach.
   virtual void DeleteObsoleteSegments() = 0;
   // Whether the mutable memtable hides enough garbage to flush for.
   virtual bool MemTableHidesGarbage() = 0;
