@@ -69,6 +69,12 @@ void PrintText(const BenchResult& r, std::FILE* out) {
     absl::StrAppendFormat(&detail, "\n    storage read by the process (/proc/self/io): %.1f KiB/op",
                           r.OsReadBytesPerOp() / 1024);
   }
+  if (r.os_written_bytes != 0 && d.user_bytes_written != 0) {
+    absl::StrAppendFormat(&detail,
+                          "\n    storage written by the process (/proc/self/io, less cancelled "
+                          "writeback): %.2f per user byte",
+                          r.WriteAmp(r.os_written_bytes));
+  }
   if (r.space_measured) {
     absl::StrAppendFormat(&detail,
                           "\n    space amp %.2f: %.1f MiB on disk, %.1f MiB live; max during "
@@ -112,11 +118,11 @@ void PrintJson(const BenchResult& r, std::FILE* out) {
       &json,
       "\"write_amp\":{\"total\":%.4f,\"wal\":%.4f,\"vlog\":%.4f,\"flush\":%.4f,"
       "\"compaction\":%.4f,\"gc\":%.4f,\"manifest\":%.4f,\"vlog_inside_flush\":%s},\"user_bytes_written\":%d,"
-      "\"device_bytes_written\":%d,",
+      "\"device_bytes_written\":%d,\"os_written_bytes\":%d,\"os_write_amp\":%.4f,",
       r.WriteAmp(d.total_bytes_written), r.WriteAmp(d.wal_bytes), r.WriteAmp(d.vlog_bytes),
       r.WriteAmp(d.flush_bytes), r.WriteAmp(d.compaction_bytes), r.WriteAmp(d.gc_bytes),
       r.WriteAmp(d.manifest_bytes), d.vlog_inside_flush ? "true" : "false", d.user_bytes_written,
-      d.total_bytes_written);
+      d.total_bytes_written, r.os_written_bytes, r.WriteAmp(r.os_written_bytes));
   absl::StrAppendFormat(
       &json,
       "\"read_amp\":{\"reads_per_op\":%.4f,\"bytes_per_op\":%.1f,\"table_reads\":%d,"

@@ -29,6 +29,12 @@ struct BenchResult {
   // /proc/self/io (read_bytes: O_DIRECT and page-cache misses alike, every
   // thread including io_uring workers), the same measure on every engine.
   uint64_t os_read_bytes = 0;
+  // Bytes this process sent (or left dirty, bound) to storage during the
+  // benchmark, from /proc/self/io: write_bytes less cancelled_write_bytes,
+  // so that page-cache bytes of files deleted before their writeback (a WAL
+  // whose memtable was flushed first) do not count. The same measure on
+  // every engine.
+  uint64_t os_written_bytes = 0;
   Histogram latency;  // per operation (per batch for multireadrandom)
   uint64_t writer_ops = 0;  // readwhilewriting: the background writer's puts
   uint64_t scanned = 0;     // entries the scans visited (seekrandom, ycsb E)

@@ -17,18 +17,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// read_bytes of /proc/self/io: what this process has read from storage
-// (0 where the file is missing, as outside Linux or in some containers).
-uint64_t ProcessStorageReadBytes() {
+// From /proc/self/io (zeros where the file is missing, as outside Linux or
+// in some containers): read_bytes, what this process has read from
+// storage; write_bytes less cancelled_write_bytes, what it has sent or will
+// send to storage (dirty pages of a file deleted or truncated before their
+// writeback are cancelled: they never reach the device).
+struct ProcessStorageIo {
+  uint64_t read_bytes = 0;
+  uint64_t written_bytes = 0;
+};
+ProcessStorageIo ReadProcessStorageIo() {
+  ProcessStorageIo io;
   std::FILE* f = std::fopen("/proc/self/io", "r");
-  if (f == nullptr) return 0;
+  if (f == nullptr) return io;
   char line[128];
-  unsigned long long bytes = 0;
+  unsigned long long value = 0, written = 0, cancelled = 0;
   while (std::fgets(line, sizeof(line), f) != nullptr) {
-    if (std::sscanf(line, "read_bytes: %llu", &bytes) == 1) break;
+    if (std::sscanf(line, "read_bytes: %llu", &value) == 1) io.read_bytes = value;
+    if (std::sscanf(line, "write_bytes: %llu", &value) == 1) written = value;
+    if (std::sscanf(line, "cancelled_write_bytes: %llu", &value) == 1) cancelled = value;
   }
   std::fclose(f);
-  return bytes;
+  io.written_bytes = written - std::min(written, cancelled);
+  return io;
 }
 
 uint64_t NanosSince(Clock::time_point start) {
@@ -143,7 +154,7 @@ absl::StatusOr<BenchResult> BenchRunner::Run(std::string_view name) {
   result.engine = engine_->Name();
   result.threads = config_.threads;
   const EngineStats before = engine_->Stats();
-  const uint64_t os_read_before = ProcessStorageReadBytes();
+  const ProcessStorageIo os_before = ReadProcessStorageIo();
   absl::Status s = Dispatch(name, &result);
   if (!s.ok()) return s;
   const Clock::time_point settle_start = Clock::now();
@@ -158,7 +169,10 @@ absl::StatusOr<BenchResult> BenchRunner::Run(std::string_view name) {
     result.settle_seconds = NanosSince(settle_start) / 1e9;
   }
   result.delta = Subtract(engine_->Stats(), before);
-  result.os_read_bytes = ProcessStorageReadBytes() - os_read_before;
+  const ProcessStorageIo os_after = ReadProcessStorageIo();
+  result.os_read_bytes = os_after.read_bytes - os_before.read_bytes;
+  result.os_written_bytes =
+      os_after.written_bytes - std::min(os_after.written_bytes, os_before.written_bytes);
   if (IsLoadPhase(name)) {
     // After the counters are taken: the engine may scan to count live bytes.
     s = engine_->MeasureLiveBytes(config_.use_existing_db ? 0 : tracker_.live_bytes());
