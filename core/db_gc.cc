@@ -327,32 +327,42 @@ absl::Status DBImpl::ReleasePendingVictims(bool force) {
   lsm::VersionEdit ve;
   const absl::Status s = LogAndApply(&ve, &edit);
   absl::MutexLock l(&mu_);
-  for (const PendingVictims& p : ready) {
-    gc_pending_bytes_ -= p.bytes;
-    gc_pending_garbage_ -= p.garbage;
-    if (s.ok()) gc_victims_waited_.fetch_add(p.ids.size(), std::memory_order_relaxed);
-    for (uint64_t id : p.ids) {
-      // Unlogged, they stay claimed: their records' bytes are garbage the
-      // next open counts from the LSM. The DB stops writing meanwhile.
-      if (!s.ok()) continue;
-      gc_claimed_.erase(id);
-      // As for a job's victims (CollectGarbage): readers from before the
-      // rewrite hold this epoch or an earlier one.
-      obsolete_segments_.Add({.segment_id = id,
-                              .sequence = last_sequence_.load(),
-                              .epoch = std::weak_ptr<const void>(read_epoch_)});
-    }
-  }
   if (!s.ok()) {
+    // Unlogged, they stay claimed: their records' bytes are garbage the
+    // next open counts from the LSM. The DB stops writing meanwhile.
     SetBackgroundError(s);
     return s;
+  }
+  for (const PendingVictims& p : ready) {
+    gc_victims_waited_.fetch_add(p.ids.size(), std::memory_order_relaxed);
+    for (uint64_t id : p.ids) gc_claimed_.erase(id);
+    RetireCollectedLocked(p.ids);
+  }
+  background_cv_.SignalAll();
+  return absl::OkStatus();
+}
+
+void DBImpl::RetireCollectedLocked(absl::Span<const uint64_t> ids) {
+  // Readers from before the rewrite hold this epoch or an earlier one; a
+  // victim goes when they are all gone and no older snapshot remains.
+  for (uint64_t id : ids) {
+    obsolete_segments_.Add({.segment_id = id,
+                            .sequence = last_sequence_.load(),
+                            .epoch = std::weak_ptr<const void>(read_epoch_)});
   }
   auto next = std::make_shared<ReadEpoch>();
   read_epoch_->next = next;
   read_epoch_ = std::move(next);
   InstallSuperVersionLocked();
-  background_cv_.SignalAll();
-  return absl::OkStatus();
+}
+
+DBImpl::PendingVictims DBImpl::PendingVictimTotals() const {
+  PendingVictims total;
+  for (const PendingVictims& p : gc_pending_victims_) {
+    total.bytes += p.bytes;
+    total.garbage += p.garbage;
+  }
+  return total;
 }
 
 void DBImpl::DeleteObsoleteSegments() {
@@ -492,8 +502,6 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
             p.garbage += std::min(info->size, info->garbage_bytes);
           }
         }
-        gc_pending_bytes_ += p.bytes;
-        gc_pending_garbage_ += p.garbage;
         gc_pending_victims_.push_back(std::move(p));
       }
       --gc_jobs_running_;
@@ -507,22 +515,15 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       return s;
     }
     {
-      absl::MutexLock l(&mu_);
-      // Readers from before the rewrite hold this epoch or an earlier one;
-      // the victim goes when they are all gone and no older snapshot
-      // remains. The writes that superseded its records are durable
+      // The writes that superseded the victims' records are durable
       // already: the job's final edit synced them before it marked the
-      // victim obsolete (GcIndex::LogSegmentEdit).
+      // victims obsolete (GcIndex::LogSegmentEdit). Deferred ones wait.
+      std::vector<uint64_t> collected;
       for (uint64_t id : victim_ids) {
-        if (is_deferred(id)) continue;
-        obsolete_segments_.Add({.segment_id = id,
-                                .sequence = last_sequence_.load(),
-                                .epoch = std::weak_ptr<const void>(read_epoch_)});
+        if (!is_deferred(id)) collected.push_back(id);
       }
-      auto next = std::make_shared<ReadEpoch>();
-      read_epoch_->next = next;
-      read_epoch_ = std::move(next);
-      InstallSuperVersionLocked();
+      absl::MutexLock l(&mu_);
+      RetireCollectedLocked(collected);
     }
     total.victims += victim_ids.size();
     total.bytes_read += r.bytes_read;
@@ -551,7 +552,8 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     bool force;
     {
       absl::MutexLock l(&mu_);
-      force = manual || nothing_left || gc_pending_bytes_ > 2 * options_.value_log_segment_size;
+      force = manual || nothing_left ||
+              PendingVictimTotals().bytes > 2 * options_.value_log_segment_size;
     }
     CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(force));
   }
@@ -651,8 +653,9 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // Victims waiting for durability count as collected already, as obsolete
   // ones awaiting their readers do: GC's work on them is done, and a flush
   // or a sync frees them without more.
-  space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes + gc_pending_bytes_) + active;
-  space.garbage = set.garbage_bytes - std::min(set.garbage_bytes, gc_pending_garbage_);
+  const PendingVictims pending = PendingVictimTotals();
+  space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes + pending.bytes) + active;
+  space.garbage = set.garbage_bytes - std::min(set.garbage_bytes, pending.garbage);
   if (!with_estimate) return space;
   // Garbage that flushes and compactions have not reported yet: the older
   // versions hidden by what the memtables and the L0 tables point at,

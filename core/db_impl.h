@@ -364,6 +364,9 @@ class DBImpl final : public DB {
   // superseding writes are durable now (synced, or flushed to a table).
   // With force, syncs the WAL first so that all of them are.
   absl::Status ReleasePendingVictims(bool force) ABSL_LOCKS_EXCLUDED(mu_);
+  // Victims the manifest now marks obsolete: they wait for the readers of
+  // the current read epoch (and older snapshots), and a new epoch begins.
+  void RetireCollectedLocked(absl::Span<const uint64_t> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Value-log bytes on disk over the bytes not yet counted as garbage; every
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
@@ -590,8 +593,8 @@ class DBImpl final : public DB {
     uint64_t garbage = 0;  // of which the manifest counted as garbage
   };
   std::vector<PendingVictims> gc_pending_victims_ ABSL_GUARDED_BY(mu_);
-  uint64_t gc_pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t gc_pending_garbage_ ABSL_GUARDED_BY(mu_) = 0;
+  // The waiting victims' bytes and counted garbage, summed (a few entries).
+  PendingVictims PendingVictimTotals() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
   std::atomic<uint64_t> gc_rewrite_rechecks_{0};
   std::atomic<uint64_t> gc_victims_waited_{0}, gc_victim_syncs_{0};

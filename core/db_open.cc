@@ -699,7 +699,7 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
     }
     // An empty batch is the end record of a WAL a newer one replaced
     // (format 2); it is the last record of its WAL.
-    ended = batch.Count() == 0 && reader->format_version() >= 2;
+    ended = reader->format_version() >= 2 && WriteBatchInternal::IsEndRecord(record);
     if (batch.Count() > 0) {
       const SequenceNumber first = WriteBatchInternal::Sequence(batch);
       if (replay->first_sequence == 0) replay->first_sequence = first;
@@ -773,78 +773,6 @@ absl::Status DBImpl::CheckCollectedPointersSuperseded() {
       "missing (", replay_collected_.size(), " keys in all)"));
   replay_collected_.clear();
   return s;
-}
-
-absl::Status DBImpl::NewLog() {
-  // The values the old WAL points to are synced first: recovery reads a
-  // value missing behind any WAL but the newest as damage. The old WAL
-  // itself is not synced. It ends in an end record, handed to the kernel,
-  // and stays open until a sync covers it (every sync syncs the closed WALs
-  // first) or its memtable's flush makes it obsolete. Under non-sync writes
-  // its bytes then never need to reach the device: the flush writes the
-  // values again anyway. Recovery tells such a WAL cut by a power loss by
-  // its missing end record: every write after the cut, in it and in newer
-  // WALs, was never synced, and is the suffix a power loss may take
-  // (docs/durability.md, "WAL switches").
-  CAIRN_RETURN_IF_ERROR(vlog_->Sync());
-  wal_names_unsynced_values_ = false;  // and the new WAL holds no record yet
-  const uint64_t number = versions_->NewFileNumber();
-  const std::string path = lsm::LogFileName(dbname_, number);
-  auto created = [&]() -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {
-    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
-                           fs_->NewWritableFile(path, {.category = io::IoCategory::kWal,
-                                                       .writeback_bytes = options_.wal_bytes_per_sync}));
-    CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
-                           lsm::LogWriter::Create(std::move(file), number));
-    // The new WAL's header and directory entry must be durable before any
-    // sync write in it is acknowledged; a synced header also means a crash
-    // can only tear records, never the header.
-    CAIRN_RETURN_IF_ERROR(log->Sync());
-    CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
-    return log;
-  }();
-  absl::Status ended = created.status();
-  if (ended.ok()) {
-    // Only once the new WAL exists: a failed switch leaves the old WAL
-    // live, and an end record must be its last.
-    WriteBatch end;
-    WriteBatchInternal::SetSequence(&end, last_sequence_.load());
-    ended = log_->AddRecord(WriteBatchInternal::Contents(end));
-    if (ended.ok()) ended = log_->Flush();
-  }
-  if (!ended.ok()) {
-    // Never leave a WAL numbered above the live one: recovery would take it
-    // for the newest.
-    fs_->RemoveFile(path).IgnoreError();
-    return ended;
-  }
-  std::shared_ptr<lsm::LogWriter> closed(std::move(log_));
-  log_ = *std::move(created);
-  imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed),
-                  std::move(closed), last_sequence_.load()});
-  log_number_ = number;
-  mem_ = std::make_shared<lsm::MemTable>(options_.memtable_size);
-  InstallSuperVersionLocked();
-  mem_value_bytes_.store(0, std::memory_order_relaxed);
-  mem_superseded_bytes_.store(0, std::memory_order_relaxed);
-  background_cv_.SignalAll();
-  return absl::OkStatus();
-}
-
-std::vector<std::shared_ptr<lsm::LogWriter>> DBImpl::UnsyncedClosedLogs() const {
-  std::vector<std::shared_ptr<lsm::LogWriter>> logs;
-  for (const ImmutableMemTable& imm : imm_) {
-    if (imm.unsynced_log != nullptr) logs.push_back(imm.unsynced_log);
-  }
-  return logs;
-}
-
-void DBImpl::MarkLogsSynced(absl::Span<const std::shared_ptr<lsm::LogWriter>> logs) {
-  for (ImmutableMemTable& imm : imm_) {
-    if (std::find(logs.begin(), logs.end(), imm.unsynced_log) != logs.end()) {
-      imm.unsynced_log.reset();
-    }
-  }
 }
 
 }  // namespace cairn

@@ -113,7 +113,7 @@ Stats DBImpl::GetStats() {
   {
     absl::MutexLock l(&mu_);
     st.delayed_write_rate = write_delayed_ ? gc_controller_.delayed_write_rate() : 0;
-    st.gc_victim_bytes_waiting = gc_pending_bytes_;
+    st.gc_victim_bytes_waiting = PendingVictimTotals().bytes;
   }
   const vlog::ValueLog::Totals vt = vlog_->GetTotals();
   st.vlog_bytes = vt.bytes;

@@ -215,9 +215,8 @@ TEST_F(WalSwitchTest, EndRecordMatchesTheFormatDoc) {
     while (tokens >> token) expected.push_back(static_cast<char>(std::stoi(token, nullptr, 16)));
   }
   ASSERT_EQ(expected.size(), 12u) << "golden block not found";
-  WriteBatch end;
-  WriteBatchInternal::SetSequence(&end, 41);
-  EXPECT_EQ(WriteBatchInternal::Contents(end), expected);
+  EXPECT_EQ(WriteBatchInternal::EndRecord(41), expected);
+  EXPECT_TRUE(WriteBatchInternal::IsEndRecord(expected));
 
   // A real switch closes its WAL with such a record: the newest write's
   // sequence, no entries, the last record of the file.

@@ -86,6 +86,16 @@ absl::Status WriteBatchInternal::SetContents(WriteBatch* b, std::string_view con
   return absl::OkStatus();
 }
 
+std::string WriteBatchInternal::EndRecord(uint64_t sequence) {
+  WriteBatch end;
+  SetSequence(&end, sequence);
+  return end.rep_;
+}
+
+bool WriteBatchInternal::IsEndRecord(std::string_view contents) {
+  return contents.size() == kBatchHeaderSize && io::DecodeFixed32(contents.data() + 8) == 0;
+}
+
 void WriteBatchInternal::Append(WriteBatch* dst, const WriteBatch& src) {
   SetCount(dst, dst->Count() + src.Count());
   dst->rep_.append(src.rep_, kBatchHeaderSize, std::string::npos);

@@ -11,6 +11,7 @@
 #define CAIRN_CORE_WRITE_BATCH_INTERNAL_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "absl/functional/function_ref.h"
@@ -34,6 +35,11 @@ class WriteBatchInternal {
   // Replaces the batch with contents read from the WAL. DataLoss when
   // contents are shorter than the header.
   static absl::Status SetContents(WriteBatch* b, std::string_view contents);
+  // The end record that closes a WAL a newer one replaced (WAL format 2,
+  // docs/wal_format.md, "End records"): a batch of no entries carrying the
+  // newest write's sequence. No other batch the DB writes is empty.
+  static std::string EndRecord(uint64_t sequence);
+  static bool IsEndRecord(std::string_view contents);
   // Appends src's entries to dst (sequence of dst unchanged).
   static void Append(WriteBatch* dst, const WriteBatch& src);
   // Appends entries, whole encoded entries cut from another batch's

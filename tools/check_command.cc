@@ -43,7 +43,6 @@
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "core/write_batch_internal.h"
-#include "io/coding.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
 #include "lsm/log_reader.h"
@@ -308,7 +307,7 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
   bool ended = false;  // the last record is an end record (format 2)
   while ((*reader)->ReadRecord(&record, &scratch)) {
     ++wal_batches_;
-    ended = record.size() == 12 && io::DecodeFixed32(record.data() + 8) == 0;
+    ended = WriteBatchInternal::IsEndRecord(record);
     const uint64_t offset = (*reader)->last_record_offset();
     const std::string where = absl::StrFormat("batch at offset %d", offset);
     absl::Status s =
