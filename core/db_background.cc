@@ -116,6 +116,11 @@ absl::Status DBImpl::FlushOldestImmutable() {
   }
   if (s.ok()) {
     RemoveObsoleteFiles();
+    // GC victims waiting on this memtable's writes (the rewrites that moved
+    // their records, or the writes that superseded them) can go now, not
+    // only at GC's next pass (an error is sticky in bg_error_).
+    s = ReleasePendingVictims(VictimRelease::kWhenDurable);
+    if (s.ok()) DeleteObsoleteSegments();
   }
   // Only now is the flush over: WaitForBackgroundWork must not return while
   // the files it made obsolete (its WAL) are still being removed.

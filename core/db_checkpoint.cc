@@ -173,7 +173,7 @@ absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& dir
     // Victims of finished background jobs that waited for their rewrites'
     // durability are obsolete now (the flush made them durable): the copy
     // leaves them out instead of holding segments nothing references.
-    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(/*force=*/true));
+    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(VictimRelease::kNow));
     manifest_number = versions_->NewFileNumber();
     {
       // Serialized with LogAndApply, so the segment set matches the version.

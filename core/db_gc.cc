@@ -293,21 +293,38 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
   return absl::OkStatus();
 }
 
-absl::Status DBImpl::ReleasePendingVictims(bool force) {
+absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
+  enum class Action { kNone, kSwitch, kSync } action = Action::kNone;
   {
     absl::MutexLock l(&mu_);
     if (gc_pending_victims_.empty()) return absl::OkStatus();
-    if (force) {
-      force = std::any_of(gc_pending_victims_.begin(), gc_pending_victims_.end(),
-                          [&](const PendingVictims& p) {
-                            return p.durable_at > versions_->LastSequence();
-                          });
+    lsm::SequenceNumber newest = 0;
+    for (const PendingVictims& p : gc_pending_victims_) newest = std::max(newest, p.durable_at);
+    if (how != VictimRelease::kWhenDurable && newest > versions_->LastSequence()) {
+      action = Action::kSync;
+      if (how == VictimRelease::kSoon) {
+        // A flush already queued makes them durable without a sync; so
+        // does one of the live memtable when they wait on its writes,
+        // unless it is too small to be worth a table of its own. Neither
+        // writes the WAL's copy of the values to the device; a sync does.
+        const lsm::SequenceNumber queued = imm_.empty() ? 0 : imm_.back().last_sequence;
+        if (newest <= queued) {
+          action = Action::kNone;
+        } else if (imm_.size() < 2 &&
+                   mem_->ApproximateMemoryUsage() >= options_.memtable_size / 4) {
+          action = Action::kSwitch;
+        }
+      }
     }
   }
   // A synced group covers every write before it, the closed WALs' included.
-  if (force) {
+  if (action == Action::kSync) {
     CAIRN_RETURN_IF_ERROR(SyncWalInQueue());
     gc_victim_syncs_.fetch_add(1, std::memory_order_relaxed);
+  } else if (action == Action::kSwitch) {
+    // Their release comes with the flush (a later call).
+    CAIRN_RETURN_IF_ERROR(SwitchMemTableInQueue());
+    gc_victim_switches_.fetch_add(1, std::memory_order_relaxed);
   }
   std::vector<PendingVictims> ready;
   {
@@ -408,7 +425,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   }
   GcResult total;
   const auto start = std::chrono::steady_clock::now();
-  CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(/*force=*/false));
+  CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(VictimRelease::kWhenDurable));
   DeleteObsoleteSegments();
   gc::GcJobOptions jo;
   jo.compress = options_.value_compression == Compression::kZstd;
@@ -545,17 +562,23 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   }
   {
     // Victims waiting for durability go once a flush or a sync has made
-    // their superseding writes durable. A sync is forced when GC has
-    // nothing else to do (so that an idle database holds none, and
-    // WaitForBackgroundWork sees them gone), for RunGC, and when they
-    // hold more than two segments' worth of space.
-    bool force;
+    // their superseding writes durable (the flush releases them itself).
+    // RunGC syncs for them. A background pass seeks their durability when
+    // GC has nothing else to do (so that an idle database holds none) and
+    // when they hold more than two segments' worth of space: from a flush
+    // where one is queued or the live memtable is worth one, from a sync
+    // otherwise (VictimRelease::kSoon).
+    VictimRelease how = VictimRelease::kWhenDurable;
     {
       absl::MutexLock l(&mu_);
-      force = manual || nothing_left ||
-              PendingVictimTotals().bytes > 2 * options_.value_log_segment_size;
+      if (manual) {
+        how = VictimRelease::kNow;
+      } else if (nothing_left ||
+                 PendingVictimTotals().bytes > 2 * options_.value_log_segment_size) {
+        how = VictimRelease::kSoon;
+      }
     }
-    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(force));
+    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(how));
   }
   const uint64_t freed_before = gc_segments_freed_.load();
   DeleteObsoleteSegments();
@@ -723,8 +746,8 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
   }
   void DeleteObsoleteSegments() override {
     // Below the trigger GC is idle: victims still waiting for durability
-    // get their sync now (an error is sticky in bg_error_).
-    db_->ReleasePendingVictims(/*force=*/true).IgnoreError();
+    // get it now, from a flush or a sync (an error is sticky in bg_error_).
+    db_->ReleasePendingVictims(DBImpl::VictimRelease::kSoon).IgnoreError();
     db_->DeleteObsoleteSegments();
   }
   bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }

@@ -362,8 +362,12 @@ class DBImpl final : public DB {
   void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
   // Marks obsolete the victims of finished background jobs whose
   // superseding writes are durable now (synced, or flushed to a table).
-  // With force, syncs the WAL first so that all of them are.
-  absl::Status ReleasePendingVictims(bool force) ABSL_LOCKS_EXCLUDED(mu_);
+  // kNow syncs the WAL first so that all of them are. kSoon makes them
+  // durable without writing the WAL where it can: nothing while a queued
+  // flush covers them, a memtable switch while the live memtable holds
+  // their writes (and a quarter of its budget), a sync otherwise.
+  enum class VictimRelease { kWhenDurable, kSoon, kNow };
+  absl::Status ReleasePendingVictims(VictimRelease how) ABSL_LOCKS_EXCLUDED(mu_);
   // Victims the manifest now marks obsolete: they wait for the readers of
   // the current read epoch (and older snapshots), and a new epoch begins.
   void RetireCollectedLocked(absl::Span<const uint64_t> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -597,7 +601,7 @@ class DBImpl final : public DB {
   PendingVictims PendingVictimTotals() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
   std::atomic<uint64_t> gc_rewrite_rechecks_{0};
-  std::atomic<uint64_t> gc_victims_waited_{0}, gc_victim_syncs_{0};
+  std::atomic<uint64_t> gc_victims_waited_{0}, gc_victim_syncs_{0}, gc_victim_switches_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
   // Where GC jobs spent their time (gc::GcJobResult).
   std::atomic<uint64_t> gc_scan_micros_{0}, gc_liveness_micros_{0}, gc_write_micros_{0};

@@ -268,7 +268,7 @@ absl::Status DBImpl::Close() {
     // Victims of background GC waiting for their rewrites' durability: a
     // sync makes them durable, and they are marked obsolete, so that the
     // close leaves no segment that nothing references and nothing counts.
-    status = ReleasePendingVictims(/*force=*/true);
+    status = ReleasePendingVictims(VictimRelease::kNow);
     if (status.ok()) DeleteObsoleteSegments();
     // Tables a reader or a compaction still held when they became obsolete
     // go now rather than at the next open.

@@ -140,6 +140,7 @@ Stats DBImpl::GetStats() {
   st.gc_rewrite_rechecks = gc_rewrite_rechecks_.load();
   st.gc_victims_waited = gc_victims_waited_.load();
   st.gc_victim_syncs = gc_victim_syncs_.load();
+  st.gc_victim_switches = gc_victim_switches_.load();
   st.gc_relocated_per_user_byte =
       st.user_bytes_written == 0
           ? 0
@@ -212,8 +213,8 @@ std::string FormatStats(const Stats& st) {
                         st.gc_throttled_micros / 1e6, st.gc_rewrite_rechecks);
   absl::StrAppendFormat(&out,
                         "gc victims: %d waited for their rewrites' durability, %d WAL syncs "
-                        "forced for them, %.1f MiB waiting\n",
-                        st.gc_victims_waited, st.gc_victim_syncs,
+                        "and %d memtable switches forced for them, %.1f MiB waiting\n",
+                        st.gc_victims_waited, st.gc_victim_syncs, st.gc_victim_switches,
                         st.gc_victim_bytes_waiting / 1048576.0);
   absl::StrAppendFormat(&out,
                         "stalls: %d slowdowns, %d stops, %.3f s (longest wait %.3f s); delayed "

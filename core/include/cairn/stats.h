@@ -125,10 +125,13 @@ struct Stats {
   // Background jobs do not sync their rewrites: their victims wait until a
   // flush (or another sync) makes those writes durable, and are marked
   // obsolete then. Victims that waited so; the WAL syncs GC forced for
-  // them (when it ran out of work, or too many bytes waited); and the bytes
-  // of the victims waiting now (docs/gc.md, "Victims wait for durability").
+  // them (when it ran out of work, or too many bytes waited); the memtable
+  // switches it forced instead (too many bytes waited on the live
+  // memtable's writes); and the bytes of the victims waiting now
+  // (docs/gc.md, "Victims wait for durability").
   uint64_t gc_victims_waited = 0;
   uint64_t gc_victim_syncs = 0;
+  uint64_t gc_victim_switches = 0;
   uint64_t gc_victim_bytes_waiting = 0;
   // GC bytes relocated per user byte written: what GC costs this workload
   // (lower under skewed updates, whose hot keys die before GC copies them).
