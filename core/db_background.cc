@@ -554,7 +554,7 @@ bool DBImpl::GcBehind() {
   if (!gc_controller_.enabled() || !GcCanCollect()) return false;
   const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
   // Collecting until the stop mark, or about to start.
-  return gc_controller_.collecting() ? amp > gc_controller_.stop_mark()
+  return gc_controller_.collecting() ? amp > gc_controller_.collect_until()
                                      : amp > gc_controller_.start_mark();
 }
 
@@ -562,7 +562,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
   CAIRN_RETURN_IF_ERROR(CheckNotClosed());
   if (read_only_) return absl::OkStatus();  // it runs none
   {
-    // GC brings the value log down to its stop mark, not only under the
+    // GC brings the value log down to its settle mark, not only under the
     // trigger: the figure a settle step sees is the low one (docs/gc.md).
     absl::MutexLock l(&mu_);
     if (GcCanCollect()) gc_controller_.Settle();
@@ -591,13 +591,14 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       absl::MutexLock l(&mu_);
       hidden = gc_controller_.enabled() && mem_value_bytes_.load() > 0 &&
                GetValueLogSpaceLocked(/*with_estimate=*/true).amplification() >
-                   gc_controller_.stop_mark();
+                   gc_controller_.settle_mark();
     }
     if (!hidden) break;
     CAIRN_RETURN_IF_ERROR(Flush());
     // Garbage the flush counted makes GcCanCollect true again (a garbage
-    // report); wake GC to look at it.
+    // report); wake GC to take it down to the settle mark.
     absl::MutexLock l(&mu_);
+    if (GcCanCollect()) gc_controller_.Settle();
     background_cv_.SignalAll();
   }
   // The files that work made obsolete are gone on return, as the space

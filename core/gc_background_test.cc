@@ -98,16 +98,16 @@ TEST(GcSpaceTest, FiveOverwritesOfAFixedLiveSetStayWithinTheBound) {
 }
 
 // After a burst that leaves the value log between GC's stop mark and its
-// trigger, a settle step brings it down to the stop mark: the figure a
+// trigger, a settle step brings it down to the settle mark: the figure a
 // benchmark or a user sees after WaitForBackgroundWork is the low one.
-TEST(GcSpaceTest, ASettleStepBringsTheValueLogDownToTheStopMark) {
+TEST(GcSpaceTest, ASettleStepBringsTheValueLogDownToTheSettleMark) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
   Options o;
   o.memtable_size = 64 << 10;
   o.value_separation_threshold = 256;
   o.separate_at_flush_below = 0;  // values reach segments as they are written
   o.value_log_segment_size = 128 << 10;
-  ASSERT_EQ(o.gc_space_amp_trigger, 1.5);  // the default, with its stop mark at 1.3
+  ASSERT_EQ(o.gc_space_amp_trigger, 1.5);  // the default: stop mark 1.3, settle mark 1.25
   auto opened = OpenWithFileSystem(o, "/db", fs);
   ASSERT_TRUE(opened.ok()) << opened.status();
   std::unique_ptr<DB> db = std::move(*opened);
@@ -128,7 +128,7 @@ TEST(GcSpaceTest, ASettleStepBringsTheValueLogDownToTheStopMark) {
   const Stats st = db->GetStats();
   std::printf("value-log space amplification %.3f before the settle, %.3f after\n", before,
               st.vlog_space_amplification);
-  EXPECT_LE(st.vlog_space_amplification, 1.3);
+  EXPECT_LE(st.vlog_space_amplification, 1.25);
   EXPECT_GT(st.gc_runs, 0u);
   for (int i = 0; i < kKeys; i += 13) {
     std::string v;

@@ -16,7 +16,8 @@ GcController::GcController(const GcControllerOptions& options)
 
 bool GcController::ShouldCollect(double amp) {
   if (!enabled()) return collecting_ = false;
-  collecting_ = amp > (collecting_ ? stop_mark() : start_mark());
+  collecting_ = amp > (collecting_ ? collect_until() : start_mark());
+  if (!collecting_) settling_ = false;
   return collecting_;
 }
 

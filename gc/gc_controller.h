@@ -69,6 +69,7 @@ class GcController {
   // The marks, for t = space_amp_trigger (values at t = 1.5):
   double start_mark() const { return t_; }                    // 1.5: GC starts
   double stop_mark() const { return 1 + 0.6 * (t_ - 1); }     // 1.3: GC stops
+  double settle_mark() const { return 1 + 0.5 * (t_ - 1); }   // 1.25: a settle's stop
   double slowdown_mark() const { return t_ + 0.1 * (t_ - 1); }  // 1.55: writes slowed
   double limit_mark() const { return t_ + 0.5 * (t_ - 1); }   // 1.75: slowest rate
   // GC's budget is lifted past the trigger, before user writes are slowed
@@ -83,11 +84,16 @@ class GcController {
   // trigger and goes on until amp is below the stop mark (hysteresis).
   bool ShouldCollect(double amp);
   bool collecting() const { return collecting_; }
+  // Where the collecting under way stops: the stop mark, or the settle
+  // mark for a settle step.
+  double collect_until() const { return settling_ ? settle_mark() : stop_mark(); }
   // A settle step (DB::WaitForBackgroundWork) with writes paused: GC
-  // collects down to the stop mark from wherever amp is, as if it had
-  // passed the trigger, so that the settled figure is the low one.
+  // collects down to the settle mark from wherever amp is, as if it had
+  // passed the trigger, so that the settled figure is the low one, with
+  // room under the value log's figure for the rest of the directory
+  // (tables, the manifest; docs/gc.md).
   void Settle() {
-    if (enabled()) collecting_ = true;
+    if (enabled()) collecting_ = settling_ = true;
   }
 
   // Background jobs that may run at once at amp, of at most max_jobs
@@ -116,6 +122,7 @@ class GcController {
   const GcControllerOptions options_;
   const double t_;
   bool collecting_ = false;
+  bool settling_ = false;  // the collecting under way is a settle's
   // Delayed writes.
   bool delaying_ = false;
   uint64_t rate_;

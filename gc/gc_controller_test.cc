@@ -22,6 +22,7 @@ TEST(GcControllerTest, MarksFollowTheTrigger) {
   GcController c(Defaults());
   EXPECT_DOUBLE_EQ(c.start_mark(), 1.5);
   EXPECT_DOUBLE_EQ(c.stop_mark(), 1.3);
+  EXPECT_DOUBLE_EQ(c.settle_mark(), 1.25);
   EXPECT_DOUBLE_EQ(c.slowdown_mark(), 1.55);
   EXPECT_DOUBLE_EQ(c.unthrottle_mark(), 1.5);
   EXPECT_DOUBLE_EQ(c.limit_mark(), 1.75);
@@ -34,6 +35,19 @@ TEST(GcControllerTest, CollectsFromTheTriggerDownToTheStopMark) {
   EXPECT_TRUE(c.ShouldCollect(1.45)) << "hysteresis: goes on below the trigger";
   EXPECT_FALSE(c.ShouldCollect(1.29));
   EXPECT_FALSE(c.ShouldCollect(1.45));
+}
+
+TEST(GcControllerTest, ASettleCollectsDownToTheSettleMarkOnce) {
+  GcController c(Defaults());
+  c.Settle();
+  EXPECT_DOUBLE_EQ(c.collect_until(), 1.25);
+  EXPECT_TRUE(c.ShouldCollect(1.4)) << "a settle collects from below the trigger";
+  EXPECT_TRUE(c.ShouldCollect(1.28)) << "past the stop mark, down to the settle mark";
+  EXPECT_FALSE(c.ShouldCollect(1.24));
+  // The next collection, started by the trigger, stops at the stop mark.
+  EXPECT_DOUBLE_EQ(c.collect_until(), 1.3);
+  EXPECT_TRUE(c.ShouldCollect(1.51));
+  EXPECT_FALSE(c.ShouldCollect(1.29));
 }
 
 TEST(GcControllerTest, MoreJobsAtOnceOnlyPastTheTrigger) {

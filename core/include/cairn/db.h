@@ -126,10 +126,10 @@ class DB {
   // and a victim's file is deleted once no snapshot or iterator can read it.
   virtual absl::StatusOr<GcResult> RunGC() = 0;
   // Waits until no flush or compaction is pending or running, and, with
-  // background GC on, until GC has brought the value log down to the low
-  // mark of its hysteresis (1 + 0.6 (gc_space_amp_trigger - 1): 1.3 at the
-  // default) or found nothing more it may collect. Files made obsolete are
-  // gone on return.
+  // background GC on, until GC has brought the value log down to its
+  // settle mark (1 + 0.5 (gc_space_amp_trigger - 1): 1.25 at the default,
+  // under the 1.3 where background collecting stops) or found nothing more
+  // it may collect. Files made obsolete are gone on return.
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // Writes an openable copy of the database to the new directory dir (on
