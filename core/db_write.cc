@@ -427,24 +427,24 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
   // mode pays nothing here.
   const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
   uint64_t named = 0, superseded = 0;
-  std::string old;
-  // One pass: each entry's count, then its insert. The group's pointers were
-  // made by this process and its entries checked on entry; a pointer that
-  // does not decode names nothing.
+  // One pass: each entry's insert, which also finds the entry it supersedes
+  // (no second search), then its counts. The group's pointers were made by
+  // this process and its entries checked on entry; a pointer that does not
+  // decode names nothing.
   absl::Status s = WriteBatchInternal::ForEach(
       group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view v) {
         if (mem_has_pointers) {
-          ValueType old_type;
-          SequenceNumber old_seq;
-          if (mem->Get(k, lsm::kMaxSequenceNumber, &old_type, &old_seq, &old) &&
-              old_type == ValueType::kValuePointer) {
-            if (auto p = vlog::DecodeValuePointer(old); p.ok()) superseded += p->size;
+          lsm::MemTable::Superseded old;
+          if (mem->AddAndFindSuperseded(seq, t, k, v, &old) &&
+              old.type == ValueType::kValuePointer) {
+            if (auto p = vlog::DecodeValuePointer(old.value); p.ok()) superseded += p->size;
           }
+        } else {
+          mem->Add(seq, t, k, v);
         }
         if (t == ValueType::kValuePointer) {
           if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
         }
-        mem->Add(seq, t, k, v);
         return absl::OkStatus();
       });
   if (named > 0) mem_value_bytes_.fetch_add(named, std::memory_order_relaxed);

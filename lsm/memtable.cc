@@ -86,6 +86,28 @@ MemTable::MemTable(size_t write_buffer_size)
 
 void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
                    std::string_view value) {
+  Insert(seq, type, user_key, value);
+}
+
+bool MemTable::AddAndFindSuperseded(SequenceNumber seq, ValueType type, std::string_view user_key,
+                                    std::string_view value, Superseded* superseded) {
+  // Every earlier entry for user_key has a lower sequence, so sorts after
+  // the new one: the entry the insert now precedes is the newest of them,
+  // if it is for user_key at all.
+  const char* const* next = Insert(seq, type, user_key, value);
+  if (next == nullptr) return false;
+  const std::string_view ikey = GetLengthPrefixedSlice(*next);
+  ParsedInternalKey parsed;
+  if (!ParseInternalKey(ikey, &parsed) || parsed.user_key != user_key) return false;
+  superseded->type = parsed.type;
+  superseded->value = parsed.type == ValueType::kDeletion
+                          ? std::string_view()
+                          : EntryValue(ikey.data() + ikey.size());
+  return true;
+}
+
+const char* const* MemTable::Insert(SequenceNumber seq, ValueType type, std::string_view user_key,
+                                    std::string_view value) {
   assert(seq <= kMaxSequenceNumber);
   const size_t ikey_size = user_key.size() + 8;
   const bool in_entry = value.size() <= kMaxValueInEntry;
@@ -115,11 +137,12 @@ void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key
     p += value.size();
   }
   assert(p == buf + encoded_size);
-  table_.Insert(buf);
+  const char* const* next = table_.Insert(buf);
   // Counters are advisory for readers; the entry itself is published by the
   // skip list's release store.
   num_entries_.fetch_add(1, std::memory_order_relaxed);
   if (type == ValueType::kDeletion) num_deletes_.fetch_add(1, std::memory_order_relaxed);
+  return next;
 }
 
 bool MemTable::Get(std::string_view user_key, SequenceNumber snapshot, ValueType* type,

@@ -47,6 +47,18 @@ class MemTable {
   // (the DB gives every update its own sequence number). Readers may run
   // concurrently.
   void Add(SequenceNumber seq, ValueType type, std::string_view user_key, std::string_view value);
+  // The newest entry an Add put a newer one in front of.
+  struct Superseded {
+    ValueType type;
+    // The tagged bytes (empty for a deletion); they point into the arena
+    // and stay valid while the MemTable lives.
+    std::string_view value;
+  };
+  // Add, and also finds the entry for user_key the new one supersedes (the
+  // newest before it), from the insert's own search: true and *superseded
+  // set when there is one.
+  bool AddAndFindSuperseded(SequenceNumber seq, ValueType type, std::string_view user_key,
+                            std::string_view value, Superseded* superseded);
 
   // Finds the newest entry for user_key with sequence <= snapshot. Returns
   // false if there is none; else sets *type (kValue, kValuePointer or
@@ -84,6 +96,9 @@ class MemTable {
     int operator()(const char* a, const char* b) const;
   };
   using Table = SkipList<const char*, KeyComparator>;
+  // Add's work; returns the entry now after the new one (null at the end).
+  const char* const* Insert(SequenceNumber seq, ValueType type, std::string_view user_key,
+                            std::string_view value);
 
   Arena arena_;        // entries and skip-list nodes
   Arena value_arena_;  // values longer than kMaxValueInEntry

@@ -74,6 +74,35 @@ TEST(MemTableTest, GetReturnsNewestVersionVisibleAtSnapshot) {
   EXPECT_EQ(mem.num_deletes(), 1u);
 }
 
+TEST(MemTableTest, AddFindsTheEntryItSupersedes) {
+  MemTable mem;
+  MemTable::Superseded old;
+  // Neighbours that are not the key (prefixes, the next key) are not it.
+  mem.Add(1, ValueType::kValue, "ka", "other");
+  mem.Add(2, ValueType::kValue, "kb", "next");
+  EXPECT_FALSE(mem.AddAndFindSuperseded(3, ValueType::kValue, "k", "v3", &old));
+  EXPECT_FALSE(mem.AddAndFindSuperseded(4, ValueType::kValue, "kc", "last", &old));
+  const std::string long_value(200, 'x');  // kept out of the entry
+  ASSERT_TRUE(mem.AddAndFindSuperseded(5, ValueType::kValue, "k", long_value, &old));
+  EXPECT_EQ(old.type, ValueType::kValue);
+  EXPECT_EQ(old.value, "v3");
+  ASSERT_TRUE(mem.AddAndFindSuperseded(6, ValueType::kDeletion, "k", "", &old));
+  EXPECT_EQ(old.type, ValueType::kValue);
+  EXPECT_EQ(old.value, long_value);
+  const std::string pointer("\x01\x02\x00\x03", 4);
+  ASSERT_TRUE(mem.AddAndFindSuperseded(7, ValueType::kValuePointer, "k", pointer, &old));
+  EXPECT_EQ(old.type, ValueType::kDeletion);
+  EXPECT_TRUE(old.value.empty());
+  ASSERT_TRUE(mem.AddAndFindSuperseded(8, ValueType::kValue, "k", "v8", &old));
+  EXPECT_EQ(old.type, ValueType::kValuePointer);
+  EXPECT_EQ(old.value, pointer);
+  // The entries are all there, as Add leaves them.
+  EXPECT_EQ(mem.num_entries(), 8u);
+  EXPECT_EQ(Lookup(mem, "k", 7).value, pointer);
+  EXPECT_EQ(Lookup(mem, "k", kMaxSequenceNumber).value, "v8");
+  EXPECT_EQ(Lookup(mem, "kc", kMaxSequenceNumber).value, "last");
+}
+
 TEST(MemTableTest, DeletionLeavesValueUntouched) {
   MemTable mem;
   mem.Add(2, ValueType::kDeletion, "k", "");

@@ -30,8 +30,10 @@ class SkipList {
   SkipList(const SkipList&) = delete;
   SkipList& operator=(const SkipList&) = delete;
 
-  // Inserts key. REQUIRES: nothing equal to key is in the list; one writer.
-  void Insert(const Key& key);
+  // Inserts key and returns the entry now after it (null at the end). A
+  // writer that needs the entry a new key precedes gets it without a second
+  // search. REQUIRES: nothing equal to key is in the list; one writer.
+  const Key* Insert(const Key& key);
 
   // True when an entry equal to key is in the list.
   bool Contains(const Key& key) const;
@@ -192,11 +194,10 @@ typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::FindLast() 
 }
 
 template <typename Key, class Comparator>
-void SkipList<Key, Comparator>::Insert(const Key& key) {
+const Key* SkipList<Key, Comparator>::Insert(const Key& key) {
   Node* prev[kMaxHeight];
-  Node* x = FindGreaterOrEqual(key, prev);
-  assert(x == nullptr || !Equal(key, x->key));
-  (void)x;
+  Node* const next = FindGreaterOrEqual(key, prev);
+  assert(next == nullptr || !Equal(key, next->key));
 
   const int height = RandomHeight();
   if (height > GetMaxHeight()) {
@@ -206,13 +207,14 @@ void SkipList<Key, Comparator>::Insert(const Key& key) {
     max_height_.store(height, std::memory_order_relaxed);
   }
 
-  x = NewNode(key, height);
+  Node* const x = NewNode(key, height);
   for (int i = 0; i < height; ++i) {
     // The new node's own links need no barrier: it is published by the
     // release store into prev[i] that follows.
     x->NoBarrierSetNext(i, prev[i]->NoBarrierNext(i));
     prev[i]->SetNext(i, x);
   }
+  return next == nullptr ? nullptr : &next->key;
 }
 
 template <typename Key, class Comparator>
