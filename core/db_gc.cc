@@ -182,6 +182,10 @@ class DBImpl::GcIndex final : public gc::IndexView {
     return std::exchange(deferred_victims_, {});
   }
 
+  std::vector<uint64_t> KnownDeadOffsets(uint64_t segment_id) override {
+    return db_->dead_records_.Offsets(segment_id);
+  }
+
   uint64_t NewFileNumber() override {
     // The job's output: claimed before the manifest can know it, so that
     // no other job picks it while no pointer names its records yet. Every
@@ -407,6 +411,7 @@ void DBImpl::DeleteObsoleteSegments() {
     return;
   }
   for (uint64_t id : deletable) {
+    dead_records_.Forget(id);
     deleter_->Remove(lsm::ValueLogFileName(dbname_, id));
     gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
   }
@@ -531,6 +536,8 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       if (!(shutting_down_ && absl::IsAborted(s))) SetBackgroundError(s);
       return s;
     }
+    // The victims are done with: nothing scans them again.
+    for (uint64_t id : victim_ids) dead_records_.Forget(id);
     {
       // The writes that superseded the victims' records are durable
       // already: the job's final edit synced them before it marked the
@@ -552,6 +559,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     gc_bytes_read_.fetch_add(r.bytes_read, std::memory_order_relaxed);
     gc_bytes_relocated_.fetch_add(r.bytes_relocated, std::memory_order_relaxed);
     gc_records_dropped_.fetch_add(r.records_dropped, std::memory_order_relaxed);
+    gc_records_known_dead_.fetch_add(r.records_known_dead, std::memory_order_relaxed);
     gc_scan_micros_.fetch_add(r.scan_micros, std::memory_order_relaxed);
     gc_liveness_micros_.fetch_add(r.liveness_micros, std::memory_order_relaxed);
     gc_write_micros_.fetch_add(r.write_micros, std::memory_order_relaxed);

@@ -37,6 +37,7 @@
 #include "core/info_log.h"
 #include "core/super_version.h"
 #include "core/garbage_meter.h"
+#include "vlog/dead_records.h"
 #include "vlog/value_log.h"
 #include "gc/gc_controller.h"
 #include "gc/obsolete_segments.h"
@@ -585,6 +586,10 @@ class DBImpl final : public DB {
   // (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments
   // deletes the files).
   gc::ObsoleteSegments obsolete_segments_ ABSL_GUARDED_BY(mu_);
+  // Records flushes and compactions dropped, which GC skips without a
+  // liveness check (2 Mi records, 8 MiB at most; docs/gc.md, "Records
+  // known dead").
+  vlog::DeadRecords dead_records_{size_t{2} << 20};
   // Victims of background jobs whose records all moved or died, waiting
   // until the writes that moved or superseded them are durable (sequence
   // durable_at) before the manifest marks them obsolete: a background job
@@ -603,6 +608,7 @@ class DBImpl final : public DB {
   std::atomic<uint64_t> gc_rewrite_rechecks_{0};
   std::atomic<uint64_t> gc_victims_waited_{0}, gc_victim_syncs_{0}, gc_victim_switches_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
+  std::atomic<uint64_t> gc_records_known_dead_{0};
   // Where GC jobs spent their time (gc::GcJobResult).
   std::atomic<uint64_t> gc_scan_micros_{0}, gc_liveness_micros_{0}, gc_write_micros_{0};
   std::atomic<uint64_t> gc_rewrite_micros_{0}, gc_throttled_micros_{0};

@@ -131,6 +131,7 @@ Stats DBImpl::GetStats() {
   st.gc_bytes_read = gc_bytes_read_.load();
   st.gc_bytes_relocated = gc_bytes_relocated_.load();
   st.gc_records_dropped = gc_records_dropped_.load();
+  st.gc_records_known_dead = gc_records_known_dead_.load();
   st.gc_micros = gc_micros_.load();
   st.gc_scan_micros = gc_scan_micros_.load();
   st.gc_liveness_micros = gc_liveness_micros_.load();
@@ -199,10 +200,12 @@ std::string FormatStats(const Stats& st) {
                             1048576.0);
   absl::StrAppendFormat(&out,
                         "gc: %d victims, %d segments freed, %.1f MiB read, %.1f MiB relocated, "
-                        "%d records dropped, %.2f s, %.3f relocated per user byte, %.1f MiB "
-                        "recounted at open; value-log space amplification %.2f\n",
+                        "%d records dropped (%d known dead without a lookup), %.2f s, %.3f "
+                        "relocated per user byte, %.1f MiB recounted at open; value-log space "
+                        "amplification %.2f\n",
                         st.gc_runs, st.gc_segments_freed, st.gc_bytes_read / 1048576.0,
                         st.gc_bytes_relocated / 1048576.0, st.gc_records_dropped,
+                        st.gc_records_known_dead,
                         st.gc_micros / 1e6, st.gc_relocated_per_user_byte,
                         st.gc_recounted_bytes / 1048576.0, st.vlog_space_amplification);
   absl::StrAppendFormat(&out,

@@ -12,6 +12,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "lsm/compaction_iterator.h"
+#include "vlog/dead_records.h"
 #include "vlog/segment_edit.h"
 
 namespace cairn {
@@ -26,9 +27,13 @@ class GarbageMeter : public lsm::CompactionListener {
   vlog::SegmentEdit* mutable_edit() { return &edit_; }
   uint64_t dropped_pointers() const { return dropped_pointers_; }
   uint64_t undecodable() const { return undecodable_; }
+  // Where the dropped records lie, for GC to skip them once the edit is
+  // applied (vlog::DeadRecords).
+  const vlog::DeadRecords::Batch& dead() const { return dead_; }
 
  private:
   absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> garbage_;  // bytes, records
+  vlog::DeadRecords::Batch dead_;
   vlog::SegmentEdit edit_;
   uint64_t dropped_pointers_ = 0;
   uint64_t undecodable_ = 0;

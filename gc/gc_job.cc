@@ -183,12 +183,21 @@ class GcJob {
         std::unique_ptr<vlog::SegmentScanner> scanner,
         vlog::SegmentScanner::Open(fs_, segment_path_(victim_id), victim_id, so));
     Charge(vlog::kSegmentHeaderSize, &result_->bytes_read);
+    // Records a flush or compaction dropped need no lookup (nor a copy).
+    const std::vector<uint64_t> dead = index_->KnownDeadOffsets(victim_id);
+    auto next_dead = dead.begin();
     std::vector<Record> batch;
     batch.reserve(options_.liveness_batch_size);
     vlog::ScannedRecord rec;
     while (scanner->Next(&rec)) {
       ++result_->records_scanned;
       Charge(rec.size, &result_->bytes_read);
+      while (next_dead != dead.end() && *next_dead < rec.offset) ++next_dead;
+      if (next_dead != dead.end() && *next_dead == rec.offset) {
+        ++result_->records_dropped;
+        ++result_->records_known_dead;
+        continue;
+      }
       batch.push_back(Record{std::string(rec.bytes), static_cast<uint32_t>(rec.key.size()),
                              rec.flags, rec.pointer(victim_id), {}});
       if (batch.size() >= options_.liveness_batch_size) CAIRN_RETURN_IF_ERROR(KeepLive(&batch));

@@ -46,6 +46,7 @@ class FakeIndex : public IndexView {
                          std::vector<bool>* live) override {
     CAIRN_RETURN_IF_ERROR(Enter("check"));
     ++check_calls;
+    records_checked += keys.size();
     live->assign(keys.size(), false);
     for (size_t i = 0; i < keys.size(); ++i) {
       auto it = map.find(std::string(keys[i]));
@@ -95,6 +96,11 @@ class FakeIndex : public IndexView {
 
   uint64_t NewFileNumber() override { return next_file++; }
 
+  std::vector<uint64_t> KnownDeadOffsets(uint64_t segment_id) override {
+    auto it = known_dead.find(segment_id);
+    return it == known_dead.end() ? std::vector<uint64_t>{} : it->second;
+  }
+
   std::map<std::string, ValuePointer> map;
   vlog::SegmentSet set;
   std::vector<SegmentEdit> edits;
@@ -107,6 +113,8 @@ class FakeIndex : public IndexView {
   std::vector<bool> rewrite_syncs;  // each call's sync argument
   uint64_t next_file = 20;
   int check_calls = 0;
+  size_t records_checked = 0;  // records CheckLive was asked about
+  std::map<uint64_t, std::vector<uint64_t>> known_dead;  // KnownDeadOffsets' answers
   int calls = 0;
   // Crash injection: the call numbered die_at (from 0) kills the process,
   // before it takes effect or, with die_after_effect, after.
@@ -219,6 +227,7 @@ struct Harness {
   }
 
   void AddGarbage(uint64_t id, const ValuePointer& p) {
+    dead_pointers_.push_back(p);
     SegmentEdit e;
     e.AddGarbage(id, p.size, 1);
     ASSERT_TRUE(index_.set.Apply(e).ok());
@@ -282,6 +291,7 @@ struct Harness {
   FakeIndex index_;
   std::map<std::string, std::string> values_;
   uint64_t victim_size_ = 0;
+  std::vector<ValuePointer> dead_pointers_;  // every record counted as garbage
   GcJobResult result_;
 };
 
@@ -317,6 +327,47 @@ TEST_F(GcJobTest, LiveRecordsMoveAndReadBackAtTheirNewPointers) {
   EXPECT_TRUE(fs_->FileExists(SegmentPath(kVictim)));
   EXPECT_GT(fs_->stats().Get(io::IoCategory::kGc).bytes_read, 0u);
   EXPECT_GT(fs_->stats().Get(io::IoCategory::kGc).bytes_written, 0u);
+}
+
+TEST_F(GcJobTest, RecordsKnownDeadAreDroppedWithoutALivenessCheck) {
+  WriteVictim();
+  // The three dead records of the victim (k003's first, k001's and k002's),
+  // as a flush or compaction that dropped their pointers would list them.
+  std::vector<uint64_t> dead;
+  for (const ValuePointer& p : dead_pointers_) {
+    if (p.segment_id == kVictim) dead.push_back(p.offset);
+  }
+  ASSERT_EQ(dead.size(), 3u);
+  std::sort(dead.begin(), dead.end());
+  index_.known_dead[kVictim] = dead;
+  ASSERT_TRUE(RunJob().ok());
+  ExpectNoDanglingPointer("after gc");
+  EXPECT_EQ(result_.records_scanned, kKeys + 1u);
+  EXPECT_EQ(result_.records_dropped, 3u);
+  EXPECT_EQ(result_.records_known_dead, 3u);
+  EXPECT_EQ(result_.live_records, kKeys - 2u);
+  // Only the others were looked up.
+  EXPECT_EQ(index_.records_checked, kKeys + 1u - 3u);
+  EXPECT_TRUE(index_.set.Get(kVictim)->obsolete);
+}
+
+TEST_F(GcJobTest, KnownDeadOffsetsThatNameNoRecordStartChangeNothing) {
+  WriteVictim();
+  // Offsets inside records, or past the end: no record starts there, so
+  // every record is checked as usual and every live one moves.
+  std::vector<uint64_t> dead;
+  for (const auto& [key, p] : index_.map) {
+    if (p.segment_id == kVictim) dead.push_back(p.offset + 1);
+  }
+  dead.push_back(victim_size_ + 100);
+  std::sort(dead.begin(), dead.end());
+  index_.known_dead[kVictim] = dead;
+  ASSERT_TRUE(RunJob().ok());
+  ExpectNoDanglingPointer("after gc");
+  EXPECT_EQ(result_.records_known_dead, 0u);
+  EXPECT_EQ(result_.records_dropped, 3u);
+  EXPECT_EQ(result_.live_records, kKeys - 2u);
+  EXPECT_EQ(index_.records_checked, kKeys + 1u);
 }
 
 TEST_F(GcJobTest, OutputHoldsOnlyLiveRecordsInKeyOrder) {

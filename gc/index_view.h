@@ -68,6 +68,13 @@ class IndexView {
 
   // A new file number (the DB's shared number space) for an output segment.
   virtual uint64_t NewFileNumber() = 0;
+
+  // Offsets of segment_id's records that are dead for good, ascending: no
+  // key's current value points at them, and none ever will again (a flush
+  // or compaction dropped their pointers). The collector drops these
+  // records without CheckLive. The list may miss dead records (those are
+  // checked) but must never name a live one.
+  virtual std::vector<uint64_t> KnownDeadOffsets(uint64_t /*segment_id*/) { return {}; }
 };
 
 }  // namespace cairn::gc

@@ -110,6 +110,9 @@ struct Stats {
   uint64_t gc_bytes_read = 0;
   uint64_t gc_bytes_relocated = 0;
   uint64_t gc_records_dropped = 0;
+  // Of which dropped without a liveness check: a flush or compaction had
+  // dropped their pointers since open (docs/gc.md, "Records known dead").
+  uint64_t gc_records_known_dead = 0;
   uint64_t gc_micros = 0;
   // Of which: reading the victims, checking liveness, writing and syncing
   // the outputs, rewriting pointers, and asleep for gc_bytes_per_sec.

@@ -1,0 +1,65 @@
+// DeadRecords remembers where the records that flushes and compactions have
+// counted as garbage lie, so that GC skips them in a victim without asking
+// the LSM whether they are live (docs/gc.md, "Records known dead").
+//
+// A flush or compaction drops a value pointer only when a newer version of
+// its key (or a deletion) shadows it for every reader, snapshots included;
+// the record it names can never be any key's current value again (segment
+// ids are never reused and a segment's records never move). So a record
+// listed here is dead for good, and GC may drop it as its liveness check
+// would. What is not listed is simply checked: the list lives in memory
+// only (empty after an open), is bounded, and may miss records.
+//
+// Thread safety: every method may be called from any thread.
+#ifndef CAIRN_VLOG_DEAD_RECORDS_H_
+#define CAIRN_VLOG_DEAD_RECORDS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+
+namespace cairn::vlog {
+
+class DeadRecords {
+ public:
+  // The records one flush or compaction dropped, by segment: their offsets.
+  using Batch = absl::flat_hash_map<uint64_t, std::vector<uint64_t>>;
+
+  // Holds at most max_records offsets (4 bytes each); past that, further
+  // records are not listed (GC checks them as before).
+  explicit DeadRecords(size_t max_records) : max_records_(max_records) {}
+
+  DeadRecords(const DeadRecords&) = delete;
+  DeadRecords& operator=(const DeadRecords&) = delete;
+
+  // Lists the records of batch. REQUIRES: each was counted as garbage of
+  // its segment by an edit that is now applied.
+  void Add(const Batch& batch);
+
+  // The listed offsets of segment_id's records, ascending, without
+  // duplicates.
+  std::vector<uint64_t> Offsets(uint64_t segment_id) const;
+
+  // Forgets a segment (collected or deleted): its records are of no more use.
+  void Forget(uint64_t segment_id);
+
+  size_t size() const;
+  // Records not listed because the bound was reached.
+  uint64_t overflowed() const;
+
+ private:
+  const size_t max_records_;
+  mutable absl::Mutex mu_;
+  // Offsets fit 32 bits: a segment is at most 4 GiB (Options validation).
+  absl::flat_hash_map<uint64_t, std::vector<uint32_t>> offsets_ ABSL_GUARDED_BY(mu_);
+  size_t size_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t overflowed_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace cairn::vlog
+
+#endif  // CAIRN_VLOG_DEAD_RECORDS_H_

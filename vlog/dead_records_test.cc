@@ -1,0 +1,72 @@
+#include "vlog/dead_records.h"
+
+#include <cstdint>
+#include <limits>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace cairn::vlog {
+namespace {
+
+TEST(DeadRecordsTest, OffsetsComeBackSortedAndOncePerSegment) {
+  DeadRecords dead(100);
+  dead.Add({{7, {300, 100, 200}}, {8, {50}}});
+  dead.Add({{7, {150, 100}}});  // 100 again: listed once
+  EXPECT_EQ(dead.Offsets(7), (std::vector<uint64_t>{100, 150, 200, 300}));
+  EXPECT_EQ(dead.Offsets(8), (std::vector<uint64_t>{50}));
+  EXPECT_TRUE(dead.Offsets(9).empty());
+  EXPECT_EQ(dead.size(), 6u);
+  EXPECT_EQ(dead.overflowed(), 0u);
+}
+
+TEST(DeadRecordsTest, ForgettingASegmentFreesItsShareOfTheBound) {
+  DeadRecords dead(4);
+  dead.Add({{7, {1, 2, 3}}});
+  dead.Forget(7);
+  EXPECT_TRUE(dead.Offsets(7).empty());
+  EXPECT_EQ(dead.size(), 0u);
+  dead.Add({{8, {10, 20, 30, 40}}});
+  EXPECT_EQ(dead.Offsets(8).size(), 4u);
+  dead.Forget(99);  // unknown: nothing happens
+  EXPECT_EQ(dead.size(), 4u);
+}
+
+TEST(DeadRecordsTest, PastTheBoundRecordsAreNotListedButCounted) {
+  DeadRecords dead(3);
+  dead.Add({{7, {1, 2}}});
+  dead.Add({{8, {5, 6, 7}}});
+  EXPECT_EQ(dead.size(), 3u);
+  EXPECT_EQ(dead.overflowed(), 2u);
+  EXPECT_EQ(dead.Offsets(7), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(dead.Offsets(8), (std::vector<uint64_t>{5}));
+}
+
+TEST(DeadRecordsTest, OffsetsBeyondThirtyTwoBitsAreNotListed) {
+  DeadRecords dead(10);
+  const uint64_t far = uint64_t{std::numeric_limits<uint32_t>::max()} + 1;
+  dead.Add({{7, {far, 12}}});
+  EXPECT_EQ(dead.Offsets(7), (std::vector<uint64_t>{12}));
+  EXPECT_EQ(dead.overflowed(), 1u);
+}
+
+TEST(DeadRecordsTest, ConcurrentAddsAndReadsKeepEveryOffset) {
+  DeadRecords dead(1 << 20);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&dead, t] {
+      for (uint64_t i = 0; i < 1000; ++i) {
+        dead.Add({{static_cast<uint64_t>(t % 2), {i * 4 + static_cast<uint64_t>(t / 2)}}});
+        if (i % 100 == 0) dead.Offsets(t % 2);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(dead.Offsets(0).size(), 2000u);
+  EXPECT_EQ(dead.Offsets(1).size(), 2000u);
+  EXPECT_EQ(dead.size(), 4000u);
+}
+
+}  // namespace
+}  // namespace cairn::vlog
