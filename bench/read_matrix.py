@@ -14,6 +14,9 @@ markdown table per size and, with --json_out, every raw record.
                        [--live_mb 1024] [--cache_mb 256] [--read_secs 15]
                        [--engines cairn,inline,rocksdb,blobdb]
 
+An engine "cairn@N" is cairn separated with --value_separation_threshold=N
+(values of at least N bytes separated; "cairn" keeps the default).
+
 Run it on a quiet machine (no compile, no other benchmark): it compares
 engines measured one after the other.
 """
@@ -30,6 +33,14 @@ ENGINE_FLAGS = {
     "rocksdb": ["--engine=rocksdb"],
     "blobdb": ["--engine=blobdb"],
 }
+
+
+def engine_flags(engine):
+    if engine.startswith("cairn@"):
+        return ENGINE_FLAGS["cairn"] + [f"--value_separation_threshold={int(engine[6:])}"]
+    if engine not in ENGINE_FLAGS:
+        sys.exit(f"read_matrix: unknown engine {engine}")
+    return ENGINE_FLAGS[engine]
 
 
 def drop_cache():
@@ -73,7 +84,7 @@ def main():
                   f"--db={a.db}"]
         rows = []
         for engine in a.engines.split(","):
-            flags = ENGINE_FLAGS[engine]
+            flags = engine_flags(engine)
             drop_cache()
             load = run(bench, common, flags + ["--benchmarks=fillrandom"])
             phases = {"load": load}
@@ -85,7 +96,8 @@ def main():
                 phases[name] = run(bench, common, flags + extra + [
                     "--use_existing_db", f"--duration={a.read_secs}"])
             shutil.rmtree(a.db, ignore_errors=True)
-            rows.append((load["engine"], phases))
+            label = load["engine"] + (f" (threshold {engine[6:]})" if "@" in engine else "")
+            rows.append((label, phases))
             raw.append({"value_size": size, "engine": load["engine"], "phases": phases})
         print(f"\n### {size} B values, {a.live_mb} MiB loaded, {a.cache_mb} MiB cache\n")
         print("| engine | load MiB/s incl. settle | settle s | load w-amp | get 1 thr/s "
