@@ -87,7 +87,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     s = LogAndApply(&edit, &garbage.edit());
   }
   if (s.ok()) {
-    dead_records_.Add(garbage.dead());
+    ListDeadRecords(garbage.dead());
     // Before the flush is seen as done (Flush returns once imm_ shrinks).
     FlushJobInfo info;
     info.value_log_bytes = value_bytes;
@@ -450,7 +450,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
     garbage.Finish();
     s = LogAndApply(&edit, &garbage.edit());
   }
-  if (s.ok()) dead_records_.Add(garbage.dead());
+  if (s.ok()) ListDeadRecords(garbage.dead());
   {
     absl::MutexLock l(&mu_);
     for (const auto& [level, f] : edit.new_files()) pending_outputs_.erase(f.number);

@@ -121,6 +121,12 @@ class DBImpl final : public DB {
   // Tests only: called by the flush thread before it writes each memtable
   // (outside the DB mutex). Set before the first write.
   std::function<void()> before_flush_for_testing;
+  // Tests only: the records GC would drop without a lookup, in all.
+  size_t dead_records_listed_for_testing() const { return dead_records_.size(); }
+  // Tests only: the value log's segments as the DB knows them now.
+  std::vector<vlog::SegmentInfo> ValueLogSegmentsForTesting() const {
+    return vlog_->segment_set().Segments();
+  }
 
  private:
   struct Writer;
@@ -589,7 +595,11 @@ class DBImpl final : public DB {
   // Records flushes and compactions dropped, which GC skips without a
   // liveness check (2 Mi records, 8 MiB at most; docs/gc.md, "Records
   // known dead").
-  vlog::DeadRecords dead_records_{size_t{2} << 20};
+  static constexpr size_t kDeadRecordsBound = size_t{2} << 20;
+  vlog::DeadRecords dead_records_{kDeadRecordsBound};
+  // Lists the records a flush or compaction dropped, but for segments that
+  // are gone or collected already.
+  void ListDeadRecords(const vlog::DeadRecords::Batch& dead);
   // Victims of background jobs whose records all moved or died, waiting
   // until the writes that moved or superseded them are durable (sequence
   // durable_at) before the manifest marks them obsolete: a background job

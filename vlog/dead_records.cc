@@ -44,6 +44,18 @@ void DeadRecords::Forget(uint64_t segment_id) {
   offsets_.erase(it);
 }
 
+void DeadRecords::ForgetAllBut(const std::function<bool(uint64_t)>& keep) {
+  absl::MutexLock l(&mu_);
+  for (auto it = offsets_.begin(); it != offsets_.end();) {
+    if (keep(it->first)) {
+      ++it;
+      continue;
+    }
+    size_ -= it->second.size();
+    offsets_.erase(it++);
+  }
+}
+
 size_t DeadRecords::size() const {
   absl::MutexLock l(&mu_);
   return size_;

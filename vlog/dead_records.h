@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -37,7 +38,9 @@ class DeadRecords {
   DeadRecords& operator=(const DeadRecords&) = delete;
 
   // Lists the records of batch. REQUIRES: each was counted as garbage of
-  // its segment by an edit that is now applied.
+  // its segment by an edit that is now applied. The caller leaves out
+  // segments already gone (a table's old pointer may name a segment GC
+  // collected long ago), or they stay listed until ForgetAllBut.
   void Add(const Batch& batch);
 
   // The listed offsets of segment_id's records, ascending, without
@@ -46,6 +49,8 @@ class DeadRecords {
 
   // Forgets a segment (collected or deleted): its records are of no more use.
   void Forget(uint64_t segment_id);
+  // Forgets every segment for which keep(id) is false.
+  void ForgetAllBut(const std::function<bool(uint64_t)>& keep);
 
   size_t size() const;
   // Records not listed because the bound was reached.

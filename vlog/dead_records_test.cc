@@ -33,6 +33,16 @@ TEST(DeadRecordsTest, ForgettingASegmentFreesItsShareOfTheBound) {
   EXPECT_EQ(dead.size(), 4u);
 }
 
+TEST(DeadRecordsTest, ForgetAllButKeepsOnlyTheSegmentsAsked) {
+  DeadRecords dead(100);
+  dead.Add({{7, {1, 2}}, {8, {3}}, {9, {4, 5, 6}}});
+  dead.ForgetAllBut([](uint64_t id) { return id == 8; });
+  EXPECT_TRUE(dead.Offsets(7).empty());
+  EXPECT_EQ(dead.Offsets(8), (std::vector<uint64_t>{3}));
+  EXPECT_TRUE(dead.Offsets(9).empty());
+  EXPECT_EQ(dead.size(), 1u);
+}
+
 TEST(DeadRecordsTest, PastTheBoundRecordsAreNotListedButCounted) {
   DeadRecords dead(3);
   dead.Add({{7, {1, 2}}});
