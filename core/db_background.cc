@@ -1,7 +1,9 @@
 // Background work: flushing immutable memtables to L0 tables, scheduling
 // compactions, and deleting files no version needs.
 #include <algorithm>
+#include <optional>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "core/flush_segments.h"
@@ -87,7 +89,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     s = LogAndApply(&edit, &garbage.edit());
   }
   if (s.ok()) {
-    ListDeadRecords(garbage.dead());
+    ListDeadRecords(garbage.TakeDead());
     // Before the flush is seen as done (Flush returns once imm_ shrinks).
     FlushJobInfo info;
     info.value_log_bytes = value_bytes;
@@ -336,6 +338,21 @@ bool DBImpl::NeedsGarbageCompaction() {
   return space.amplification() > options_.gc_space_amp_trigger;
 }
 
+void DBImpl::ListDeadRecords(vlog::DeadRecords::Batch dead) {
+  // Only segments still to be collected: an old pointer a compaction drops
+  // may name a segment GC collected and deleted long ago.
+  const vlog::SegmentSet& set = vlog_->segment_set();
+  const auto wanted = [&set](uint64_t id) {
+    const std::optional<vlog::SegmentInfo> info = set.Get(id);
+    return info.has_value() && !info->obsolete;
+  };
+  absl::erase_if(dead, [&](const auto& entry) { return !wanted(entry.first); });
+  dead_records_.Add(dead);
+  // A segment deleted between the check above and the add stays listed:
+  // sweep such leftovers whenever the list passes half its bound.
+  if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
+}
+
 std::optional<uint64_t> DBImpl::Level0ValueBytes(const lsm::Version& v) {
   uint64_t pending = 0;
   for (const auto& f : v.files(0)) {
@@ -450,7 +467,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
     garbage.Finish();
     s = LogAndApply(&edit, &garbage.edit());
   }
-  if (s.ok()) ListDeadRecords(garbage.dead());
+  if (s.ok()) ListDeadRecords(garbage.TakeDead());
   {
     absl::MutexLock l(&mu_);
     for (const auto& [level, f] : edit.new_files()) pending_outputs_.erase(f.number);

@@ -386,24 +386,6 @@ DBImpl::PendingVictims DBImpl::PendingVictimTotals() const {
   return total;
 }
 
-void DBImpl::ListDeadRecords(const vlog::DeadRecords::Batch& dead) {
-  // Only segments still to be collected: an old pointer a compaction drops
-  // may name a segment GC collected and deleted long ago.
-  const vlog::SegmentSet& set = vlog_->segment_set();
-  const auto wanted = [&set](uint64_t id) {
-    const std::optional<vlog::SegmentInfo> info = set.Get(id);
-    return info.has_value() && !info->obsolete;
-  };
-  vlog::DeadRecords::Batch kept;
-  for (const auto& [id, offsets] : dead) {
-    if (wanted(id)) kept.emplace(id, offsets);
-  }
-  dead_records_.Add(kept);
-  // A segment deleted between the check above and the add stays listed:
-  // sweep such leftovers whenever the list passes half its bound.
-  if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
-}
-
 void DBImpl::DeleteObsoleteSegments() {
   std::vector<uint64_t> deletable;
   {

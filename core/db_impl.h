@@ -599,7 +599,7 @@ class DBImpl final : public DB {
   vlog::DeadRecords dead_records_{kDeadRecordsBound};
   // Lists the records a flush or compaction dropped, but for segments that
   // are gone or collected already.
-  void ListDeadRecords(const vlog::DeadRecords::Batch& dead);
+  void ListDeadRecords(vlog::DeadRecords::Batch dead);
   // Victims of background jobs whose records all moved or died, waiting
   // until the writes that moved or superseded them are durable (sequence
   // durable_at) before the manifest marks them obsolete: a background job

@@ -28,8 +28,8 @@ class GarbageMeter : public lsm::CompactionListener {
   uint64_t dropped_pointers() const { return dropped_pointers_; }
   uint64_t undecodable() const { return undecodable_; }
   // Where the dropped records lie, for GC to skip them once the edit is
-  // applied (vlog::DeadRecords).
-  const vlog::DeadRecords::Batch& dead() const { return dead_; }
+  // applied (vlog::DeadRecords); taken once, after the job.
+  vlog::DeadRecords::Batch TakeDead() { return std::exchange(dead_, {}); }
 
  private:
   absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> garbage_;  // bytes, records
