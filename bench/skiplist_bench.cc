@@ -1,9 +1,11 @@
 // Micro benchmarks of the memtable's skip list: inserting entries (MemTable
 // Add: arena copy plus skip-list insert) and seeking an iterator, at a few
 // memtable sizes. Keys are 16-byte zero-padded decimals like cairn_bench's.
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
@@ -69,6 +71,62 @@ void BM_MemTableGet(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_MemTableGet)->Arg(1 << 17);
+
+// GC's pattern: a batch of 1,024 random keys in ascending order, looked up
+// (Get) in a memtable of 32 Ki random entries, then added to it, each
+// search from the head (range(0) == 0) or from a cursor (1).
+std::vector<std::string> SortedBatch(absl::InsecureBitGen& gen, size_t n) {
+  std::vector<std::string> keys;
+  for (size_t i = 0; i < n; ++i) keys.push_back(UserKey(absl::Uniform<uint64_t>(gen, 0, 1u << 30)));
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  return keys;
+}
+
+void BM_MemTableSortedBatch(benchmark::State& state) {
+  const bool cursor = state.range(0) != 0;
+  absl::InsecureBitGen gen;
+  auto mem = std::make_unique<lsm::MemTable>();
+  lsm::SequenceNumber seq = 0;
+  for (int i = 0; i < (1 << 15); ++i) {
+    mem->Add(++seq, lsm::ValueType::kValue, UserKey(absl::Uniform<uint64_t>(gen, 0, 1u << 30)),
+             "pointer-sized");
+  }
+  lsm::ValueType type;
+  lsm::SequenceNumber found_seq;
+  std::string value;
+  uint64_t items = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    const std::vector<std::string> keys = SortedBatch(gen, 1024);
+    state.ResumeTiming();
+    {
+      lsm::MemTable::Cursor c;
+      for (const std::string& k : keys) {
+        benchmark::DoNotOptimize(mem->Get(k, lsm::kMaxSequenceNumber, &type, &found_seq, &value,
+                                          cursor ? &c : nullptr));
+      }
+    }
+    {
+      lsm::MemTable::Cursor c;
+      for (const std::string& k : keys) {
+        mem->Add(++seq, lsm::ValueType::kValue, k, "pointer-sized", cursor ? &c : nullptr);
+      }
+    }
+    items += keys.size();
+    if (mem->num_entries() > (1 << 16)) {
+      state.PauseTiming();
+      mem = std::make_unique<lsm::MemTable>();
+      for (int i = 0; i < (1 << 15); ++i) {
+        mem->Add(++seq, lsm::ValueType::kValue,
+                 UserKey(absl::Uniform<uint64_t>(gen, 0, 1u << 30)), "pointer-sized");
+      }
+      state.ResumeTiming();
+    }
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(items));
+}
+BENCHMARK(BM_MemTableSortedBatch)->Arg(0)->Arg(1);
 
 }  // namespace
 }  // namespace cairn::bench

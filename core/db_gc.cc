@@ -264,12 +264,15 @@ bool DBImpl::HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem) {
 }
 
 bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
-                           std::string_view key, const vlog::ValuePointer& ptr) {
+                           std::string_view key, const vlog::ValuePointer& ptr,
+                           MemTableCursors* cursors) {
   ValueType type;
   SequenceNumber seq = 0;
   std::string stored;
   // No write to the key since the base: it still points where it did.
-  if (!LookupInMemtables(view, key, &type, &stored, &seq) || seq <= base_sequence) return true;
+  if (!LookupInMemtables(view, key, &type, &stored, &seq, cursors) || seq <= base_sequence) {
+    return true;
+  }
   return IsPointerTo(type, stored, ptr);
 }
 
@@ -282,10 +285,14 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
   // check and this one; then the whole LSM does).
   const bool memtables_answer =
       rewrite.base_mem != nullptr && HoldsMemTable(*view.sv, rewrite.base_mem);
+  // A job's keys come in key order: each memtable search starts from the
+  // last one.
+  MemTableCursors cursors(*view.sv);
   for (size_t i = 0; i < rewrite.keys.size(); ++i) {
     bool still;
     if (memtables_answer) {
-      still = StillPointsAt(view, rewrite.base_sequence, rewrite.keys[i], rewrite.old_pointers[i]);
+      still = StillPointsAt(view, rewrite.base_sequence, rewrite.keys[i], rewrite.old_pointers[i],
+                            &cursors);
     } else {
       CAIRN_ASSIGN_OR_RETURN(still, PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i]));
     }

@@ -318,10 +318,20 @@ class DBImpl final : public DB {
   // The newest stored value of key in view; *type is kDeletion when none.
   absl::Status LookupInView(const ReadView& view, std::string_view key, lsm::ValueType* type,
                             std::string* stored);
+  // A cursor for each memtable of one read view, for a run of lookups in
+  // key order through it (lsm::MemTable::Cursor).
+  struct MemTableCursors {
+    explicit MemTableCursors(const SuperVersion& sv);
+    lsm::MemTable::Cursor mem;
+    std::unique_ptr<lsm::MemTable::Cursor[]> imm;  // one per sv.imm
+  };
   // LookupInView's two halves: the memtables (false when none holds key;
   // *seq, when given, is the entry's sequence), then the version's tables.
+  // With cursors (made for view's SuperVersion), each memtable's search
+  // starts where the last one through them ended.
   static bool LookupInMemtables(const ReadView& view, std::string_view key, lsm::ValueType* type,
-                                std::string* stored, lsm::SequenceNumber* seq = nullptr);
+                                std::string* stored, lsm::SequenceNumber* seq = nullptr,
+                                MemTableCursors* cursors = nullptr);
   absl::Status LookupInTables(const ReadView& view, std::string_view key, lsm::ValueType* type,
                               std::string* stored);
   // LookupInView for keys[i], each i of which in turn (in key order, so
@@ -356,7 +366,8 @@ class DBImpl final : public DB {
   // view's memtables alone. REQUIRES: HoldsMemTable(*view.sv, base_mem) of
   // the base's view.
   static bool StillPointsAt(const ReadView& view, lsm::SequenceNumber base_sequence,
-                            std::string_view key, const vlog::ValuePointer& ptr);
+                            std::string_view key, const vlog::ValuePointer& ptr,
+                            MemTableCursors* cursors);
   absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                  WriteBatch* batch);
   absl::StatusOr<GcResult> CollectGarbage(bool manual) ABSL_LOCKS_EXCLUDED(mu_);

@@ -74,13 +74,19 @@ absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
   return absl::NotFoundError("key not found");
 }
 
+DBImpl::MemTableCursors::MemTableCursors(const SuperVersion& sv)
+    : imm(std::make_unique<lsm::MemTable::Cursor[]>(sv.imm.size())) {}
+
 bool DBImpl::LookupInMemtables(const ReadView& view, std::string_view key, ValueType* type,
-                               std::string* stored, SequenceNumber* seq) {
+                               std::string* stored, SequenceNumber* seq,
+                               MemTableCursors* cursors) {
   SequenceNumber found_seq;
   const SuperVersion& sv = *view.sv;
-  bool found = sv.mem->Get(key, view.sequence, type, &found_seq, stored);
+  bool found = sv.mem->Get(key, view.sequence, type, &found_seq, stored,
+                           cursors == nullptr ? nullptr : &cursors->mem);
   for (size_t i = 0; !found && i < sv.imm.size(); ++i) {
-    found = sv.imm[i]->Get(key, view.sequence, type, &found_seq, stored);
+    found = sv.imm[i]->Get(key, view.sequence, type, &found_seq, stored,
+                           cursors == nullptr ? nullptr : &cursors->imm[i]);
   }
   if (found && seq != nullptr) *seq = found_seq;
   return found;
@@ -114,8 +120,11 @@ void DBImpl::LookupBatchInView(const ReadView& view, absl::Span<const std::strin
                                std::vector<std::string>* stored,
                                std::vector<absl::Status>* statuses) {
   std::vector<uint32_t> in_tables;
+  MemTableCursors cursors(*view.sv);
   for (uint32_t i : which) {
-    if (!LookupInMemtables(view, keys[i], &(*types)[i], &(*stored)[i])) in_tables.push_back(i);
+    if (!LookupInMemtables(view, keys[i], &(*types)[i], &(*stored)[i], nullptr, &cursors)) {
+      in_tables.push_back(i);
+    }
   }
   std::vector<uint32_t> deferred;
   std::vector<std::string_view> deferred_keys;

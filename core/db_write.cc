@@ -427,6 +427,8 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
   // mode pays nothing here.
   const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
   uint64_t named = 0, superseded = 0;
+  // GC's rewrites come in key order: each insert searches from the last.
+  lsm::MemTable::Cursor cursor;
   // One pass: each entry's insert, which also finds the entry it supersedes
   // (no second search), then its counts. The group's pointers were made by
   // this process and its entries checked on entry; a pointer that does not
@@ -435,12 +437,12 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
       group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view v) {
         if (mem_has_pointers) {
           lsm::MemTable::Superseded old;
-          if (mem->AddAndFindSuperseded(seq, t, k, v, &old) &&
+          if (mem->AddAndFindSuperseded(seq, t, k, v, &old, &cursor) &&
               old.type == ValueType::kValuePointer) {
             if (auto p = vlog::DecodeValuePointer(old.value); p.ok()) superseded += p->size;
           }
         } else {
-          mem->Add(seq, t, k, v);
+          mem->Add(seq, t, k, v, &cursor);
         }
         if (t == ValueType::kValuePointer) {
           if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
@@ -470,10 +472,11 @@ bool DBImpl::MemTableValueBytesFull() {
 }
 
 absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
+  lsm::MemTable::Cursor cursor;  // GC's rewrites replay in key order
   return WriteBatchInternal::ForEach(
-      batch, [mem](SequenceNumber seq, ValueType type, std::string_view key,
-                   std::string_view value) {
-        mem->Add(seq, type, key, value);
+      batch, [mem, &cursor](SequenceNumber seq, ValueType type, std::string_view key,
+                            std::string_view value) {
+        mem->Add(seq, type, key, value, &cursor);
         return absl::OkStatus();
       });
 }

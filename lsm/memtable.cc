@@ -85,16 +85,17 @@ MemTable::MemTable(size_t write_buffer_size)
       table_(KeyComparator(), &arena_) {}
 
 void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
-                   std::string_view value) {
-  Insert(seq, type, user_key, value);
+                   std::string_view value, Cursor* cursor) {
+  Insert(seq, type, user_key, value, cursor);
 }
 
 bool MemTable::AddAndFindSuperseded(SequenceNumber seq, ValueType type, std::string_view user_key,
-                                    std::string_view value, Superseded* superseded) {
+                                    std::string_view value, Superseded* superseded,
+                                    Cursor* cursor) {
   // Every earlier entry for user_key has a lower sequence, so sorts after
   // the new one: the entry the insert now precedes is the newest of them,
   // if it is for user_key at all.
-  const char* const* next = Insert(seq, type, user_key, value);
+  const char* const* next = Insert(seq, type, user_key, value, cursor);
   if (next == nullptr) return false;
   const std::string_view ikey = GetLengthPrefixedSlice(*next);
   ParsedInternalKey parsed;
@@ -107,7 +108,7 @@ bool MemTable::AddAndFindSuperseded(SequenceNumber seq, ValueType type, std::str
 }
 
 const char* const* MemTable::Insert(SequenceNumber seq, ValueType type, std::string_view user_key,
-                                    std::string_view value) {
+                                    std::string_view value, Cursor* cursor) {
   assert(seq <= kMaxSequenceNumber);
   const size_t ikey_size = user_key.size() + 8;
   const bool in_entry = value.size() <= kMaxValueInEntry;
@@ -137,7 +138,8 @@ const char* const* MemTable::Insert(SequenceNumber seq, ValueType type, std::str
     p += value.size();
   }
   assert(p == buf + encoded_size);
-  const char* const* next = table_.Insert(buf);
+  const char* const* next =
+      cursor == nullptr ? table_.Insert(buf) : table_.Insert(buf, &cursor->finger_);
   // Counters are advisory for readers; the entry itself is published by the
   // skip list's release store.
   num_entries_.fetch_add(1, std::memory_order_relaxed);
@@ -146,14 +148,20 @@ const char* const* MemTable::Insert(SequenceNumber seq, ValueType type, std::str
 }
 
 bool MemTable::Get(std::string_view user_key, SequenceNumber snapshot, ValueType* type,
-                   SequenceNumber* seq, std::string* value) const {
-  std::string scratch;
-  Table::Iterator iter(&table_);
-  iter.Seek(EncodeSeekKey(&scratch, MakeLookupKey(user_key, snapshot)));
-  if (!iter.Valid()) return false;
+                   SequenceNumber* seq, std::string* value, Cursor* cursor) const {
+  std::string local;
+  std::string* const scratch = cursor == nullptr ? &local : &cursor->scratch_;
+  // The lookup key, length-prefixed as the comparator takes it.
+  scratch->clear();
+  io::PutVarint32(scratch, static_cast<uint32_t>(user_key.size() + 8));
+  AppendInternalKey(scratch, user_key, snapshot, kValueTypeForSeek);
+  const char* const* found = cursor == nullptr
+                                 ? table_.Seek(scratch->data())
+                                 : table_.Seek(scratch->data(), &cursor->finger_);
+  if (found == nullptr) return false;
   // The first entry at or after the lookup key is the newest version of
   // user_key visible at snapshot, if it is for user_key at all.
-  const std::string_view ikey = GetLengthPrefixedSlice(iter.key());
+  const std::string_view ikey = GetLengthPrefixedSlice(*found);
   ParsedInternalKey parsed;
   if (!ParseInternalKey(ikey, &parsed) || parsed.user_key != user_key) return false;
   *type = parsed.type;

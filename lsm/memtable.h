@@ -32,6 +32,14 @@
 namespace cairn::lsm {
 
 class MemTable {
+ private:
+  // Orders encoded entries (or seek keys in the same length-prefixed form) by
+  // their internal keys.
+  struct KeyComparator {
+    int operator()(const char* a, const char* b) const;
+  };
+  using Table = SkipList<const char*, KeyComparator>;
+
  public:
   // write_buffer_size (Options::memtable_size; 0: unknown) sizes the arenas'
   // blocks: a 64th of it, from 4 KiB up to 1 MiB (ArenaBlockSize). Small
@@ -42,11 +50,31 @@ class MemTable {
   MemTable& operator=(const MemTable&) = delete;
   ~MemTable() = default;
 
+  // Where the last Add or Get of a run through it ended, so that the next
+  // one, for a later key, searches from there (SkipList::Finger): a sorted
+  // batch of lookups or inserts costs about the gap between neighbouring
+  // keys each, not a descent from the head. Any order is correct; a key
+  // before the previous one searches from the head. One cursor per run and
+  // memtable, on one thread; for Adds, the writer's, with no Add outside it
+  // meanwhile.
+  class Cursor {
+   public:
+    Cursor() = default;
+    Cursor(const Cursor&) = delete;
+    Cursor& operator=(const Cursor&) = delete;
+
+   private:
+    friend class MemTable;
+    Table::Finger finger_;
+    std::string scratch_;  // Get's encoded lookup key
+  };
+
   // Adds an entry. REQUIRES: external synchronization among writers (one Add
   // at a time); seq <= kMaxSequenceNumber; (user_key, seq) not already added
   // (the DB gives every update its own sequence number). Readers may run
-  // concurrently.
-  void Add(SequenceNumber seq, ValueType type, std::string_view user_key, std::string_view value);
+  // concurrently. With a cursor, the search starts from it (see Cursor).
+  void Add(SequenceNumber seq, ValueType type, std::string_view user_key, std::string_view value,
+           Cursor* cursor = nullptr);
   // The newest entry an Add put a newer one in front of.
   struct Superseded {
     ValueType type;
@@ -58,14 +86,15 @@ class MemTable {
   // newest before it), from the insert's own search: true and *superseded
   // set when there is one.
   bool AddAndFindSuperseded(SequenceNumber seq, ValueType type, std::string_view user_key,
-                            std::string_view value, Superseded* superseded);
+                            std::string_view value, Superseded* superseded,
+                            Cursor* cursor = nullptr);
 
   // Finds the newest entry for user_key with sequence <= snapshot. Returns
   // false if there is none; else sets *type (kValue, kValuePointer or
   // kDeletion), *seq and, unless a deletion, *value (the tagged bytes).
   // REQUIRES: snapshot <= kMaxSequenceNumber.
   bool Get(std::string_view user_key, SequenceNumber snapshot, ValueType* type, SequenceNumber* seq,
-           std::string* value) const;
+           std::string* value, Cursor* cursor = nullptr) const;
 
   // Iterates (internal key, value) in internal-key order. key() and value()
   // point into the arena and stay valid while the MemTable lives. The
@@ -90,15 +119,9 @@ class MemTable {
  private:
   class Iterator;
 
-  // Orders encoded entries (or seek keys in the same length-prefixed form) by
-  // their internal keys.
-  struct KeyComparator {
-    int operator()(const char* a, const char* b) const;
-  };
-  using Table = SkipList<const char*, KeyComparator>;
   // Add's work; returns the entry now after the new one (null at the end).
   const char* const* Insert(SequenceNumber seq, ValueType type, std::string_view user_key,
-                            std::string_view value);
+                            std::string_view value, Cursor* cursor);
 
   Arena arena_;        // entries and skip-list nodes
   Arena value_arena_;  // values longer than kMaxValueInEntry

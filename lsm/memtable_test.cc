@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_format.h"
@@ -101,6 +103,74 @@ TEST(MemTableTest, AddFindsTheEntryItSupersedes) {
   EXPECT_EQ(Lookup(mem, "k", 7).value, pointer);
   EXPECT_EQ(Lookup(mem, "k", kMaxSequenceNumber).value, "v8");
   EXPECT_EQ(Lookup(mem, "kc", kMaxSequenceNumber).value, "last");
+}
+
+// Sorted batches of Adds (each superseding the key's older version) and of
+// Gets at several snapshots, through cursors, answer exactly as Adds and Gets
+// without one, in the order a write group or GC's sorted batches give them,
+// and in any other order.
+TEST(MemTableTest, CursorsAnswerAsSearchesFromTheHead) {
+  MemTable with, without;
+  absl::BitGen gen;
+  std::map<std::string, std::vector<std::pair<SequenceNumber, std::string>>> model;
+  SequenceNumber seq = 0;
+  auto key_of = [](int i) { return absl::StrFormat("key%06d", i); };
+  for (int round = 0; round < 40; ++round) {
+    // A batch: ascending keys (as GC's rewrites), sometimes out of order,
+    // sometimes the same key twice (a later write of the batch wins).
+    std::vector<int> ids;
+    int id = absl::Uniform<int>(gen, 0, 500);
+    for (int i = 0; i < 100; ++i) {
+      ids.push_back(absl::Bernoulli(gen, 0.05) ? absl::Uniform<int>(gen, 0, 5000) : id);
+      if (!absl::Bernoulli(gen, 0.05)) id += absl::Uniform<int>(gen, 1, 60);
+    }
+    MemTable::Cursor cursor;
+    for (int i : ids) {
+      const std::string k = key_of(i);
+      const std::string v = absl::StrFormat("v%d", ++seq);
+      MemTable::Superseded old_with, old_without;
+      const bool had_with =
+          with.AddAndFindSuperseded(seq, ValueType::kValue, k, v, &old_with, &cursor);
+      const bool had_without =
+          without.AddAndFindSuperseded(seq, ValueType::kValue, k, v, &old_without);
+      ASSERT_EQ(had_with, had_without) << k;
+      ASSERT_EQ(had_with, model.count(k) == 1) << k;
+      if (had_with) {
+        EXPECT_EQ(old_with.value, model[k].back().second) << k;
+        EXPECT_EQ(old_without.value, old_with.value) << k;
+      }
+      model[k].push_back({seq, v});
+    }
+  }
+  // Lookups in key order and at random, at the newest and at older
+  // snapshots, through one cursor per run.
+  for (int run = 0; run < 50; ++run) {
+    const SequenceNumber snapshot =
+        run % 2 == 0 ? kMaxSequenceNumber : absl::Uniform<SequenceNumber>(gen, 0, seq + 1);
+    MemTable::Cursor cursor;
+    int id = absl::Uniform<int>(gen, 0, 1000);
+    for (int i = 0; i < 200; ++i) {
+      const std::string k = key_of(absl::Bernoulli(gen, 0.1) ? absl::Uniform<int>(gen, 0, 6000) : id);
+      id += absl::Uniform<int>(gen, 0, 40);
+      Found f;
+      f.found = with.Get(k, snapshot, &f.type, &f.seq, &f.value, &cursor);
+      const Found plain = Lookup(without, k, snapshot);
+      ASSERT_EQ(f.found, plain.found) << k << " at " << snapshot;
+      // The model: the newest version at or below the snapshot.
+      const std::pair<SequenceNumber, std::string>* want = nullptr;
+      if (auto it = model.find(k); it != model.end()) {
+        for (const auto& version : it->second) {
+          if (version.first <= snapshot) want = &version;
+        }
+      }
+      ASSERT_EQ(f.found, want != nullptr) << k << " at " << snapshot;
+      if (want != nullptr) {
+        EXPECT_EQ(f.seq, want->first);
+        EXPECT_EQ(f.value, want->second);
+        EXPECT_EQ(plain.value, want->second);
+      }
+    }
+  }
 }
 
 TEST(MemTableTest, DeletionLeavesValueUntouched) {

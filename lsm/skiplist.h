@@ -23,6 +23,7 @@ template <typename Key, class Comparator>
 class SkipList {
  private:
   struct Node;
+  static constexpr int kMaxHeight = 12;
 
  public:
   // The arena must outlive the SkipList.
@@ -37,6 +38,35 @@ class SkipList {
 
   // True when an entry equal to key is in the list.
   bool Contains(const Key& key) const;
+
+  // A search finger: the last node before the key of the previous search
+  // through it, at each level. A search for a key after that one starts
+  // from there, climbing only as high as the distance between the two keys
+  // needs, instead of descending from the head: a run of keys in ascending
+  // order (a sorted batch of lookups or inserts) costs about the gap between
+  // neighbours each, and its nodes are still in the cache. A key at or
+  // before the previous one searches from the head, as without a finger.
+  // A finger belongs to one SkipList, and to one thread at a time.
+  class Finger {
+   public:
+    Finger() = default;
+
+   private:
+    friend class SkipList;
+    Node* prev_[kMaxHeight];
+    int height_ = 0;  // the levels of prev_ that are set; 0: none yet
+  };
+  // The first entry >= key, or null.
+  const Key* Seek(const Key& key) const {
+    Node* const n = FindGreaterOrEqual(key, nullptr);
+    return n == nullptr ? nullptr : &n->key;
+  }
+  // The same, found from *finger (which it moves).
+  const Key* Seek(const Key& key, Finger* finger) const;
+  // Insert, searching from *finger, which then stands at the new entry.
+  // REQUIRES: as Insert; only this finger's inserts since its first search
+  // (so that it knows every level).
+  const Key* Insert(const Key& key, Finger* finger);
 
   // Iterator walks the list; it stays valid while the SkipList lives, and sees
   // entries inserted after it was created when it moves onto them.
@@ -73,7 +103,6 @@ class SkipList {
   };
 
  private:
-  static constexpr int kMaxHeight = 12;
   // Each level holds about 1/kBranching of the nodes of the level below.
   static constexpr uint32_t kBranching = 4;
 
@@ -88,10 +117,17 @@ class SkipList {
   // First node >= key, or null. Fills prev[level] with the last node < key at
   // each level when prev is non-null.
   Node* FindGreaterOrEqual(const Key& key, Node** prev) const;
+  // FindGreaterOrEqual from finger, leaving in it the last node < key at
+  // each of its levels.
+  Node* FindFromFinger(const Key& key, Finger* finger) const;
   // Last node < key (<= key when or_equal), or null when there is none.
   Node* FindLess(const Key& key, bool or_equal) const;
   // Last node, or null when empty.
   Node* FindLast() const;
+  // Links a new node for key in front of next, after prev[level] at each
+  // level of its random height, and leaves the new node in those prev
+  // slots. Returns next's key (null at the end).
+  const Key* Link(const Key& key, Node* next, Node** prev);
 
   const Comparator compare_;
   Arena* const arena_;
@@ -159,6 +195,50 @@ typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::FindGreater
 }
 
 template <typename Key, class Comparator>
+typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::FindFromFinger(
+    const Key& key, Finger* finger) const {
+  Node** const prev = finger->prev_;
+  const int top = finger->height_ - 1;
+  // The finger serves only a key after every node it holds; prev[0] is the
+  // last of them. Otherwise, and when key lies beyond the next node even at
+  // the finger's top level, a search from the head is the shorter one.
+  bool from_head = top < 0 || (prev[0] != head_ && compare_(prev[0]->key, key) >= 0);
+  int level = 0;
+  if (!from_head) {
+    // Climb while key lies beyond the next node at this level.
+    while (level < top && KeyIsAfterNode(key, prev[level]->Next(level))) ++level;
+    from_head = KeyIsAfterNode(key, prev[level]->Next(level));
+  }
+  if (from_head) {
+    // Read first: the search below fills every level up to at least this
+    // one (the height only grows).
+    const int height = GetMaxHeight();
+    Node* const next = FindGreaterOrEqual(key, prev);
+    finger->height_ = height;
+    return next;
+  }
+  // prev[level] is the last node < key at its level, and so (a taller node
+  // is in every level below) at each level above it too. Descend from it.
+  Node* x = prev[level];
+  while (true) {
+    Node* next = x->Next(level);
+    if (KeyIsAfterNode(key, next)) {
+      x = next;
+    } else {
+      prev[level] = x;
+      if (level == 0) return next;
+      --level;
+    }
+  }
+}
+
+template <typename Key, class Comparator>
+const Key* SkipList<Key, Comparator>::Seek(const Key& key, Finger* finger) const {
+  Node* const n = FindFromFinger(key, finger);
+  return n == nullptr ? nullptr : &n->key;
+}
+
+template <typename Key, class Comparator>
 typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::FindLess(const Key& key,
                                                                               bool or_equal) const {
   Node* x = head_;
@@ -197,8 +277,25 @@ template <typename Key, class Comparator>
 const Key* SkipList<Key, Comparator>::Insert(const Key& key) {
   Node* prev[kMaxHeight];
   Node* const next = FindGreaterOrEqual(key, prev);
-  assert(next == nullptr || !Equal(key, next->key));
+  return Link(key, next, prev);
+}
 
+template <typename Key, class Comparator>
+const Key* SkipList<Key, Comparator>::Insert(const Key& key, Finger* finger) {
+  // A taller list than the finger knows (inserts that did not go through
+  // it) leaves levels it has no node for: start over from the head.
+  if (finger->height_ != GetMaxHeight()) finger->height_ = 0;
+  Node* const next = FindFromFinger(key, finger);
+  const Key* const after = Link(key, next, finger->prev_);
+  // The new node is now the last one before any later key, at each of its
+  // levels; Link has raised the height to cover them.
+  finger->height_ = GetMaxHeight();
+  return after;
+}
+
+template <typename Key, class Comparator>
+const Key* SkipList<Key, Comparator>::Link(const Key& key, Node* next, Node** prev) {
+  assert(next == nullptr || !Equal(key, next->key));
   const int height = RandomHeight();
   if (height > GetMaxHeight()) {
     for (int i = GetMaxHeight(); i < height; ++i) prev[i] = head_;
@@ -213,6 +310,7 @@ const Key* SkipList<Key, Comparator>::Insert(const Key& key) {
     // release store into prev[i] that follows.
     x->NoBarrierSetNext(i, prev[i]->NoBarrierNext(i));
     prev[i]->SetNext(i, x);
+    prev[i] = x;  // for a finger: the last node before any later key
   }
   return next == nullptr ? nullptr : &next->key;
 }
