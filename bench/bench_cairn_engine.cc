@@ -154,6 +154,9 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   if (options.memtable_value_bytes >= 0) {
     db_options.max_memtable_value_bytes = static_cast<uint64_t>(options.memtable_value_bytes);
   }
+  if (options.segment_bytes >= 0) {
+    db_options.value_log_segment_size = static_cast<uint64_t>(options.segment_bytes);
+  }
   if (options.subcompactions >= 1) db_options.max_subcompactions = options.subcompactions;
   if (!options.gc) db_options.gc_space_amp_trigger = 0;
   absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(db_options, options.path);

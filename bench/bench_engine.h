@@ -63,6 +63,8 @@ struct EngineOptions {
   int64_t wal_bytes_per_sync = -1;
   int64_t gc_bytes_per_sec = -1;
   int64_t memtable_value_bytes = -1;
+  // cairn only: Options::value_log_segment_size; < 0 for the default.
+  int64_t segment_bytes = -1;
   // Both engines: the key ranges one compaction may split into
   // (max_subcompactions); < 1 for each engine's default (cairn 2, RocksDB 1).
   int subcompactions = -1;

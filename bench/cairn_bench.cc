@@ -79,6 +79,8 @@ ABSL_FLAG(int32_t, gc_jobs, -1,
 ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
 ABSL_FLAG(int64_t, memtable_value_mb, -1,
           "cairn: flush a memtable once it points to this many MiB of values (-1: the default)");
+ABSL_FLAG(int64_t, segment_mb, -1,
+          "cairn: Options::value_log_segment_size in MiB (-1: the default)");
 ABSL_FLAG(int32_t, subcompactions, -1,
           "both engines: max_subcompactions (-1: each engine's default, cairn 2, RocksDB 1)");
 ABSL_FLAG(double, space_sample_secs, 0,
@@ -110,6 +112,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   if (const int64_t mb = absl::GetFlag(FLAGS_memtable_value_mb); mb >= 0) {
     o.memtable_value_bytes = mb << 20;
   }
+  if (const int64_t mb = absl::GetFlag(FLAGS_segment_mb); mb >= 0) o.segment_bytes = mb << 20;
   const std::string compression = absl::GetFlag(FLAGS_compression);
   if (compression != "none" && compression != "zstd") {
     return absl::InvalidArgumentError("--compression: want none or zstd");
