@@ -217,8 +217,11 @@ typename SkipList<Key, Comparator>::Node* SkipList<Key, Comparator>::FindFromFin
     finger->height_ = height;
     return next;
   }
-  // prev[level] is the last node < key at its level, and so (a taller node
-  // is in every level below) at each level above it too. Descend from it.
+  // prev[level] is the last node < key at its level. The levels above keep
+  // their nodes, which precede key too; for the writer's finger they are
+  // still the last ones before it (each was the last before the previous
+  // key, and its next node lies beyond prev[level]'s next, which is >= key),
+  // as Link needs. Descend from prev[level].
   Node* x = prev[level];
   while (true) {
     Node* next = x->Next(level);
