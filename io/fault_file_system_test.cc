@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "io/memory_file_system.h"
 
@@ -28,8 +29,11 @@ class FaultFileSystemTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(fs.ok()) << fs.status();
       base_ = *fs;
       const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+      // A parameterized test's name holds a '/' ("Name/posix"): one
+      // directory, not two, so that TearDown removes all of it.
       tmp_root_ = std::filesystem::path(::testing::TempDir()) /
-                  absl::StrCat("fault_fs_", getpid(), "_", info->name());
+                  absl::StrReplaceAll(absl::StrCat("fault_fs_", getpid(), "_", info->name()),
+                                      {{"/", "_"}});
       std::filesystem::remove_all(tmp_root_);
       std::filesystem::create_directories(tmp_root_);
       dir_ = (tmp_root_ / "db").string();
