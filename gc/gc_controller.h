@@ -104,9 +104,13 @@ class GcController {
   int JobsAllowed(double amp, int max_jobs) const { return amp > start_mark() ? max_jobs : 1; }
   // A background job's byte budget at amp (0: unlimited); RunGC's is 0.
   uint64_t JobBytesPerSecond(double amp, bool manual) const;
-  // Victims at min_garbage_ratio, or at half of it past the trigger.
+  // Victims at min_garbage_ratio, or at half of it past the trigger; in a
+  // settle, past the settle mark, so that a settle ends at its mark rather
+  // than wherever no segment is half garbage (docs/gc.md, "A settle takes
+  // victims at the fallback floor").
   VictimPolicy victim_policy() const {
-    return VictimPolicy(options_.min_garbage_ratio, 0.5 * options_.min_garbage_ratio, start_mark());
+    return VictimPolicy(options_.min_garbage_ratio, 0.5 * options_.min_garbage_ratio,
+                        settling_ ? settle_mark() : start_mark());
   }
 
   // How long a user write of bytes, arriving at now, waits, at amp; 0

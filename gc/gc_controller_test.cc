@@ -169,6 +169,26 @@ TEST(GcControllerTest, VictimPolicyTakesTheFloorThenTheFallbackOnlyPastTheTrigge
   EXPECT_EQ(amp_reads, 0);
 }
 
+// A settle goes down to its mark: past it, with no segment at the floor,
+// the best one at the fallback floor; once the settle is over, the trigger
+// is the line again.
+TEST(GcControllerTest, ASettleTakesTheFallbackFloorPastTheSettleMark) {
+  GcController c(Defaults());
+  const std::vector<vlog::SegmentInfo> segments = {Sealed(1, 1000, 300), Sealed(2, 1000, 100)};
+  PickRequest request;
+  request.segments = segments;
+  const auto amp = [](double a) { return [a] { return a; }; };
+  EXPECT_TRUE(c.victim_policy().Pick(request, false, amp(1.28)).empty());
+  c.Settle();
+  std::vector<VictimCandidate> v = c.victim_policy().Pick(request, false, amp(1.28));
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].segment_id, 1u);
+  EXPECT_TRUE(c.victim_policy().Pick(request, false, amp(1.24)).empty()) << "at the mark";
+  EXPECT_TRUE(c.victim_policy().Pick(request, /*manual=*/true, amp(1.28)).empty());
+  EXPECT_FALSE(c.ShouldCollect(1.24));  // the settle is over
+  EXPECT_TRUE(c.victim_policy().Pick(request, false, amp(1.28)).empty());
+}
+
 TEST(GcControllerTest, VictimPolicyTakesSeveralVictimsWithinTheJobsBudget) {
   const VictimPolicy policy = GcController(Defaults()).victim_policy();
   const std::vector<vlog::SegmentInfo> segments = {
