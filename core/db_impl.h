@@ -496,6 +496,14 @@ class DBImpl final : public DB {
   // Declared after versions_ and table_cache_: destroyed before them.
   SuperVersionCache sv_cache_;
 
+  // The memtables' arena blocks, reused from one memtable to the next
+  // (lsm/arena.h): at most one memtable's worth is kept. Set before any
+  // memtable exists; NewMemTable reads it.
+  std::shared_ptr<lsm::ArenaBlockPool> arena_pool_;
+  std::shared_ptr<lsm::MemTable> NewMemTable() const {
+    return std::make_shared<lsm::MemTable>(options_.memtable_size, arena_pool_);
+  }
+
   absl::Mutex mu_;
   absl::CondVar background_cv_;  // signalled when background work finishes or is queued
   std::shared_ptr<lsm::MemTable> mem_ ABSL_GUARDED_BY(mu_);

@@ -150,6 +150,8 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
         // The file stays; nothing references it, and the next open removes it.
         if (info_log_ != nullptr) info_log_->Log("could not remove %s: %s", path, s.ToString());
       });
+  arena_pool_ = std::make_shared<lsm::ArenaBlockPool>(
+      lsm::MemTable::ArenaBlockSize(options_.memtable_size), options_.memtable_size);
   table_options_.block_size = options_.block_size;
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
@@ -416,7 +418,7 @@ absl::Status DBImpl::Recover() {
   CAIRN_RETURN_IF_ERROR(LogAndApply(&edit, &segment_edit));
   {
     absl::MutexLock l(&mu_);
-    mem_ = std::make_shared<lsm::MemTable>(options_.memtable_size);
+    mem_ = NewMemTable();
     InstallSuperVersionLocked();
     log_ = std::move(log);
     log_number_ = log_number;
@@ -495,7 +497,7 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
   const SequenceNumber durable_sequence = versions_->LastSequence();
   SequenceNumber max_sequence = durable_sequence;
   last_sequence_.store(max_sequence);
-  auto mem = std::make_shared<lsm::MemTable>(options_.memtable_size);
+  auto mem = NewMemTable();
   LogReplay previous;  // the last WAL that held a write
   uint64_t previous_log = 0;
   for (size_t i = 0; i < logs.size(); ++i) {
@@ -526,7 +528,7 @@ absl::Status DBImpl::ReplayLogs(const std::vector<std::string>& names,
       CAIRN_RETURN_IF_ERROR(
           WriteLevel0Table(mem.get(), edit, garbage, nullptr, garbage->mutable_edit(),
                            /*at_open=*/true));
-      mem = std::make_shared<lsm::MemTable>(options_.memtable_size);
+      mem = NewMemTable();
     }
   }
   if (previous.last_sequence != 0 && previous.last_sequence < durable_sequence) {

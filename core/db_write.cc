@@ -621,7 +621,7 @@ absl::Status DBImpl::NewLog() {
   imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed),
                   std::move(closed), last_sequence_.load()});
   log_number_ = number;
-  mem_ = std::make_shared<lsm::MemTable>(options_.memtable_size);
+  mem_ = NewMemTable();
   InstallSuperVersionLocked();
   mem_value_bytes_.store(0, std::memory_order_relaxed);
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);

@@ -18,7 +18,51 @@ size_t Padding(const char* p, size_t alignment) {
 static_assert((Arena::kAlignment & (Arena::kAlignment - 1)) == 0,
               "arena alignment must be a power of two");
 
-Arena::Arena(size_t block_size) : block_size_(block_size) { assert(block_size >= kBlockSize); }
+ArenaBlockPool::ArenaBlockPool(size_t block_size, size_t capacity_bytes)
+    : block_size_(block_size), max_blocks_(capacity_bytes / block_size) {
+  assert(block_size > 0);
+}
+
+std::unique_ptr<char[]> ArenaBlockPool::Take() {
+  absl::MutexLock lock(&mu_);
+  if (blocks_.empty()) return nullptr;
+  std::unique_ptr<char[]> block = std::move(blocks_.back());
+  blocks_.pop_back();
+  ++reused_;
+  return block;
+}
+
+void ArenaBlockPool::Give(std::unique_ptr<char[]> block) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (blocks_.size() < max_blocks_) {
+      blocks_.push_back(std::move(block));
+      return;
+    }
+  }
+  // Full: the block is freed here, outside the lock.
+}
+
+size_t ArenaBlockPool::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return blocks_.size() * block_size_;
+}
+
+uint64_t ArenaBlockPool::reused() const {
+  absl::MutexLock lock(&mu_);
+  return reused_;
+}
+
+Arena::Arena(size_t block_size, std::shared_ptr<ArenaBlockPool> pool)
+    : block_size_(block_size),
+      pool_(pool != nullptr && pool->block_size() == block_size ? std::move(pool) : nullptr) {
+  assert(block_size >= kBlockSize);
+}
+
+Arena::~Arena() {
+  if (pool_ == nullptr) return;
+  for (auto& block : blocks_) pool_->Give(std::move(block));
+}
 
 char* Arena::Allocate(size_t bytes) {
   if (bytes <= alloc_bytes_remaining_) {
@@ -47,10 +91,12 @@ char* Arena::AllocateFallback(size_t bytes) {
   if (bytes > block_size_ / 4) {
     // A large object gets its own block; the current block keeps serving
     // small allocations, so its unused tail is not thrown away.
-    return NewBlock(bytes);
+    own_blocks_.push_back(std::make_unique_for_overwrite<char[]>(bytes));
+    memory_usage_.fetch_add(bytes + sizeof(std::unique_ptr<char[]>), std::memory_order_relaxed);
+    return own_blocks_.back().get();
   }
   // Abandon the rest of the current block (under a quarter block is lost).
-  alloc_ptr_ = NewBlock(block_size_);
+  alloc_ptr_ = NewBlock();
   alloc_bytes_remaining_ = block_size_;
   char* result = alloc_ptr_;
   alloc_ptr_ += bytes;
@@ -58,9 +104,11 @@ char* Arena::AllocateFallback(size_t bytes) {
   return result;
 }
 
-char* Arena::NewBlock(size_t block_bytes) {
-  blocks_.push_back(std::make_unique_for_overwrite<char[]>(block_bytes));
-  memory_usage_.fetch_add(block_bytes + sizeof(std::unique_ptr<char[]>), std::memory_order_relaxed);
+char* Arena::NewBlock() {
+  std::unique_ptr<char[]> block = pool_ != nullptr ? pool_->Take() : nullptr;
+  if (block == nullptr) block = std::make_unique_for_overwrite<char[]>(block_size_);
+  blocks_.push_back(std::move(block));
+  memory_usage_.fetch_add(block_size_ + sizeof(std::unique_ptr<char[]>), std::memory_order_relaxed);
   return blocks_.back().get();
 }
 

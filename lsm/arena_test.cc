@@ -1,5 +1,6 @@
 #include "lsm/arena.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -118,6 +119,80 @@ TEST(ArenaTest, MemoryUsageIsReadableFromAnotherThread) {
   done.store(true, std::memory_order_release);
   reader.join();
   EXPECT_GE(arena.MemoryUsage(), 20000u * 64);
+}
+
+TEST(ArenaBlockPoolTest, ADestroyedArenaGivesItsBlocksToTheNext) {
+  constexpr size_t kBlock = 64 << 10;
+  auto pool = std::make_shared<ArenaBlockPool>(kBlock, 4 * kBlock);
+  std::vector<char*> first_blocks;
+  {
+    Arena arena(kBlock, pool);
+    for (int i = 0; i < 3; ++i) {
+      first_blocks.push_back(arena.Allocate(kBlock / 4));
+      arena.Allocate(kBlock - kBlock / 4);  // fills the block
+    }
+    arena.Allocate(kBlock);  // its own block: never pooled
+    EXPECT_EQ(pool->bytes(), 0u);
+  }
+  EXPECT_EQ(pool->bytes(), 3 * kBlock);
+  Arena next(kBlock, pool);
+  char* p = next.Allocate(100);
+  EXPECT_NE(std::find(first_blocks.begin(), first_blocks.end(), p), first_blocks.end());
+  EXPECT_EQ(pool->bytes(), 2 * kBlock);
+  EXPECT_EQ(pool->reused(), 1u);
+  // A reused block counts against the arena like a fresh one.
+  EXPECT_GE(next.MemoryUsage(), kBlock);
+  EXPECT_LT(next.MemoryUsage(), kBlock + Arena::kBlockSize);
+}
+
+TEST(ArenaBlockPoolTest, KeepsNoMoreThanItsCapacity) {
+  constexpr size_t kBlock = 16 << 10;
+  auto pool = std::make_shared<ArenaBlockPool>(kBlock, 2 * kBlock);
+  {
+    Arena arena(kBlock, pool);
+    for (int i = 0; i < 5; ++i) {
+      arena.Allocate(kBlock / 4);
+      arena.Allocate(kBlock - kBlock / 4);
+    }
+  }
+  EXPECT_EQ(pool->bytes(), 2 * kBlock);
+}
+
+TEST(ArenaBlockPoolTest, APoolOfAnotherBlockSizeIsNotUsed) {
+  auto pool = std::make_shared<ArenaBlockPool>(8192, 1 << 20);
+  {
+    Arena arena(Arena::kBlockSize, pool);
+    arena.Allocate(100);
+  }
+  EXPECT_EQ(pool->bytes(), 0u);
+}
+
+// Arenas on several threads share one pool; every block handed out is
+// handed to one arena at a time (each writes its own pattern and finds it
+// again).
+TEST(ArenaBlockPoolTest, ArenasOnManyThreadsShareOnePool) {
+  constexpr size_t kBlock = 8192;
+  auto pool = std::make_shared<ArenaBlockPool>(kBlock, 16 * kBlock);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([pool, t] {
+      for (int round = 0; round < 200; ++round) {
+        Arena arena(kBlock, pool);
+        std::vector<char*> pieces;  // a quarter block each: three blocks
+        for (int i = 0; i < 12; ++i) {
+          char* q = arena.Allocate(kBlock / 4);
+          std::memset(q, 'a' + t, kBlock / 4);
+          pieces.push_back(q);
+        }
+        for (char* q : pieces) {
+          for (size_t j = 0; j < kBlock / 4; j += 256) ASSERT_EQ(q[j], 'a' + t);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_LE(pool->bytes(), 16 * kBlock);
+  EXPECT_GT(pool->reused(), 0u);
 }
 
 }  // namespace

@@ -79,9 +79,9 @@ size_t MemTable::ArenaBlockSize(size_t write_buffer_size) {
   return size / Arena::kBlockSize * Arena::kBlockSize;
 }
 
-MemTable::MemTable(size_t write_buffer_size)
-    : arena_(ArenaBlockSize(write_buffer_size)),
-      value_arena_(ArenaBlockSize(write_buffer_size)),
+MemTable::MemTable(size_t write_buffer_size, std::shared_ptr<ArenaBlockPool> pool)
+    : arena_(ArenaBlockSize(write_buffer_size), pool),
+      value_arena_(ArenaBlockSize(write_buffer_size), std::move(pool)),
       table_(KeyComparator(), &arena_) {}
 
 void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,

@@ -45,7 +45,9 @@ class MemTable {
   // blocks: a 64th of it, from 4 KiB up to 1 MiB (ArenaBlockSize). Small
   // blocks cost a malloc, and fresh pages, every few values: with 4 KiB
   // blocks every value of a kilobyte or more was an allocation of its own.
-  explicit MemTable(size_t write_buffer_size = 0);
+  // With a pool of that block size (the DB's, lsm/arena.h), both arenas
+  // reuse the blocks earlier memtables gave back.
+  explicit MemTable(size_t write_buffer_size = 0, std::shared_ptr<ArenaBlockPool> pool = nullptr);
   MemTable(const MemTable&) = delete;
   MemTable& operator=(const MemTable&) = delete;
   ~MemTable() = default;

@@ -42,6 +42,10 @@ struct Options {
   // Fail when a database already exists at the path. Default: false.
   bool error_if_exists = false;
   // Bytes of writes a memtable takes before it is flushed. Default: 64 MiB.
+  // The memory of flushed memtables, up to this much, is kept for the next
+  // ones rather than given back to the system, so that writes do not pay a
+  // page fault per 4 KiB of fresh memory
+  // (docs/decisions/20261204_memtable_block_reuse.md).
   size_t memtable_size = 64u << 20;
   // Value-log bytes the entries of one memtable may point at before it is
   // flushed, as memtable_size bounds its own bytes: with separated values a
