@@ -156,6 +156,9 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   table_options_.bloom_bits_per_key = options_.bloom_bits_per_key;
   table_options_.compress = options_.compression == Compression::kZstd;
   table_options_.direct_reads = options_.direct_reads;
+  // Enough for the hash lists of a flush and two subcompactions' tables of
+  // about a quarter million keys each, or one of two million.
+  table_options_.bloom_hash_pool = std::make_shared<lsm::BloomHashPool>(size_t{16} << 20);
   // One budget for blocks and values, unless either kind asks for a cache
   // of its own (options.h).
   auto shared_cache = std::make_shared<io::Cache>(options_.cache_size);

@@ -32,9 +32,38 @@ void ForEachProbe(uint64_t h, int k, uint32_t num_bits, Fn fn) {
 
 }  // namespace
 
-BloomFilterBuilder::BloomFilterBuilder(int bits_per_key)
-    : bits_per_key_(bits_per_key), num_probes_(ProbesFor(bits_per_key)) {
+std::vector<uint64_t> BloomHashPool::Take() {
+  absl::MutexLock lock(&mu_);
+  if (lists_.empty()) return {};
+  std::vector<uint64_t> list = std::move(lists_.back());
+  lists_.pop_back();
+  bytes_ -= list.capacity() * sizeof(uint64_t);
+  list.clear();
+  return list;
+}
+
+void BloomHashPool::Give(std::vector<uint64_t> hashes) {
+  const size_t bytes = hashes.capacity() * sizeof(uint64_t);
+  if (bytes == 0) return;
+  absl::MutexLock lock(&mu_);
+  if (bytes_ + bytes > capacity_bytes_) return;  // freed as `hashes` goes
+  bytes_ += bytes;
+  lists_.push_back(std::move(hashes));
+}
+
+size_t BloomHashPool::bytes() const {
+  absl::MutexLock lock(&mu_);
+  return bytes_;
+}
+
+BloomFilterBuilder::BloomFilterBuilder(int bits_per_key, std::shared_ptr<BloomHashPool> pool)
+    : bits_per_key_(bits_per_key), num_probes_(ProbesFor(bits_per_key)), pool_(std::move(pool)) {
   assert(bits_per_key >= 1);
+  if (pool_ != nullptr) hashes_ = pool_->Take();
+}
+
+BloomFilterBuilder::~BloomFilterBuilder() {
+  if (pool_ != nullptr) pool_->Give(std::move(hashes_));
 }
 
 void BloomFilterBuilder::AddKey(std::string_view user_key) {

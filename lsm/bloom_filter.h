@@ -10,16 +10,19 @@
 // k = round(bits_per_key * ln 2) clamped to [1, 30].
 //
 // Thread safety: BloomFilterBuilder is single-threaded; BloomFilter is
-// immutable and safe to share.
+// immutable and safe to share; BloomHashPool is thread-safe.
 #ifndef CAIRN_LSM_BLOOM_FILTER_H_
 #define CAIRN_LSM_BLOOM_FILTER_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 
 namespace cairn::lsm {
 
@@ -27,10 +30,40 @@ namespace cairn::lsm {
 // are corruption.
 inline constexpr int kMaxBloomProbes = 30;
 
+// The hash lists of finished builders, kept for the next ones. A builder
+// holds one 8-byte hash per key until Finish; a compaction's table of a
+// quarter million keys grew its list to 2 MiB, in memory the C library took
+// fresh from the system and gave back after each table, a page fault per
+// 4 KiB (docs/decisions/20261204_memtable_block_reuse.md). The pool keeps
+// lists of at most capacity_bytes in all.
+class BloomHashPool {
+ public:
+  explicit BloomHashPool(size_t capacity_bytes) : capacity_bytes_(capacity_bytes) {}
+  BloomHashPool(const BloomHashPool&) = delete;
+  BloomHashPool& operator=(const BloomHashPool&) = delete;
+
+  // An empty list, with the capacity of a kept one when there is one.
+  std::vector<uint64_t> Take();
+  // Keeps the list's memory, or frees it when that would pass the capacity.
+  void Give(std::vector<uint64_t> hashes);
+  // Bytes of capacity kept now.
+  size_t bytes() const;
+
+ private:
+  const size_t capacity_bytes_;
+  mutable absl::Mutex mu_;
+  std::vector<std::vector<uint64_t>> lists_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 class BloomFilterBuilder {
  public:
-  // REQUIRES: bits_per_key >= 1.
-  explicit BloomFilterBuilder(int bits_per_key);
+  // REQUIRES: bits_per_key >= 1. With a pool, the hash list comes from it
+  // and goes back to it when the builder is destroyed.
+  explicit BloomFilterBuilder(int bits_per_key, std::shared_ptr<BloomHashPool> pool = nullptr);
+  ~BloomFilterBuilder();
+  BloomFilterBuilder(const BloomFilterBuilder&) = delete;
+  BloomFilterBuilder& operator=(const BloomFilterBuilder&) = delete;
 
   // Adds a user key. Adding the same key twice is harmless but sizes the
   // filter as if it were two keys; TableBuilder adds each user key once.
@@ -45,6 +78,7 @@ class BloomFilterBuilder {
  private:
   const int bits_per_key_;
   const int num_probes_;
+  const std::shared_ptr<BloomHashPool> pool_;
   std::vector<uint64_t> hashes_;
 };
 

@@ -1,5 +1,6 @@
 // Tests for the bloom filter: no false negatives, a false-positive rate near
 // the textbook value, probe counts, and refusal of malformed filters.
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -85,6 +86,48 @@ TEST(BloomFilterTest, MalformedFiltersAreDataLoss) {
   auto bad = BloomFilter::Parse(many_probes, "my-file");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(bad.status().message().find("my-file"), absl::string_view::npos);
+}
+
+// A builder on a pooled hash list writes the same filter as one on its own,
+// and leaves the list's memory for the next builder.
+TEST(BloomHashPoolTest, PooledBuildersWriteTheSameFilterAndShareTheMemory) {
+  auto pool = std::make_shared<BloomHashPool>(1 << 20);
+  std::string first;
+  {
+    BloomFilterBuilder builder(10, pool);
+    for (int i = 0; i < 5000; ++i) builder.AddKey(Key(i));
+    first = builder.Finish();
+  }
+  BloomFilterBuilder alone(10);
+  for (int i = 0; i < 5000; ++i) alone.AddKey(Key(i));
+  EXPECT_EQ(first, alone.Finish());
+  const size_t kept = pool->bytes();
+  EXPECT_GE(kept, 5000u * sizeof(uint64_t));
+
+  BloomFilterBuilder next(10, pool);
+  EXPECT_EQ(pool->bytes(), 0u);  // taken
+  EXPECT_EQ(next.num_keys(), 0u);
+  for (int i = 100; i < 200; ++i) next.AddKey(Key(i));
+  const std::string data = next.Finish();  // the filter keeps a view of it
+  auto filter = BloomFilter::Parse(data, "test");
+  ASSERT_TRUE(filter.ok());
+  for (int i = 100; i < 200; ++i) EXPECT_TRUE(filter->KeyMayMatch(Key(i))) << i;
+  EXPECT_EQ(next.num_keys(), 100u);
+}
+
+TEST(BloomHashPoolTest, KeepsNoMoreThanItsCapacity) {
+  auto pool = std::make_shared<BloomHashPool>(64 << 10);  // 8192 hashes
+  {
+    BloomFilterBuilder a(10, pool);
+    BloomFilterBuilder b(10, pool);
+    for (int i = 0; i < 6000; ++i) a.AddKey(Key(i));
+    for (int i = 0; i < 6000; ++i) b.AddKey(Key(i));
+  }
+  // One list of 6000 or more fits; two do not.
+  EXPECT_GE(pool->bytes(), 6000u * sizeof(uint64_t));
+  EXPECT_LE(pool->bytes(), size_t{64} << 10);
+  BloomFilterBuilder huge(10, pool);
+  for (int i = 0; i < 20000; ++i) huge.AddKey(Key(i));
 }
 
 }  // namespace

@@ -44,7 +44,8 @@ TableBuilder::TableBuilder(const TableOptions& options, io::WritableFile* file)
       // a restart at every entry keeps that search exact.
       index_block_(1) {
   if (options_.bloom_bits_per_key > 0) {
-    filter_ = std::make_unique<BloomFilterBuilder>(options_.bloom_bits_per_key);
+    filter_ = std::make_unique<BloomFilterBuilder>(options_.bloom_bits_per_key,
+                                                   options_.bloom_hash_pool);
   }
 }
 

@@ -32,6 +32,9 @@ struct TableOptions {
   int zstd_level = 1;
   // Open table files with O_DIRECT (used by TableCache).
   bool direct_reads = false;
+  // Where builders' bloom filters take their hash lists from and give them
+  // back (lsm/bloom_filter.h); null: each builder allocates its own.
+  std::shared_ptr<BloomHashPool> bloom_hash_pool;
 };
 
 class TableBuilder {
