@@ -102,6 +102,20 @@ void EncodeRecord(std::string_view key, std::initializer_list<std::string_view> 
   FinishRecord(start, key.size(), flags, dst);
 }
 
+void EncodeRecordHeader(std::string_view key, std::string_view stored_value, uint8_t flags,
+                        char header[kRecordHeaderSize]) {
+  io::EncodeFixed32(header + 4, static_cast<uint32_t>(key.size()));
+  io::EncodeFixed32(header + 8, static_cast<uint32_t>(stored_value.size()));
+  header[12] = static_cast<char>(flags);
+  // The same checksum as FinishRecord's, over the same bytes in pieces:
+  // XXH3's streaming digest equals its one-shot one.
+  io::Checksummer sum;
+  sum.Update(std::string_view(header + 4, kRecordHeaderSize - 4));
+  sum.Update(key);
+  sum.Update(stored_value);
+  io::EncodeFixed32(header, sum.Digest32());
+}
+
 absl::Status EncodeValueRecord(std::string_view key, std::string_view value,
                                const RecordEncoding& encoding, std::string* dst,
                                std::string* table, std::string* body) {
