@@ -3,6 +3,24 @@
 #include <cassert>
 #include <cstdint>
 
+// Blocks kept in a pool are poisoned under AddressSanitizer, so that a read
+// through a pointer into a destroyed memtable is still reported as one.
+#if defined(__SANITIZE_ADDRESS__)
+#define CAIRN_ARENA_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CAIRN_ARENA_ASAN 1
+#endif
+#endif
+#ifdef CAIRN_ARENA_ASAN
+#include <sanitizer/asan_interface.h>
+#define CAIRN_POISON_BLOCK(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define CAIRN_UNPOISON_BLOCK(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define CAIRN_POISON_BLOCK(p, n) ((void)(p), (void)(n))
+#define CAIRN_UNPOISON_BLOCK(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace cairn::lsm {
 
 namespace {
@@ -23,12 +41,17 @@ ArenaBlockPool::ArenaBlockPool(size_t block_size, size_t capacity_bytes)
   assert(block_size > 0);
 }
 
+ArenaBlockPool::~ArenaBlockPool() {
+  for (auto& block : blocks_) CAIRN_UNPOISON_BLOCK(block.get(), block_size_);
+}
+
 std::unique_ptr<char[]> ArenaBlockPool::Take() {
   absl::MutexLock lock(&mu_);
   if (blocks_.empty()) return nullptr;
   std::unique_ptr<char[]> block = std::move(blocks_.back());
   blocks_.pop_back();
   ++reused_;
+  CAIRN_UNPOISON_BLOCK(block.get(), block_size_);
   return block;
 }
 
@@ -36,6 +59,7 @@ void ArenaBlockPool::Give(std::unique_ptr<char[]> block) {
   {
     absl::MutexLock lock(&mu_);
     if (blocks_.size() < max_blocks_) {
+      CAIRN_POISON_BLOCK(block.get(), block_size_);
       blocks_.push_back(std::move(block));
       return;
     }

@@ -36,6 +36,7 @@ class ArenaBlockPool {
  public:
   // REQUIRES: block_size > 0.
   ArenaBlockPool(size_t block_size, size_t capacity_bytes);
+  ~ArenaBlockPool();
   ArenaBlockPool(const ArenaBlockPool&) = delete;
   ArenaBlockPool& operator=(const ArenaBlockPool&) = delete;
 
