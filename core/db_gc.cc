@@ -318,10 +318,8 @@ absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
         // does one of the live memtable when they wait on its writes,
         // unless it holds under a sixteenth of memtable_size. Neither
         // writes the WAL's copy of the values to the device; a sync does,
-        // and holds every user write behind it in the queue while it
-        // does (about 50 ms at 64 MiB memtables). With a quarter as the
-        // bar, a third of these releases were syncs and the rate was 10%
-        // lower (docs/decisions/20261204_victims_released_by_flushes.md).
+        // and every user write waits behind it in the queue meanwhile
+        // (docs/decisions/20261204_victims_released_by_flushes.md).
         const lsm::SequenceNumber queued = imm_.empty() ? 0 : imm_.back().last_sequence;
         if (newest <= queued) {
           action = Action::kNone;

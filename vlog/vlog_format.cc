@@ -75,17 +75,21 @@ absl::StatusOr<SegmentHeader> DecodeSegmentHeader(std::string_view data,
 
 namespace {
 
+// A record header's fields after its checksum: the lengths and the flags.
+void EncodeLengthsAndFlags(size_t key_size, size_t value_size, uint8_t flags, char* h) {
+  io::EncodeFixed32(h + 4, static_cast<uint32_t>(key_size));
+  io::EncodeFixed32(h + 8, static_cast<uint32_t>(value_size));
+  h[12] = static_cast<char>(flags);
+}
+
 // Fills in the header of the record that starts at (*dst)[start] and runs to
 // the end of *dst: its lengths, flags and checksum.
 void FinishRecord(size_t start, size_t key_size, uint8_t flags, std::string* dst) {
   const size_t value_size = dst->size() - start - kRecordHeaderSize - key_size;
-  char* h = dst->data() + start;
-  io::EncodeFixed32(h + 4, static_cast<uint32_t>(key_size));
-  io::EncodeFixed32(h + 8, static_cast<uint32_t>(value_size));
-  h[12] = static_cast<char>(flags);
+  EncodeLengthsAndFlags(key_size, value_size, flags, dst->data() + start);
   // The checksum covers everything after itself: lengths, flags, key, value.
   const std::string_view covered = std::string_view(*dst).substr(start + 4);
-  io::EncodeFixed32(h, io::Checksum32(covered));
+  io::EncodeFixed32(dst->data() + start, io::Checksum32(covered));
 }
 
 }  // namespace
@@ -104,9 +108,7 @@ void EncodeRecord(std::string_view key, std::initializer_list<std::string_view> 
 
 void EncodeRecordHeader(std::string_view key, std::string_view stored_value, uint8_t flags,
                         char header[kRecordHeaderSize]) {
-  io::EncodeFixed32(header + 4, static_cast<uint32_t>(key.size()));
-  io::EncodeFixed32(header + 8, static_cast<uint32_t>(stored_value.size()));
-  header[12] = static_cast<char>(flags);
+  EncodeLengthsAndFlags(key.size(), stored_value.size(), flags, header);
   // The same checksum as FinishRecord's, over the same bytes in pieces:
   // XXH3's streaming digest equals its one-shot one.
   io::Checksummer sum;
