@@ -491,6 +491,12 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   // most max_write_delay (gc/gc_controller.h). The figure is kept per edit,
   // so this reads counters, never every segment.
   const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+  // Writes wait only for a GC that is collecting. One that has not looked
+  // since the trigger was passed sleeps between idle rounds (up to a
+  // second): wake it rather than delay writes for nothing meanwhile.
+  if (!gc_controller_.collecting() && amp > gc_controller_.start_mark()) {
+    background_cv_.SignalAll();
+  }
   const absl::Duration delay =
       gc_controller_.WriteDelay(amp, bytes, absl::Now(), GcCanCollect());
   write_delayed_ = delay > absl::ZeroDuration() || amp > gc_controller_.slowdown_mark();

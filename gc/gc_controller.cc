@@ -31,7 +31,10 @@ uint64_t GcController::JobBytesPerSecond(double amp, bool manual) const {
 
 absl::Duration GcController::WriteDelay(double amp, uint64_t bytes, absl::Time now,
                                         bool can_collect) {
-  if (!enabled() || !can_collect || amp <= slowdown_mark()) {
+  // A delay helps only while background GC collects: one that has not
+  // looked since amp passed the trigger (it sleeps between idle rounds;
+  // core/ wakes it) would let writes wait for nothing.
+  if (!enabled() || !collecting_ || !can_collect || amp <= slowdown_mark()) {
     if (delaying_) {
       // Back under the mark: the next episode starts afresh.
       delaying_ = false;

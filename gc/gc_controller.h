@@ -117,8 +117,9 @@ class GcController {
   // below the slowdown mark. Writes share one schedule at the delayed-write
   // rate; the rate falls by a fifth each 100 ms in which amp rose and
   // grows by a quarter each in which it fell, and drops to the minimum past
-  // the limit mark. can_collect false (GC finds nothing it may collect)
-  // means no delay: waiting could not bring amp down.
+  // the limit mark. No delay while background GC is not collecting (the
+  // last ShouldCollect said no), nor with can_collect false (GC finds
+  // nothing it may collect): waiting could not bring amp down.
   absl::Duration WriteDelay(double amp, uint64_t bytes, absl::Time now, bool can_collect);
   uint64_t delayed_write_rate() const { return rate_; }
 
