@@ -456,6 +456,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   }();
   GcIndex index(this, /*defer_victims=*/!manual);
   bool nothing_left = false;  // no victim worth a job is left
+  bool sealed_active = false;  // this pass sealed the active segment once
   absl::flat_hash_set<uint64_t> done;
   int jobs_allowed = 1;
   while (true) {
@@ -470,6 +471,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       jobs_allowed = gc_controller_.JobsAllowed(amp, options_.max_background_gc);
     }
     std::vector<uint64_t> victim_ids;
+    bool seal_active = false;
     {
       absl::MutexLock pick(&gc_pick_mu_);
       gc::PickRequest request;
@@ -495,16 +497,29 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
         return GetValueLogSpace(/*with_estimate=*/true).amplification();
       });
       if (victims.empty()) {
-        nothing_left = true;
-        break;
+        // Garbage the write path keeps piling into the active segment
+        // (a small key set overwritten again and again) is out of reach
+        // until the segment is sealed: seal it, and pick again.
+        seal_active = !sealed_active && ActiveSegmentWorthSealing(policy, manual);
+        if (!seal_active) {
+          nothing_left = true;
+          break;
+        }
+      } else {
+        absl::MutexLock l(&mu_);
+        for (const gc::VictimCandidate& v : victims) {
+          victim_ids.push_back(v.segment_id);
+          done.insert(v.segment_id);
+          gc_claimed_.insert(v.segment_id);
+        }
+        ++gc_jobs_running_;
       }
-      absl::MutexLock l(&mu_);
-      for (const gc::VictimCandidate& v : victims) {
-        victim_ids.push_back(v.segment_id);
-        done.insert(v.segment_id);
-        gc_claimed_.insert(v.segment_id);
-      }
-      ++gc_jobs_running_;
+    }
+    if (seal_active) {
+      sealed_active = true;
+      CAIRN_RETURN_IF_ERROR(SealActiveSegmentInQueue());
+      gc_active_seals_.fetch_add(1, std::memory_order_relaxed);
+      continue;
     }
     gc::GcJobResult r;
     absl::Status s = gc::RunGcJob(
@@ -721,6 +736,18 @@ bool DBImpl::GcCanCollect() {
   // A round that found nothing was right about the garbage counted before
   // it began; any counted since may be collectable.
   return gc_can_collect_ || garbage_reports_.load(std::memory_order_acquire) != gc_idle_reports_;
+}
+
+bool DBImpl::ActiveSegmentWorthSealing(const gc::VictimPolicy& policy, bool manual) {
+  const auto active = vlog_->ActiveSizes();
+  if (active.empty()) return false;
+  const auto& [id, size_and_records] = *active.begin();
+  const std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id);
+  if (!info.has_value() || info->sealed || info->obsolete) return false;
+  const uint64_t bytes = size_and_records.first;
+  return policy.ShouldSealActive(bytes, std::min(bytes, info->garbage_bytes), manual, [this] {
+    return GetValueLogSpace(/*with_estimate=*/true).amplification();
+  });
 }
 
 bool DBImpl::MemTableHidesGarbage() {

@@ -411,6 +411,14 @@ class DBImpl final : public DB {
   // False while background GC, past its trigger, found nothing to collect
   // and no garbage has been counted since it looked.
   bool GcCanCollect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Seals the active value-log segment through the writer queue, so that
+  // GC may pick it (ValueLog::SealActiveSegment). A failure is the
+  // background error.
+  absl::Status SealActiveSegmentInQueue() ABSL_LOCKS_EXCLUDED(mu_);
+  // Nothing to pick: whether the active value-log segment holds enough
+  // counted garbage to seal it for GC (gc::VictimPolicy::ShouldSealActive).
+  bool ActiveSegmentWorthSealing(const gc::VictimPolicy& policy, bool manual)
+      ABSL_LOCKS_EXCLUDED(mu_);
   // Past the trigger with nothing to collect: is flushing worth it?
   bool MemTableHidesGarbage() ABSL_LOCKS_EXCLUDED(mu_);
   // Whether a background GC job is running (another thread's, when asked
@@ -634,6 +642,8 @@ class DBImpl final : public DB {
   // The waiting victims' bytes and counted garbage, summed (a few entries).
   PendingVictims PendingVictimTotals() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
+  // Active segments GC sealed below their target size to collect them.
+  std::atomic<uint64_t> gc_active_seals_{0};
   std::atomic<uint64_t> gc_rewrite_rechecks_{0};
   std::atomic<uint64_t> gc_victims_waited_{0}, gc_victim_syncs_{0}, gc_victim_switches_{0};
   std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};

@@ -128,6 +128,7 @@ Stats DBImpl::GetStats() {
   st.cache_shared = options_.block_cache_size == 0 && options_.value_cache_size == 0;
   st.gc_runs = gc_runs_.load();
   st.gc_segments_freed = gc_segments_freed_.load();
+  st.gc_active_seals = gc_active_seals_.load();
   st.gc_bytes_read = gc_bytes_read_.load();
   st.gc_bytes_relocated = gc_bytes_relocated_.load();
   st.gc_records_dropped = gc_records_dropped_.load();
@@ -216,9 +217,10 @@ std::string FormatStats(const Stats& st) {
                         st.gc_throttled_micros / 1e6, st.gc_rewrite_rechecks);
   absl::StrAppendFormat(&out,
                         "gc victims: %d waited for their rewrites' durability, %d WAL syncs "
-                        "and %d memtable switches forced for them, %.1f MiB waiting\n",
+                        "and %d memtable switches forced for them, %.1f MiB waiting; %d active "
+                        "segments sealed early to collect them\n",
                         st.gc_victims_waited, st.gc_victim_syncs, st.gc_victim_switches,
-                        st.gc_victim_bytes_waiting / 1048576.0);
+                        st.gc_victim_bytes_waiting / 1048576.0, st.gc_active_seals);
   absl::StrAppendFormat(&out,
                         "stalls: %d slowdowns, %d stops, %.3f s (longest wait %.3f s); delayed "
                         "write rate %.1f MiB/s; pending compaction %.1f MiB\n",

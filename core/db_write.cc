@@ -28,6 +28,7 @@ struct DBImpl::Writer {
     kMemTableSwitch = 1,  // switch to a new memtable (Flush), in queue order
     kGcRewrite = 2,       // GC's conditional pointer write-back; alone in its group
     kSync = 3,            // SyncWAL: a synced group of no writes; alone in its group
+    kSealSegment = 4,     // GC seals the active value-log segment; alone
   };
   static Writer UserWrite(const PreparedBatch* prepared, bool sync) {
     return Writer(Kind::kUserWrite, sync, prepared, nullptr);
@@ -37,6 +38,7 @@ struct DBImpl::Writer {
     return Writer(Kind::kGcRewrite, sync, nullptr, rewrite);
   }
   static Writer Sync() { return Writer(Kind::kSync, true, nullptr, nullptr); }
+  static Writer SealSegment() { return Writer(Kind::kSealSegment, false, nullptr, nullptr); }
 
   const Kind kind;
   const bool sync;
@@ -174,6 +176,12 @@ absl::Status DBImpl::SyncWalInQueue() {
   return WriteImpl(&w);
 }
 
+absl::Status DBImpl::SealActiveSegmentInQueue() {
+  // Through the queue: only a group's leader touches the active segment.
+  Writer w = Writer::SealSegment();
+  return WriteImpl(&w);
+}
+
 absl::Status DBImpl::WriteImpl(Writer* w) {
   absl::MutexLock l(&mu_);
   // Before joining the queue: a user write held for value-log space must not
@@ -185,12 +193,27 @@ absl::Status DBImpl::WriteImpl(Writer* w) {
   while (!w->done && w != writers_.front()) w->cv.Wait(&mu_);
   if (w->done) return w->status;
 
-  // This writer leads a group. A sync writes nothing, so it needs no room.
-  absl::Status status = w->kind == Writer::Kind::kSync
-                            ? bg_error_
-                            : MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
+  // This writer leads a group. A sync writes nothing, so it needs no room,
+  // nor does a seal.
+  absl::Status status =
+      w->kind == Writer::Kind::kSync || w->kind == Writer::Kind::kSealSegment
+          ? bg_error_
+          : MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
   Writer* last_writer = w;
-  if (status.ok() && w->kind != Writer::Kind::kMemTableSwitch) {
+  if (status.ok() && w->kind == Writer::Kind::kSealSegment) {
+    // Later writers queue behind us meanwhile. The WAL records that point
+    // into the segment are covered: its values are synced now.
+    mu_.Unlock();
+    status = vlog_->SealActiveSegment();
+    mu_.Lock();
+    if (status.ok()) {
+      wal_names_unsynced_values_ = false;
+    } else {
+      // The segment's durability is unknown, as after a failed sync in a
+      // memtable switch: writes stop.
+      SetBackgroundError(status);
+    }
+  } else if (status.ok() && w->kind != Writer::Kind::kMemTableSwitch) {
     status = WriteGroup(w, &last_writer);
   }
   while (true) {

@@ -76,4 +76,12 @@ std::vector<VictimCandidate> VictimPolicy::Pick(const PickRequest& request, bool
   return victims;
 }
 
+bool VictimPolicy::ShouldSealActive(uint64_t bytes, uint64_t garbage, bool manual,
+                                    absl::FunctionRef<double()> amp) const {
+  if (bytes == 0 || garbage < kMinSealGarbageBytes) return false;
+  const double share = static_cast<double>(garbage) / static_cast<double>(bytes);
+  if (share >= floor()) return true;
+  return !manual && trigger_ > 0 && share >= fallback_floor() && amp() > trigger_;
+}
+
 }  // namespace cairn::gc

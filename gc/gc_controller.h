@@ -44,6 +44,10 @@ struct GcControllerOptions {
 // of it: at most 3 bytes copied per byte freed instead of 1), since space
 // comes first (docs/gc.md, "Keeping up"). A value copied out of the
 // controller, so that a job picks without the DB mutex.
+// The least counted garbage for which VictimPolicy::ShouldSealActive seals
+// the active segment.
+inline constexpr uint64_t kMinSealGarbageBytes = uint64_t{1} << 20;
+
 class VictimPolicy {
  public:
   VictimPolicy(double floor, double fallback_floor, double trigger)
@@ -55,6 +59,16 @@ class VictimPolicy {
                                     absl::FunctionRef<double()> amp) const;
   double floor() const { return picker_.options().min_garbage_ratio; }
   double fallback_floor() const { return low_picker_.options().min_garbage_ratio; }
+  // When Pick found nothing: whether to seal the active segment, of bytes
+  // with garbage counted, so that it can be picked. Writes keep piling
+  // garbage into it where a small key set is overwritten again and again,
+  // and a segment is only sealed at its target size (64 MiB by default),
+  // so that nothing else reclaims it. Yes when its garbage reaches the floor
+  // Pick would use (the fallback floor only for background GC past the
+  // trigger) and at least kMinSealGarbageBytes, so that sealing, and the
+  // small segment it leaves, is worth a job.
+  bool ShouldSealActive(uint64_t bytes, uint64_t garbage, bool manual,
+                        absl::FunctionRef<double()> amp) const;
 
  private:
   VictimPicker picker_;

@@ -231,5 +231,24 @@ TEST(GcControllerTest, VictimPolicyTakesSeveralVictimsWithinTheJobsBudget) {
   EXPECT_EQ(v[2].segment_id, 3u);
 }
 
+TEST(GcControllerTest, TheActiveSegmentIsSealedOnceItsGarbageReachesTheFloor) {
+  const VictimPolicy policy = GcController(Defaults()).victim_policy();
+  const uint64_t mib = 1 << 20;
+  auto below = [] { return 1.2; };
+  auto past = [] { return 1.8; };
+  EXPECT_TRUE(policy.ShouldSealActive(40 * mib, 30 * mib, false, below));
+  EXPECT_TRUE(policy.ShouldSealActive(40 * mib, 20 * mib, true, below)) << "at the floor, 0.5";
+  EXPECT_FALSE(policy.ShouldSealActive(40 * mib, 19 * mib, false, below));
+  // Between the fallback floor (0.25) and the floor: background GC past
+  // the trigger only.
+  EXPECT_TRUE(policy.ShouldSealActive(40 * mib, 12 * mib, false, past));
+  EXPECT_FALSE(policy.ShouldSealActive(40 * mib, 12 * mib, true, past));
+  EXPECT_FALSE(policy.ShouldSealActive(40 * mib, 9 * mib, false, past));
+  // Too little garbage to be worth a segment of its own and a job.
+  EXPECT_FALSE(policy.ShouldSealActive(mib, mib - 1, false, past));
+  EXPECT_TRUE(policy.ShouldSealActive(mib + 100, mib, false, below));
+  EXPECT_FALSE(policy.ShouldSealActive(0, 0, true, past));
+}
+
 }  // namespace
 }  // namespace cairn::gc

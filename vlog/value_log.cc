@@ -237,6 +237,23 @@ absl::Status ValueLog::RollSegment() {
   return absl::OkStatus();
 }
 
+absl::Status ValueLog::SealActiveSegment() {
+  if (active_ == nullptr || active_->record_count() == 0) return absl::OkStatus();
+  // As RollSegment seals: durable and exactly its records before the
+  // manifest says so.
+  CAIRN_RETURN_IF_ERROR(active_->Sync());
+  CAIRN_RETURN_IF_ERROR(active_->Close());
+  vlog::SegmentEdit edit;
+  edit.SealSegment(active_->segment_id(), active_->size(), active_->record_count());
+  CAIRN_RETURN_IF_ERROR(log_edit_(edit));
+  std::unique_ptr<vlog::SegmentWriter> old;
+  {
+    absl::MutexLock l(&active_mu_);
+    old = std::move(active_);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<vlog::SegmentWriter>> ValueLog::CreateFlushSegment() {
   const uint64_t id = options_.new_file_number();
   vlog::SegmentWriterOptions wo = WriterOptions();

@@ -130,6 +130,12 @@ class ValueLog {
   // the table pointing into it; until then nothing names the file, and a
   // crash leaves an orphan that FinishRecovery removes.
   absl::StatusOr<std::unique_ptr<vlog::SegmentWriter>> CreateFlushSegment();
+  // Seals the active segment now, below its target size (synced, closed,
+  // and SealSegment logged), and leaves none active: the next value starts
+  // a new one. GC seals one whose counted garbage makes it worth collecting
+  // (gc::VictimPolicy::ShouldSealActive). Nothing to do when none is active
+  // or it holds no record. Write path only (the write-group leader).
+  absl::Status SealActiveSegment();
   // Hands appended records to the kernel (before the WAL record naming them).
   absl::Status Flush();
   // The active segment's file, for syncing together with the WAL; null when

@@ -136,6 +136,10 @@ struct Stats {
   uint64_t gc_victim_syncs = 0;
   uint64_t gc_victim_switches = 0;
   uint64_t gc_victim_bytes_waiting = 0;
+  // Active value-log segments GC sealed below their target size because
+  // their counted garbage made them worth collecting and nothing else was
+  // (a small key set overwritten again and again; docs/gc.md).
+  uint64_t gc_active_seals = 0;
   // GC bytes relocated per user byte written: what GC costs this workload
   // (lower under skewed updates, whose hot keys die before GC copies them).
   double gc_relocated_per_user_byte = 0;
