@@ -66,12 +66,12 @@ absl::Status DBImpl::FlushOldestImmutable() {
   const auto start = std::chrono::steady_clock::now();
   lsm::VersionEdit edit;
   GarbageMeter garbage;
-  uint64_t value_bytes = 0;
+  uint64_t value_bytes = 0, deletions = 0;
   // A segment of values moved out of the memtable joins the set in the edit
   // that adds the table pointing into it, complete and sealed (ahead of the
   // garbage counts, which GarbageMeter::Finish appends).
-  absl::Status s =
-      WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes, garbage.mutable_edit());
+  absl::Status s = WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes,
+                                    garbage.mutable_edit(), /*at_open=*/false, &deletions);
   if (s.ok()) {
     uint64_t oldest_needed_log;
     {
@@ -108,7 +108,9 @@ absl::Status DBImpl::FlushOldestImmutable() {
     absl::MutexLock l(&mu_);
     for (const auto& [level, f] : edit.new_files()) {
       pending_outputs_.erase(f.number);
-      if (s.ok()) l0_value_bytes_[f.number] = value_bytes;
+      // What the table may hide below it: the values its pointers
+      // supersede, and those its deletions do.
+      if (s.ok()) l0_value_bytes_[f.number] = value_bytes + DeletedValueEstimate(deletions);
     }
     if (s.ok()) {
       imm_.pop_front();
@@ -140,7 +142,8 @@ constexpr uint64_t kMinFlushSegmentBytes = 256 << 10;
 
 absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
                                       GarbageMeter* garbage, uint64_t* value_bytes,
-                                      vlog::SegmentEdit* new_segment, bool at_open) {
+                                      vlog::SegmentEdit* new_segment, bool at_open,
+                                      uint64_t* deletions) {
   lsm::FileMetaData meta;
   meta.number = versions_->NewFileNumber();
   std::vector<SequenceNumber> snapshots;
@@ -164,7 +167,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
                              /*key_may_exist_below=*/{}, garbage);
   bool first = true;
   absl::Status s;
-  uint64_t pointed_bytes = 0;
+  uint64_t pointed_bytes = 0, deletion_count = 0;
   // Values the write path left in the memtable for the flush to separate
   // (Options::separate_at_flush_below), and any value a replayed synced
   // group carried in its WAL record, go to a segment of their own here, in
@@ -211,6 +214,8 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
       // path's to report.
       absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(value);
       if (ptr.ok()) pointed_bytes += ptr->size;
+    } else if (it.ikey().type == lsm::ValueType::kDeletion) {
+      ++deletion_count;
     }
     if (first) {
       meta.smallest_seq = meta.largest_seq = seq;
@@ -242,6 +247,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   CAIRN_RETURN_IF_ERROR(table_cache_->FindTable(meta.number, meta.file_size).status());
   edit->AddFile(0, meta);
   if (value_bytes != nullptr) *value_bytes = pointed_bytes;
+  if (deletions != nullptr) *deletions = deletion_count;
   if (new_segment != nullptr) segments.AddTo(new_segment);
   return absl::OkStatus();
 }
@@ -608,7 +614,8 @@ absl::Status DBImpl::WaitForBackgroundWork() {
     bool hidden;
     {
       absl::MutexLock l(&mu_);
-      hidden = gc_controller_.enabled() && mem_value_bytes_.load() > 0 &&
+      hidden = gc_controller_.enabled() &&
+               (mem_value_bytes_.load() > 0 || mem_deletions_.load() > 0) &&
                GetValueLogSpaceLocked(/*with_estimate=*/true).amplification() >
                    gc_controller_.settle_mark();
     }

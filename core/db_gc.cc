@@ -729,7 +729,26 @@ uint64_t DBImpl::MemTableGarbageEstimate() {
   // bytes they name (the yield), whichever is more.
   const double named = static_cast<double>(mem_value_bytes_.load(std::memory_order_relaxed));
   return std::max(mem_superseded_bytes_.load(std::memory_order_relaxed),
-                  static_cast<uint64_t>(garbage_yield_ * named));
+                  static_cast<uint64_t>(garbage_yield_ * named)) +
+         DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
+}
+
+uint64_t DBImpl::DeletedValueEstimate(uint64_t deletions) {
+  if (deletions == 0) return 0;
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  if (v.get() != entries_version_) {
+    // Once per version: every write asks while the memtable holds deletions.
+    entries_version_ = v.get();
+    table_entries_ = 0;
+    for (int level = 0; level < lsm::kNumLevels; ++level) {
+      for (const auto& f : v->files(level)) table_entries_ += f->num_entries;
+    }
+  }
+  if (table_entries_ == 0) return 0;
+  const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
+  const double live = static_cast<double>(space.bytes - std::min(space.bytes, space.garbage));
+  return static_cast<uint64_t>(static_cast<double>(deletions) * live /
+                               static_cast<double>(table_entries_));
 }
 
 bool DBImpl::GcCanCollect() {

@@ -408,6 +408,11 @@ class DBImpl final : public DB {
   // The garbage the mutable memtable hides: max(the pointers its entries
   // superseded in it, garbage_yield_ times the value bytes it names).
   uint64_t MemTableGarbageEstimate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The value-log bytes that deletions may hide: each is taken to hide one
+  // value of the mean size per table entry (live value-log bytes over the
+  // entries of every table), since which value a deletion hides, if any,
+  // is known only to the compaction that drops it.
+  uint64_t DeletedValueEstimate(uint64_t deletions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // False while background GC, past its trigger, found nothing to collect
   // and no garbage has been counted since it looked.
   bool GcCanCollect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -469,7 +474,8 @@ class DBImpl final : public DB {
   absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
                                 GarbageMeter* garbage,
                                 uint64_t* value_bytes = nullptr,
-                                vlog::SegmentEdit* new_segment = nullptr, bool at_open = false);
+                                vlog::SegmentEdit* new_segment = nullptr, bool at_open = false,
+                                uint64_t* deletions = nullptr);
   void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs and tells the listeners when the write stall condition changes.
@@ -591,6 +597,13 @@ class DBImpl final : public DB {
   // value-log bytes its pointers name, and bytes of pointers in it that
   // newer entries in it superseded (garbage once it is flushed).
   std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
+  // Of the current memtable, likewise: its deletions (separated mode only),
+  // each of which may hide a value in the tables below.
+  std::atomic<uint64_t> mem_deletions_{0};
+  // DeletedValueEstimate's mean value-log bytes per table entry, and the
+  // version it was taken from (compared only, never dereferenced).
+  const lsm::Version* entries_version_ ABSL_GUARDED_BY(mu_) = nullptr;
+  uint64_t table_entries_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> background_threads_;
   // Set once Recover has made the recovered state durable; until then the
   // destructor deletes and writes nothing. Never set on a read-only DB.

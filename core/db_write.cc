@@ -70,6 +70,8 @@ struct DBImpl::PreparedBatch {
   vlog::PreparedRecords records;                // their records, in the same order
   uint64_t user_bytes = 0;                      // keys and values as given
   uint64_t puts = 0, deletes = 0;
+  // Bytes of its values bound for the value log, now or at their flush.
+  uint64_t value_log_bytes = 0;
 };
 
 namespace {
@@ -128,6 +130,9 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
         const size_t end = static_cast<size_t>(last.data() + last.size() - rep.data());
         p->user_bytes += key.size() + value.size();
         ++(type == ValueType::kDeletion ? p->deletes : p->puts);
+        if (threshold != kInlineValues && type == ValueType::kValue && value.size() >= threshold) {
+          p->value_log_bytes += value.size();
+        }
         if (threshold != kInlineValues && type == ValueType::kValue &&
             value.size() >= at_write_from) {
           // Room for every record the rest of the batch can need (headers,
@@ -186,7 +191,9 @@ absl::Status DBImpl::WriteImpl(Writer* w) {
   absl::MutexLock l(&mu_);
   // Before joining the queue: a user write held for value-log space must not
   // hold up GC's rewrites, which queue here too and are what ends the stall.
-  if (w->kind == Writer::Kind::kUserWrite) {
+  // Only a write that adds to the value log waits: deletions and inline
+  // values take no space there, and holding them back frees none.
+  if (w->kind == Writer::Kind::kUserWrite && w->prepared->value_log_bytes > 0) {
     CAIRN_RETURN_IF_ERROR(WaitForValueLogSpace(w->prepared->batch.ApproximateSize()));
   }
   writers_.push_back(w);
@@ -449,7 +456,8 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
   // Only a memtable that holds pointers can hide value-log garbage; inline
   // mode pays nothing here.
   const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
-  uint64_t named = 0, superseded = 0;
+  const bool separated = options_.value_separation_threshold != kInlineValues;
+  uint64_t named = 0, superseded = 0, deletions = 0;
   // GC's rewrites come in key order: each insert searches from the last.
   lsm::MemTable::Cursor cursor;
   // One pass: each entry's insert, which also finds the entry it supersedes
@@ -458,12 +466,17 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
   // decode names nothing.
   absl::Status s = WriteBatchInternal::ForEach(
       group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view v) {
-        if (mem_has_pointers) {
+        const bool deletion = t == ValueType::kDeletion && separated;
+        if (mem_has_pointers || deletion) {
           lsm::MemTable::Superseded old;
-          if (mem->AddAndFindSuperseded(seq, t, k, v, &old, &cursor) &&
-              old.type == ValueType::kValuePointer) {
+          const bool found = mem->AddAndFindSuperseded(seq, t, k, v, &old, &cursor);
+          if (found && old.type == ValueType::kValuePointer) {
             if (auto p = vlog::DecodeValuePointer(old.value); p.ok()) superseded += p->size;
           }
+          // A deletion may hide a value in the tables below only when it is
+          // the key's first entry here: what it supersedes in the memtable
+          // is counted above, or is a deletion already counted.
+          if (deletion && !found) ++deletions;
         } else {
           mem->Add(seq, t, k, v, &cursor);
         }
@@ -474,24 +487,36 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
       });
   if (named > 0) mem_value_bytes_.fetch_add(named, std::memory_order_relaxed);
   if (superseded > 0) mem_superseded_bytes_.fetch_add(superseded, std::memory_order_relaxed);
+  if (deletions > 0) mem_deletions_.fetch_add(deletions, std::memory_order_relaxed);
   return s;
 }
 
 bool DBImpl::MemTableValueBytesFull() {
   const uint64_t named = mem_value_bytes_.load(std::memory_order_relaxed);
-  if (named == 0) return false;
+  const uint64_t deletions = mem_deletions_.load(std::memory_order_relaxed);
+  if (named == 0 && deletions == 0) return false;
   if (named >= options_.max_memtable_value_bytes) return true;
   // Garbage the memtable holds itself (a small set of keys overwritten
   // again and again) is invisible to GC until a flush counts it: flush
   // once it passes a quarter of the garbage the trigger allows over the
-  // live value log, or 256 KiB, whichever is more.
+  // live value log, or 256 KiB, whichever is more. What its deletions hide
+  // below it (an estimate; the compaction after the flush counts it) flushes
+  // it once it passes all the garbage the trigger allows, or a sixteenth of
+  // the memtable size: flushed as soon, a stream of deletions had GC copy
+  // the values it was about to delete again and again, and made a flush per
+  // few hundred deletions as the database emptied.
+  // Without background GC nobody acts on what the deletions hide before a
+  // compaction reaches them anyway (as NeedsGarbageCompaction).
   const uint64_t superseded = mem_superseded_bytes_.load(std::memory_order_relaxed);
-  if (superseded < (256u << 10)) return false;
+  const uint64_t deleted =
+      options_.gc_space_amp_trigger > 0 ? DeletedValueEstimate(deletions) : 0;
+  if (superseded < (256u << 10) && deleted < options_.memtable_size / 16) return false;
   const double t = options_.gc_space_amp_trigger > 1 ? options_.gc_space_amp_trigger : 1.5;
   const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/true);
   const uint64_t dead = std::min(space.bytes, space.garbage + space.uncounted);
   const double live = static_cast<double>(space.bytes - dead);
-  return static_cast<double>(superseded) >= 0.25 * (t - 1) * live;
+  return (superseded >= (256u << 10) && static_cast<double>(superseded) >= 0.25 * (t - 1) * live) ||
+         (deleted >= options_.memtable_size / 16 && static_cast<double>(deleted) >= (t - 1) * live);
 }
 
 absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
@@ -647,13 +672,16 @@ absl::Status DBImpl::NewLog() {
   }
   std::shared_ptr<lsm::LogWriter> closed(std::move(log_));
   log_ = *std::move(created);
-  imm_.push_back({std::move(mem_), log_number_, mem_value_bytes_.load(std::memory_order_relaxed),
+  imm_.push_back({std::move(mem_), log_number_,
+                  mem_value_bytes_.load(std::memory_order_relaxed) +
+                      DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed)),
                   std::move(closed), last_sequence_.load()});
   log_number_ = number;
   mem_ = NewMemTable();
   InstallSuperVersionLocked();
   mem_value_bytes_.store(0, std::memory_order_relaxed);
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);
+  mem_deletions_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();
   return absl::OkStatus();
 }
