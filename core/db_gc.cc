@@ -758,12 +758,11 @@ bool DBImpl::GcCanCollect() {
 }
 
 bool DBImpl::ActiveSegmentWorthSealing(const gc::VictimPolicy& policy, bool manual) {
-  const auto active = vlog_->ActiveSizes();
-  if (active.empty()) return false;
-  const auto& [id, size_and_records] = *active.begin();
+  const std::optional<std::pair<uint64_t, uint64_t>> active = vlog_->ActiveSegment();
+  if (!active.has_value()) return false;
+  const auto [id, bytes] = *active;
   const std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id);
   if (!info.has_value() || info->sealed || info->obsolete) return false;
-  const uint64_t bytes = size_and_records.first;
   return policy.ShouldSealActive(bytes, std::min(bytes, info->garbage_bytes), manual, [this] {
     return GetValueLogSpace(/*with_estimate=*/true).amplification();
   });

@@ -289,6 +289,12 @@ uint64_t ValueLog::ActiveBytes() const {
   return active_ == nullptr ? 0 : active_->size();
 }
 
+std::optional<std::pair<uint64_t, uint64_t>> ValueLog::ActiveSegment() const {
+  absl::MutexLock l(&active_mu_);
+  if (active_ == nullptr) return std::nullopt;
+  return std::make_pair(active_->segment_id(), active_->size());
+}
+
 absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ValueLog::ActiveSizes() const {
   absl::MutexLock l(&active_mu_);
   if (active_ == nullptr) return {};

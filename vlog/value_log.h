@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -207,7 +208,12 @@ class ValueLog {
   uint64_t ActiveBytes() const;
   const vlog::SegmentSet& segment_set() const { return set_; }
   // The active segment's id -> (bytes, records); empty when none is active.
+  // Not while writes run: the record count is the write leader's alone (for
+  // the ledger at open and for tools).
   absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> ActiveSizes() const;
+  // The active segment's id and bytes on disk; nullopt when none is
+  // active. Any thread, while writes run.
+  std::optional<std::pair<uint64_t, uint64_t>> ActiveSegment() const;
 
  private:
   friend class ValueLogFetcher;
