@@ -1,0 +1,83 @@
+// The value log's space figures (docs/gc.md, "Counting garbage in time"):
+// what GC, the write throttle and the memtable's flush bound steer by.
+#include <algorithm>
+#include <memory>
+
+#include "core/db_impl.h"
+#include "lsm/version.h"
+
+namespace cairn {
+
+double DBImpl::ValueLogSpaceAmplification() const {
+  const vlog::ValueLog::Totals t = vlog_->GetTotals();
+  if (t.bytes == 0) return 0;
+  const uint64_t live = t.bytes > t.garbage_bytes ? t.bytes - t.garbage_bytes : 1;
+  return static_cast<double>(t.bytes) / live;
+}
+
+double DBImpl::ValueLogSpace::amplification() const {
+  if (bytes == 0) return 0;
+  const uint64_t dead = std::min(bytes, garbage + uncounted);
+  return static_cast<double>(bytes) / std::max<uint64_t>(1, bytes - dead);
+}
+
+DBImpl::ValueLogSpace DBImpl::GetValueLogSpace(bool with_estimate) {
+  absl::MutexLock l(&mu_);
+  return GetValueLogSpaceLocked(with_estimate);
+}
+
+DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
+  // Two reads without one lock between them: a segment sealed in between
+  // can be off by its size for one decision, which the next one corrects.
+  // Every write asks (the throttle, the memtable's value-byte bound), so
+  // this reads counters only, not the value cache's shards.
+  const vlog::SegmentSet::Totals set = vlog_->segment_set().GetTotals();
+  const uint64_t active = vlog_->ActiveBytes();
+  ValueLogSpace space;
+  // Victims waiting for durability count as collected already, as obsolete
+  // ones awaiting their readers do: GC's work on them is done, and a flush
+  // or a sync frees them without more.
+  const PendingVictims pending = PendingVictimTotals();
+  space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes + pending.bytes) + active;
+  space.garbage = set.garbage_bytes - std::min(set.garbage_bytes, pending.garbage);
+  if (!with_estimate) return space;
+  // Garbage that flushes and compactions have not reported yet: the older
+  // versions hidden by what the memtables and the L0 tables point at,
+  // estimated as their value bytes times the yield L0 compactions have
+  // shown (about 1 under pure overwrites, about 0 while loading).
+  uint64_t hidden = Level0ValueBytes(*versions_->current()).value_or(0);
+  for (const ImmutableMemTable& imm : imm_) hidden += imm.value_bytes;
+  space.uncounted = static_cast<uint64_t>(garbage_yield_ * static_cast<double>(hidden)) +
+                    MemTableGarbageEstimate();
+  return space;
+}
+
+uint64_t DBImpl::MemTableGarbageEstimate() {
+  // What the mutable memtable's entries made garbage: at least the pointers
+  // they superseded in it (exact), and under overwrites about the value
+  // bytes they name (the yield), whichever is more.
+  const double named = static_cast<double>(mem_value_bytes_.load(std::memory_order_relaxed));
+  return std::max(mem_superseded_bytes_.load(std::memory_order_relaxed),
+                  static_cast<uint64_t>(garbage_yield_ * named)) +
+         DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
+}
+
+uint64_t DBImpl::DeletedValueEstimate(uint64_t deletions) {
+  if (deletions == 0) return 0;
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  if (v.get() != entries_version_) {
+    // Once per version: every write asks while the memtable holds deletions.
+    entries_version_ = v.get();
+    table_entries_ = 0;
+    for (int level = 0; level < lsm::kNumLevels; ++level) {
+      for (const auto& f : v->files(level)) table_entries_ += f->num_entries;
+    }
+  }
+  if (table_entries_ == 0) return 0;
+  const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
+  const double live = static_cast<double>(space.bytes - std::min(space.bytes, space.garbage));
+  return static_cast<uint64_t>(static_cast<double>(deletions) * live /
+                               static_cast<double>(table_entries_));
+}
+
+}  // namespace cairn
