@@ -134,6 +134,9 @@ class DBImpl final : public DB {
     std::shared_ptr<lsm::MemTable> mem;
     uint64_t log_number;  // the WAL holding its writes
     uint64_t value_bytes;  // value-log bytes its pointers name
+    // Of value_bytes, the estimate for its deletions (DeletedValueEstimate):
+    // garbage at full weight, where pointers hide garbage at the yield.
+    uint64_t deleted_bytes;
     // Its WAL, closed with an end record but not synced (null once a sync
     // covered it): the next sync syncs it first, and its flush makes it
     // obsolete without it ever being synced (docs/durability.md).
@@ -568,6 +571,8 @@ class DBImpl final : public DB {
   // Value-log bytes named by each L0 table this process flushed (tables
   // from before the open are estimated); dropped when the table leaves L0.
   absl::flat_hash_map<uint64_t, uint64_t> l0_value_bytes_ ABSL_GUARDED_BY(mu_);
+  // Of l0_value_bytes_, what the tables' deletions hide (their estimate).
+  absl::flat_hash_map<uint64_t, uint64_t> l0_deleted_bytes_ ABSL_GUARDED_BY(mu_);
   // The average value-log record at the first estimate for a table from
   // before the open (0 until then): taken once, since every write asks for
   // the estimate and it walks every segment.

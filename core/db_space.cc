@@ -44,11 +44,24 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // Garbage that flushes and compactions have not reported yet: the older
   // versions hidden by what the memtables and the L0 tables point at,
   // estimated as their value bytes times the yield L0 compactions have
-  // shown (about 1 under pure overwrites, about 0 while loading).
-  uint64_t hidden = Level0ValueBytes(*versions_->current()).value_or(0);
-  for (const ImmutableMemTable& imm : imm_) hidden += imm.value_bytes;
-  space.uncounted = static_cast<uint64_t>(garbage_yield_ * static_cast<double>(hidden)) +
-                    MemTableGarbageEstimate();
+  // shown (about 1 under pure overwrites, about 0 while loading), and
+  // those their deletions hide, at full weight: a deletion hides its key's
+  // value whatever a load before it yielded.
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  uint64_t hidden = Level0ValueBytes(*v).value_or(0);
+  uint64_t deleted = 0;
+  for (const auto& f : v->files(0)) {
+    auto it = l0_deleted_bytes_.find(f->number);
+    if (it != l0_deleted_bytes_.end()) deleted += it->second;
+  }
+  for (const ImmutableMemTable& imm : imm_) {
+    hidden += imm.value_bytes;
+    deleted += imm.deleted_bytes;
+  }
+  deleted = std::min(deleted, hidden);
+  space.uncounted =
+      static_cast<uint64_t>(garbage_yield_ * static_cast<double>(hidden - deleted)) + deleted +
+      MemTableGarbageEstimate();
   return space;
 }
 

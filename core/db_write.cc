@@ -672,9 +672,9 @@ absl::Status DBImpl::NewLog() {
   }
   std::shared_ptr<lsm::LogWriter> closed(std::move(log_));
   log_ = *std::move(created);
+  const uint64_t deleted = DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
   imm_.push_back({std::move(mem_), log_number_,
-                  mem_value_bytes_.load(std::memory_order_relaxed) +
-                      DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed)),
+                  mem_value_bytes_.load(std::memory_order_relaxed) + deleted, deleted,
                   std::move(closed), last_sequence_.load()});
   log_number_ = number;
   mem_ = NewMemTable();

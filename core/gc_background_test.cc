@@ -97,10 +97,13 @@ TEST(GcSpaceTest, FiveOverwritesOfAFixedLiveSetStayWithinTheBound) {
   }
 }
 
-// After a burst that leaves the value log between GC's stop mark and its
-// trigger, a settle step brings it down to the settle mark: the figure a
-// benchmark or a user sees after WaitForBackgroundWork is the low one.
-TEST(GcSpaceTest, ASettleStepBringsTheValueLogDownToTheSettleMark) {
+// A settle step (WaitForBackgroundWork) leaves a burst that stayed under
+// GC's trigger as it is: no GC, no write amplification for space the user's
+// trigger does not ask for (a random load settles at its own figure). After
+// a burst that passed the trigger it brings the value log down to the
+// settle mark, under the stop mark where background GC rests: the figure
+// a benchmark or a user sees after WaitForBackgroundWork is the low one.
+TEST(GcSpaceTest, ASettleStepBringsABurstPastTheTriggerDownToTheSettleMark) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
   Options o;
   o.memtable_size = 64 << 10;
@@ -117,23 +120,39 @@ TEST(GcSpaceTest, ASettleStepBringsTheValueLogDownToTheSettleMark) {
   }
   // The oldest segments' keys again: about 1.35x, under the trigger, and
   // the first segments are mostly garbage.
-  for (int i = 0; i < kKeys * 35 / 100; ++i) {
+  int overwritten = kKeys * 35 / 100;
+  for (int i = 0; i < overwritten; ++i) {
     ASSERT_TRUE(db->Put({}, absl::StrFormat("key%05d", i), Value(i + kKeys, 1000)).ok());
   }
   ASSERT_TRUE(db->CompactRange(nullptr, nullptr).ok());  // every old version counted
-  const double before = db->GetStats().vlog_space_amplification;
-  ASSERT_GT(before, 1.3);
-  ASSERT_LT(before, 1.5);
+  const double under = db->GetStats().vlog_space_amplification;
+  ASSERT_GT(under, 1.3);
+  ASSERT_LT(under, 1.5);
   ASSERT_TRUE(db->WaitForBackgroundWork().ok());
-  const Stats st = db->GetStats();
-  std::printf("value-log space amplification %.3f before the settle, %.3f after\n", before,
-              st.vlog_space_amplification);
+  Stats st = db->GetStats();
+  std::printf("under the trigger: value-log space amplification %.3f before the settle, %.3f "
+              "after\n",
+              under, st.vlog_space_amplification);
+  EXPECT_EQ(st.gc_runs, 0u) << "a burst under the trigger costs no GC";
+  EXPECT_DOUBLE_EQ(st.vlog_space_amplification, under);
+
+  // The next keys too, past the trigger: background GC starts, and the
+  // settle takes the log down to the settle mark from wherever GC is.
+  for (int i = overwritten; i < kKeys * 70 / 100; ++i) {
+    ASSERT_TRUE(db->Put({}, absl::StrFormat("key%05d", i), Value(i + kKeys, 1000)).ok());
+  }
+  overwritten = kKeys * 70 / 100;
+  ASSERT_TRUE(db->CompactRange(nullptr, nullptr).ok());
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  st = db->GetStats();
+  std::printf("past the trigger: %.3f after the settle, %llu GC runs\n",
+              st.vlog_space_amplification, static_cast<unsigned long long>(st.gc_runs));
   EXPECT_LE(st.vlog_space_amplification, 1.25);
   EXPECT_GT(st.gc_runs, 0u);
   for (int i = 0; i < kKeys; i += 13) {
     std::string v;
     ASSERT_TRUE(db->Get({}, absl::StrFormat("key%05d", i), &v).ok());
-    ASSERT_EQ(v, Value(i < kKeys * 35 / 100 ? i + kKeys : i, 1000));
+    ASSERT_EQ(v, Value(i < overwritten ? i + kKeys : i, 1000));
   }
 }
 

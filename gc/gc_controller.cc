@@ -16,7 +16,9 @@ GcController::GcController(const GcControllerOptions& options)
 
 bool GcController::ShouldCollect(double amp) {
   if (!enabled()) return collecting_ = false;
+  const bool was_collecting = collecting_;
   collecting_ = amp > (collecting_ ? collect_until() : start_mark());
+  if (collecting_ && !was_collecting) passed_trigger_ = true;
   if (!collecting_) settling_ = false;
   return collecting_;
 }

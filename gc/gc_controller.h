@@ -105,10 +105,23 @@ class GcController {
   // collects down to the settle mark from wherever amp is, as if it had
   // passed the trigger, so that the settled figure is the low one, with
   // room under the value log's figure for the rest of the directory
-  // (tables, the manifest; docs/gc.md).
+  // (tables, the manifest; docs/gc.md). core/ settles only after a burst
+  // that passed the trigger (SettleWanted).
   void Settle() {
     if (enabled()) collecting_ = settling_ = true;
   }
+  // Whether a settle step at amp should collect: only if amp passed the
+  // trigger since the last settle (background GC started collecting), or
+  // is past it now. A burst that stayed under the trigger is left where
+  // it is: below the trigger GC spends no write amplification on space,
+  // and a settle does not either, so a load that leaves 1.4x behind
+  // costs no more than its own writes (docs/gc.md, "The settle step").
+  bool SettleWanted(double amp) const {
+    return enabled() && (passed_trigger_ || amp > start_mark());
+  }
+  // The settle step is over: the next one collects only once amp passes
+  // the trigger again.
+  void EndSettle() { passed_trigger_ = false; }
 
   // Background jobs that may run at once at amp, of at most max_jobs
   // (Options::max_background_gc): one until amp passes the trigger, all
@@ -142,6 +155,7 @@ class GcController {
   const double t_;
   bool collecting_ = false;
   bool settling_ = false;  // the collecting under way is a settle's
+  bool passed_trigger_ = false;  // background GC started since the last settle
   // Delayed writes.
   bool delaying_ = false;
   uint64_t rate_;

@@ -50,6 +50,25 @@ TEST(GcControllerTest, ASettleCollectsDownToTheSettleMarkOnce) {
   EXPECT_FALSE(c.ShouldCollect(1.29));
 }
 
+// A settle collects after a burst that passed the trigger (background GC
+// started), or past the trigger now; not after one that stayed under it.
+// Once the settle ends, only a new pass of the trigger asks for the next.
+TEST(GcControllerTest, ASettleIsWantedOnlyAfterTheTriggerWasPassed) {
+  GcController c(Defaults());
+  EXPECT_FALSE(c.SettleWanted(1.45)) << "a burst that stayed under the trigger";
+  EXPECT_TRUE(c.SettleWanted(1.51));
+  EXPECT_FALSE(c.ShouldCollect(1.45));
+  EXPECT_FALSE(c.SettleWanted(1.45));
+  EXPECT_TRUE(c.ShouldCollect(1.51));  // background GC starts
+  EXPECT_FALSE(c.ShouldCollect(1.29));  // and rests at the stop mark
+  EXPECT_TRUE(c.SettleWanted(1.29)) << "the burst passed the trigger";
+  EXPECT_TRUE(c.SettleWanted(1.45));
+  c.EndSettle();
+  EXPECT_FALSE(c.SettleWanted(1.45));
+  EXPECT_FALSE(GcController(GcControllerOptions{.space_amp_trigger = 0}).SettleWanted(3.0))
+      << "GC off";
+}
+
 TEST(GcControllerTest, MoreJobsAtOnceOnlyPastTheTrigger) {
   GcController c(Defaults());
   EXPECT_EQ(c.JobsAllowed(1.45, 2), 1) << "on the way down to the stop mark: one job";

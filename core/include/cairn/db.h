@@ -126,10 +126,13 @@ class DB {
   // and a victim's file is deleted once no snapshot or iterator can read it.
   virtual absl::StatusOr<GcResult> RunGC() = 0;
   // Waits until no flush or compaction is pending or running, and, with
-  // background GC on, until GC has brought the value log down to its
-  // settle mark (1 + 0.5 (gc_space_amp_trigger - 1): 1.25 at the default,
-  // under the 1.3 where background collecting stops) or found nothing more
-  // it may collect. Files made obsolete are gone on return.
+  // background GC on, after writes that took the value log past
+  // gc_space_amp_trigger since the last call, until GC has brought it down
+  // to its settle mark (1 + 0.5 (gc_space_amp_trigger - 1): 1.25 at the
+  // default, under the 1.3 where background collecting stops) or found
+  // nothing more it may collect. Writes that stayed under the trigger are
+  // left as they are: GC spends no write amplification below it. Files
+  // made obsolete are gone on return.
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // Writes an openable copy of the database to the new directory dir (on
