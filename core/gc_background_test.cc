@@ -118,15 +118,17 @@ TEST(GcSpaceTest, ASettleStepBringsABurstPastTheTriggerDownToTheSettleMark) {
   for (int i = 0; i < kKeys; ++i) {
     ASSERT_TRUE(db->Put({}, absl::StrFormat("key%05d", i), Value(i, 1000)).ok());
   }
-  // The oldest segments' keys again: about 1.35x, under the trigger, and
-  // the first segments are mostly garbage.
-  int overwritten = kKeys * 35 / 100;
+  // The oldest segments' keys again: about 1.3x, past the settle mark and
+  // well under the trigger (the estimate of what L0 and the memtable hide
+  // moves the figure while the writes run), and the first segments are
+  // mostly garbage.
+  int overwritten = kKeys * 30 / 100;
   for (int i = 0; i < overwritten; ++i) {
     ASSERT_TRUE(db->Put({}, absl::StrFormat("key%05d", i), Value(i + kKeys, 1000)).ok());
   }
   ASSERT_TRUE(db->CompactRange(nullptr, nullptr).ok());  // every old version counted
   const double under = db->GetStats().vlog_space_amplification;
-  ASSERT_GT(under, 1.3);
+  ASSERT_GT(under, 1.25);
   ASSERT_LT(under, 1.5);
   ASSERT_TRUE(db->WaitForBackgroundWork().ok());
   Stats st = db->GetStats();
