@@ -112,8 +112,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
       // supersede, and those its deletions do.
       if (s.ok()) {
         const uint64_t deleted = DeletedValueEstimate(deletions);
-        l0_value_bytes_[f.number] = value_bytes + deleted;
-        if (deleted > 0) l0_deleted_bytes_[f.number] = deleted;
+        l0_hidden_[f.number] = {value_bytes + deleted, deleted};
       }
     }
     if (s.ok()) {
@@ -340,11 +339,11 @@ bool DBImpl::NeedsGarbageCompaction() {
   // hold keys and pointers only, so this costs little next to the value
   // bytes it accounts for.
   const std::shared_ptr<const lsm::Version> v = versions_->current();
-  const std::optional<uint64_t> pending = Level0ValueBytes(*v);
-  if (!pending.has_value() || *pending == 0) return false;
+  const std::optional<Level0Hidden> l0 = Level0HiddenBytes(*v);
+  if (!l0.has_value() || l0->value_bytes == 0) return false;
   ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
   if (space.bytes == 0) return false;
-  space.uncounted = *pending;
+  space.uncounted = l0->value_bytes;
   return space.amplification() > options_.gc_space_amp_trigger;
 }
 
@@ -363,13 +362,14 @@ void DBImpl::ListDeadRecords(vlog::DeadRecords::Batch dead) {
   if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
 }
 
-std::optional<uint64_t> DBImpl::Level0ValueBytes(const lsm::Version& v) {
-  uint64_t pending = 0;
+std::optional<DBImpl::Level0Hidden> DBImpl::Level0HiddenBytes(const lsm::Version& v) {
+  Level0Hidden sum;
   for (const auto& f : v.files(0)) {
     if (f->being_compacted) return std::nullopt;
-    auto it = l0_value_bytes_.find(f->number);
-    if (it != l0_value_bytes_.end()) {
-      pending += it->second;
+    auto it = l0_hidden_.find(f->number);
+    if (it != l0_hidden_.end()) {
+      sum.value_bytes += it->second.value_bytes;
+      sum.deleted_bytes += it->second.deleted_bytes;
       continue;
     }
     if (recovered_average_record_ == 0) {  // a table flushed before this open
@@ -380,9 +380,9 @@ std::optional<uint64_t> DBImpl::Level0ValueBytes(const lsm::Version& v) {
       }
       recovered_average_record_ = records == 0 ? 1 : std::max<uint64_t>(1, bytes / records);
     }
-    pending += f->num_entries * recovered_average_record_;
+    sum.value_bytes += f->num_entries * recovered_average_record_;
   }
-  return pending;
+  return sum;
 }
 
 void DBImpl::CompactionThread() {
@@ -485,11 +485,10 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
       if (c.level() == 0) {
         uint64_t inflow = 0;
         for (const auto& f : c.inputs(0)) {
-          auto it = l0_value_bytes_.find(f->number);
-          if (it == l0_value_bytes_.end()) continue;
-          inflow += it->second;
-          l0_value_bytes_.erase(it);
-          l0_deleted_bytes_.erase(f->number);
+          auto it = l0_hidden_.find(f->number);
+          if (it == l0_hidden_.end()) continue;
+          inflow += it->second.value_bytes;
+          l0_hidden_.erase(it);
         }
         if (inflow > 0) {
           uint64_t counted = 0;

@@ -432,9 +432,17 @@ class DBImpl final : public DB {
   // Whether a background GC job is running (another thread's, when asked
   // by a loop between its own jobs).
   bool GcJobsRunning() ABSL_LOCKS_EXCLUDED(mu_);
-  // Value-log bytes named by the L0 tables; nullopt while one of them is
-  // being compacted.
-  std::optional<uint64_t> Level0ValueBytes(const lsm::Version& v)
+  // What L0 tables may hide below them: the value-log bytes their pointers
+  // name plus their deletions' estimate (value_bytes), and of it the
+  // deletions' share (deleted_bytes), which counts as garbage at full
+  // weight where the pointers' share counts at the yield.
+  struct Level0Hidden {
+    uint64_t value_bytes = 0;
+    uint64_t deleted_bytes = 0;
+  };
+  // The sum over v's L0 tables; nullopt while one of them is being
+  // compacted.
+  std::optional<Level0Hidden> Level0HiddenBytes(const lsm::Version& v)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GcThread();
 
@@ -570,9 +578,7 @@ class DBImpl final : public DB {
   std::array<LevelCompactionStats, lsm::kNumLevels> level_stats_ ABSL_GUARDED_BY(mu_);
   // Value-log bytes named by each L0 table this process flushed (tables
   // from before the open are estimated); dropped when the table leaves L0.
-  absl::flat_hash_map<uint64_t, uint64_t> l0_value_bytes_ ABSL_GUARDED_BY(mu_);
-  // Of l0_value_bytes_, what the tables' deletions hide (their estimate).
-  absl::flat_hash_map<uint64_t, uint64_t> l0_deleted_bytes_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Level0Hidden> l0_hidden_ ABSL_GUARDED_BY(mu_);
   // The average value-log record at the first estimate for a table from
   // before the open (0 until then): taken once, since every write asks for
   // the estimate and it walks every segment.

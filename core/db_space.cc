@@ -47,13 +47,9 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // shown (about 1 under pure overwrites, about 0 while loading), and
   // those their deletions hide, at full weight: a deletion hides its key's
   // value whatever a load before it yielded.
-  const std::shared_ptr<const lsm::Version> v = versions_->current();
-  uint64_t hidden = Level0ValueBytes(*v).value_or(0);
-  uint64_t deleted = 0;
-  for (const auto& f : v->files(0)) {
-    auto it = l0_deleted_bytes_.find(f->number);
-    if (it != l0_deleted_bytes_.end()) deleted += it->second;
-  }
+  const Level0Hidden l0 = Level0HiddenBytes(*versions_->current()).value_or(Level0Hidden{});
+  uint64_t hidden = l0.value_bytes;
+  uint64_t deleted = l0.deleted_bytes;
   for (const ImmutableMemTable& imm : imm_) {
     hidden += imm.value_bytes;
     deleted += imm.deleted_bytes;
