@@ -606,10 +606,11 @@ absl::Status DBImpl::WaitForBackgroundWork() {
     {
       absl::MutexLock l(&mu_);
       // GC signals after each victim; the timeout re-reads the figure it
-      // steers by, which flushes and compactions move without a signal.
+      // steers by, which flushes and compactions move without a signal. A
+      // GC job under way finishes first: its victim would be left waiting.
       while (bg_error_.ok() && !shutting_down_ &&
              (!imm_.empty() || flush_running_ || compactions_running_ > 0 ||
-              NeedsCompaction() || GcBehind())) {
+              gc_jobs_running_ > 0 || NeedsCompaction() || GcBehind())) {
         background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
       }
       if (!bg_error_.ok()) return bg_error_;
@@ -653,7 +654,11 @@ absl::Status DBImpl::WaitForBackgroundWork() {
     gc_controller_.EndSettle();
   }
   // The files that work made obsolete are gone on return, as the space
-  // figures already say.
+  // figures already say. Those figures count victims waiting for their
+  // rewrites' durability as collected; GC releases them when it next
+  // looks, which can be after the return, so they get their sync here.
+  CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(VictimRelease::kNow));
+  DeleteObsoleteSegments();
   deleter_->WaitIdle();
   return absl::OkStatus();
 }

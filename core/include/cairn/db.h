@@ -132,7 +132,8 @@ class DB {
   // default, under the 1.3 where background collecting stops) or found
   // nothing more it may collect. Writes that stayed under the trigger are
   // left as they are: GC spends no write amplification below it. Files
-  // made obsolete are gone on return.
+  // made obsolete are gone on return, collected segments waiting for
+  // their rewrites' durability included (one WAL sync).
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // Writes an openable copy of the database to the new directory dir (on
