@@ -31,6 +31,13 @@ using gc_testing::SegmentBytes;
 using gc_testing::ExpectModel;
 using gc_testing::ReopenAndExpectModel;
 
+// What GC saw, printed where a space bound is about to fail.
+void PrintStats(DB* db) {
+  std::string text;
+  db->GetProperty("cairn.stats", &text);
+  std::printf("%s\n", text.c_str());
+}
+
 // Issue 6's space bound: a fixed live set overwritten 5 times, in a fresh
 // random order each time, with background GC at its defaults. The value log
 // stays within 2x the live bytes throughout (sampled), and within 1.5x once
@@ -287,11 +294,7 @@ TEST_P(SmallKeySetTest, OverwrittenBeforeAnyFlushStaysBounded) {
               static_cast<unsigned long long>(segment >> 20), max_bytes / live,
               final_bytes / live, static_cast<unsigned long long>(stats.stall_slowdowns),
               static_cast<unsigned long long>(stats.gc_active_seals));
-  if (final_bytes > 1.5 * live + (1 << 20)) {  // what GC saw, for the failure below
-    std::string text;
-    db->GetProperty("cairn.stats", &text);
-    std::printf("%s\n", text.c_str());
-  }
+  if (final_bytes > 1.5 * live + (1 << 20)) PrintStats(db.get());  // for the failure below
   // Before memtables were flushed by the garbage they hide, this workload
   // grew the value log to 20x live. Segments of 1 MiB over 2.4 MB live
   // leave GC a coarse unit, so the peak is measured at 2.3-3.6x live; once
@@ -403,11 +406,7 @@ TEST(GcLedgerTest, DeletingMostKeysGivesTheirSpaceBack) {
   EXPECT_LE(static_cast<double>(after), 1.5 * live + (1 << 20));
   const Stats stats = db->GetStats();
   EXPECT_EQ(stats.gc_victim_bytes_waiting, 0u);
-  if (static_cast<double>(after) > 1.5 * live + (1 << 20)) {  // what GC saw
-    std::string text;
-    db->GetProperty("cairn.stats", &text);
-    std::printf("%s\n", text.c_str());
-  }
+  if (static_cast<double>(after) > 1.5 * live + (1 << 20)) PrintStats(db.get());
   for (int i = 0; i < kKeys; ++i) {
     std::string v;
     const absl::Status st = db->Get({}, absl::StrFormat("key%05d", i), &v);

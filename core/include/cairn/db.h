@@ -133,7 +133,7 @@ class DB {
   // nothing more it may collect. Writes that stayed under the trigger are
   // left as they are: GC spends no write amplification below it. Files
   // made obsolete are gone on return, collected segments waiting for
-  // their rewrites' durability included (one WAL sync).
+  // their rewrites' durability included (a WAL sync, when one waits).
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // Writes an openable copy of the database to the new directory dir (on
