@@ -1,20 +1,56 @@
 #include "core/flush_segments.h"
 
+#include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "io/status_macros.h"
+#include "vlog/vlog_format.h"
 
 namespace cairn {
 
 absl::StatusOr<vlog::ValuePointer> FlushSegments::Place(std::string_view user_key,
                                                         std::string_view value) {
+  if (user_key.size() > vlog::kMaxRecordKeySize || value.size() > vlog::kMaxRecordValueSize) {
+    return absl::InvalidArgumentError(absl::StrCat("a record of a ", user_key.size(),
+                                                   "-byte key and a ", value.size(),
+                                                   "-byte value is past the record limits"));
+  }
   if (current_ == nullptr) {
     CAIRN_ASSIGN_OR_RETURN(current_, create_());
+    staged_.reserve(kStageBytes + vlog::RecordSize(user_key.size(), value.size()));
   }
-  CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, current_->Append(user_key, value));
-  if (current_->size() >= segment_size_) CAIRN_RETURN_IF_ERROR(Close());
+  const size_t start = staged_.size();
+  CAIRN_RETURN_IF_ERROR(vlog::EncodeValueRecord(user_key, value, current_->Encoding(), &staged_,
+                                                &chunk_table_, &chunk_body_));
+  const auto size = static_cast<uint32_t>(staged_.size() - start);
+  staged_sizes_.push_back(size);
+  const vlog::ValuePointer ptr{current_->segment_id(), current_->size() + start, size};
+  if (current_->size() + staged_.size() >= segment_size_) {
+    CAIRN_RETURN_IF_ERROR(Close());
+  } else if (staged_.size() >= kStageBytes) {
+    CAIRN_RETURN_IF_ERROR(WriteStaged());
+  }
   return ptr;
 }
 
+absl::Status FlushSegments::WriteStaged() {
+  if (staged_sizes_.empty()) return absl::OkStatus();
+  const uint64_t end = current_->size() + staged_.size();
+  const vlog::EncodedRecords run{staged_, staged_sizes_};
+  std::vector<vlog::ValuePointer> pointers;
+  pointers.reserve(staged_sizes_.size());
+  CAIRN_RETURN_IF_ERROR(current_->AppendEncoded(absl::MakeConstSpan(&run, 1), &pointers));
+  // Place handed out these places before the bytes were written.
+  if (current_->size() != end) {
+    return absl::InternalError(absl::StrCat(current_->path(), ": staged records end at ",
+                                            current_->size(), ", not at ", end));
+  }
+  staged_.clear();
+  staged_sizes_.clear();
+  return absl::OkStatus();
+}
+
 absl::Status FlushSegments::Close() {
+  CAIRN_RETURN_IF_ERROR(WriteStaged());
   // Sealed means complete: synced, and the file exactly its records.
   CAIRN_RETURN_IF_ERROR(current_->Sync());
   CAIRN_RETURN_IF_ERROR(current_->Close());
@@ -30,6 +66,8 @@ absl::Status FlushSegments::Finish() {
 }
 
 void FlushSegments::Abandon() {
+  staged_.clear();
+  staged_sizes_.clear();
   if (current_ != nullptr) {
     const std::string path = current_->path();
     current_.reset();

@@ -6,6 +6,13 @@
 // edit that adds the table pointing into them (AddTo): until then a crash
 // leaves orphans that the next open removes.
 //
+// Records are encoded in one pass into a staging buffer (each with a
+// one-shot checksum over its bytes just copied) and handed to the segment
+// about a mebibyte at a time, which the file writes from where it lies
+// (SegmentWriter::AppendEncoded): one copy of each value in user space,
+// where encoding it apart and appending it through the file's buffer took
+// a streamed checksum and a second copy.
+//
 // Thread safety: one thread (the flush's) at a time.
 #ifndef CAIRN_CORE_FLUSH_SEGMENTS_H_
 #define CAIRN_CORE_FLUSH_SEGMENTS_H_
@@ -13,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -35,7 +43,10 @@ class FlushSegments {
   FlushSegments(const FlushSegments&) = delete;
   FlushSegments& operator=(const FlushSegments&) = delete;
 
-  // Appends one value's record and returns where it is.
+  // Appends one value's record and returns where it is. The record may
+  // reach the file only at a later Place or at Finish; neither view need
+  // outlive the call. Errors: InvalidArgument for a key or value past the
+  // record limits; the file's and zstd's.
   absl::StatusOr<vlog::ValuePointer> Place(std::string_view user_key, std::string_view value);
   // Syncs and closes the last segment: every record is durable.
   absl::Status Finish();
@@ -46,6 +57,11 @@ class FlushSegments {
   void AddTo(vlog::SegmentEdit* edit) const;
 
  private:
+  // Staged bytes at which they go to the segment.
+  static constexpr size_t kStageBytes = size_t{256} << 10;
+
+  // Hands the staged records to the current segment.
+  absl::Status WriteStaged();
   absl::Status Close();
 
   struct Closed {
@@ -57,6 +73,10 @@ class FlushSegments {
   const uint64_t segment_size_;
   std::unique_ptr<vlog::SegmentWriter> current_;
   std::vector<Closed> closed_;
+  // Records encoded for current_ and not yet appended, and their sizes.
+  std::string staged_;
+  std::vector<uint32_t> staged_sizes_;
+  std::string chunk_table_, chunk_body_;  // EncodeValueRecord's scratch
 };
 
 }  // namespace cairn
