@@ -8,10 +8,12 @@
 //
 // Records are encoded in one pass into a staging buffer (each with a
 // one-shot checksum over its bytes just copied) and handed to the segment
-// about a mebibyte at a time, which the file writes from where it lies
+// 256 KiB at a time, which the file writes from where it lies
 // (SegmentWriter::AppendEncoded): one copy of each value in user space,
-// where encoding it apart and appending it through the file's buffer took
-// a streamed checksum and a second copy.
+// checksummed while the copy is still in the cache, where appending each
+// record through the file's buffer took a streamed checksum over the
+// memtable's copy and a second copy (about half the flush thread's CPU;
+// docs/decisions/20261202_separate_at_flush.md, "The flush's own cost").
 //
 // Thread safety: one thread (the flush's) at a time.
 #ifndef CAIRN_CORE_FLUSH_SEGMENTS_H_
@@ -57,7 +59,8 @@ class FlushSegments {
   void AddTo(vlog::SegmentEdit* edit) const;
 
  private:
-  // Staged bytes at which they go to the segment.
+  // Staged bytes at which they go to the segment: the most the file hands
+  // the kernel in one call (io::FdWritableFile::kMaxBufferedWrite).
   static constexpr size_t kStageBytes = size_t{256} << 10;
 
   // Hands the staged records to the current segment.
