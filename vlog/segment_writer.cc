@@ -110,20 +110,6 @@ absl::StatusOr<ValuePointer> SegmentWriter::Append(std::string_view key,
     return absl::InvalidArgumentError(absl::StrCat(
         path_, ": key of ", key.size(), " bytes exceeds ", kMaxRecordKeySize));
   }
-  const bool chunked = options_.chunk_size != 0 && value.size() > options_.chunk_size;
-  if (!chunked && (!options_.compress || value.empty())) {
-    // Stored as it is (EncodeValueRecord's plain case): the header, key and
-    // value go to the file's buffer in one copy, not through record_ first.
-    char header[kRecordHeaderSize];
-    EncodeRecordHeader(key, value, 0, header);
-    const uint64_t offset = size();
-    const std::string_view parts[] = {std::string_view(header, kRecordHeaderSize), key, value};
-    CAIRN_RETURN_IF_ERROR(Track(file_->AppendParts(parts)));
-    const uint64_t record_size = RecordSize(key.size(), value.size());
-    size_.store(offset + record_size, std::memory_order_release);
-    ++record_count_;
-    return ValuePointer{segment_id_, offset, static_cast<uint32_t>(record_size)};
-  }
   record_.clear();
   CAIRN_RETURN_IF_ERROR(EncodeValueRecord(key, value, Encoding(), &record_, &chunk_table_,
                                           &compressed_));

@@ -106,18 +106,6 @@ void EncodeRecord(std::string_view key, std::initializer_list<std::string_view> 
   FinishRecord(start, key.size(), flags, dst);
 }
 
-void EncodeRecordHeader(std::string_view key, std::string_view stored_value, uint8_t flags,
-                        char header[kRecordHeaderSize]) {
-  EncodeLengthsAndFlags(key.size(), stored_value.size(), flags, header);
-  // The same checksum as FinishRecord's, over the same bytes in pieces:
-  // XXH3's streaming digest equals its one-shot one.
-  io::Checksummer sum;
-  sum.Update(std::string_view(header + 4, kRecordHeaderSize - 4));
-  sum.Update(key);
-  sum.Update(stored_value);
-  io::EncodeFixed32(header, sum.Digest32());
-}
-
 absl::Status EncodeValueRecord(std::string_view key, std::string_view value,
                                const RecordEncoding& encoding, std::string* dst,
                                std::string* table, std::string* body) {

@@ -122,13 +122,6 @@ inline void EncodeRecord(std::string_view key, std::string_view stored_value, ui
                          std::string* dst) {
   EncodeRecord(key, {stored_value}, flags, dst);
 }
-// Writes into header the kRecordHeaderSize bytes that, followed by key and
-// stored_value, make the record EncodeRecord would append: a writer can then
-// hand the three pieces to its file without copying the value into a record
-// first. Same REQUIRES as EncodeRecord.
-void EncodeRecordHeader(std::string_view key, std::string_view stored_value, uint8_t flags,
-                        char header[kRecordHeaderSize]);
-
 // How a writer stores a value (SegmentWriterOptions carries the same three).
 struct RecordEncoding {
   // Try zstd; the frame is kept only when it is smaller than the value.

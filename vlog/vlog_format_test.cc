@@ -170,27 +170,6 @@ TEST(VlogFormatTest, RecordRoundTripsAndSizeIsPredicted) {
   EXPECT_FALSE(r.compressed());
 }
 
-// A writer that hands the header, key and value to its file separately
-// writes the bytes EncodeRecord would, at every size around the boundaries.
-TEST(VlogFormatTest, ARecordHeaderFollowedByKeyAndValueIsTheEncodedRecord) {
-  for (size_t key_size : {0, 1, 16, 300}) {
-    for (size_t value_size : {0, 1, 15, 16, 17, 240, 4083, 4096, 70000}) {
-      const std::string key(key_size, 'k');
-      std::string value(value_size, '\0');
-      for (size_t i = 0; i < value_size; ++i) value[i] = static_cast<char>(i * 131 + key_size);
-      for (uint8_t flags : {uint8_t{0}, kRecordFlagZstd}) {
-        std::string encoded;
-        EncodeRecord(key, value, flags, &encoded);
-        char header[kRecordHeaderSize];
-        EncodeRecordHeader(key, value, flags, header);
-        const std::string pieces = std::string(header, kRecordHeaderSize) + key + value;
-        EXPECT_EQ(Hex(pieces), Hex(encoded))
-            << key_size << " " << value_size << " " << int{flags};
-      }
-    }
-  }
-}
-
 TEST(VlogFormatTest, ParseRecordNamesWhatIsWrong) {
   std::string good;
   EncodeRecord("k", "v", 0, &good);
