@@ -640,11 +640,19 @@ absl::Status DBImpl::NewLog() {
   // its missing end record: every write after the cut, in it and in newer
   // WALs, was never synced, and is the suffix a power loss may take
   // (docs/durability.md, "WAL switches").
-  CAIRN_RETURN_IF_ERROR(vlog_->Sync());
-  wal_names_unsynced_values_ = false;  // and the new WAL holds no record yet
+  //
+  // The syncs below wait for the device, so they run without the DB
+  // mutex: only this write leader touches the WAL and the value log's
+  // active segment, and nothing else changes until the switch below,
+  // while flushes, compactions and GC, which take the mutex for their
+  // edits, go on meanwhile. The new WAL, numbered above the live one, is
+  // no obsolete file to RemoveObsoleteFiles.
   const uint64_t number = versions_->NewFileNumber();
   const std::string path = lsm::LogFileName(dbname_, number);
-  auto created = [&]() -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {
+  mu_.Unlock();
+  absl::StatusOr<std::unique_ptr<lsm::LogWriter>> created = [&]()
+      -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {
+    CAIRN_RETURN_IF_ERROR(vlog_->Sync());
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
                            fs_->NewWritableFile(path, {.category = io::IoCategory::kWal,
                                                        .writeback_bytes = options_.wal_bytes_per_sync}));
@@ -657,6 +665,10 @@ absl::Status DBImpl::NewLog() {
     CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
     return log;
   }();
+  mu_.Lock();
+  // The values the old WAL names are synced (and the new WAL holds no
+  // record yet); on failure the flag stays as it was.
+  if (created.ok()) wal_names_unsynced_values_ = false;
   absl::Status ended = created.status();
   if (ended.ok()) {
     // Only once the new WAL exists: a failed switch leaves the old WAL

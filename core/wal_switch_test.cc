@@ -9,12 +9,17 @@
 //     every write before it survive the same power loss;
 //   - a process crash loses nothing: each closed WAL ends in its end record
 //     and replay goes on to the next;
-//   - damage inside a closed WAL that ends in its end record is refused.
+//   - damage inside a closed WAL that ends in its end record is refused;
+//   - the new WAL's syncs (its header, the directory) wait for the device
+//     without the DB mutex, so the background threads and readers that
+//     need it go on meanwhile.
 #include <algorithm>
+#include <atomic>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -251,6 +256,59 @@ TEST_F(WalSwitchTest, EndRecordMatchesTheFormatDoc) {
   EXPECT_GT(records, 1);
   EXPECT_EQ(io::DecodeFixed64(last.data()), last_write_sequence);
   EXPECT_EQ(io::DecodeFixed32(last.data() + 8), 0u);
+}
+
+// A memory file system that holds the directory syncs of one thread until
+// released.
+class HeldDirSyncFileSystem : public io::MemoryFileSystem {
+ public:
+  absl::Status SyncDir(const std::string& dir) override {
+    if (std::this_thread::get_id() == held_thread_) {
+      entered_.Notify();
+      release_.WaitForNotification();
+    }
+    return io::MemoryFileSystem::SyncDir(dir);
+  }
+  void HoldThread(std::thread::id id) { held_thread_ = id; }
+  absl::Notification entered_, release_;
+
+ private:
+  std::atomic<std::thread::id> held_thread_{};
+};
+
+TEST(WalSwitchMutexTest, ANewWalIsSyncedWithoutTheDbMutex) {
+  auto fs = std::make_shared<HeldDirSyncFileSystem>();
+  Options o;
+  o.memtable_size = 64 << 10;
+  o.value_separation_threshold = kInlineValues;
+  auto opened = OpenWithFileSystem(o, kDb, fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<DB> db = *std::move(opened);
+  // The writer fills the memtable until its switch syncs the new WAL's
+  // directory entry, where the file system holds it.
+  std::thread writer([&] {
+    fs->HoldThread(std::this_thread::get_id());
+    for (int i = 0; i < 10000 && !fs->entered_.HasBeenNotified(); ++i) {
+      EXPECT_TRUE(db->Put({}, Key(i), Value(i)).ok());
+    }
+  });
+  ASSERT_TRUE(fs->entered_.WaitForNotificationWithTimeout(absl::Seconds(60)))
+      << "no memtable switch";
+  // GetSnapshot takes the DB mutex. Held through the switch, it would wait
+  // for the writer, which waits for the release below.
+  absl::Notification got;
+  std::thread reader([&] {
+    db->ReleaseSnapshot(db->GetSnapshot());
+    got.Notify();
+  });
+  const bool free = got.WaitForNotificationWithTimeout(absl::Seconds(60));
+  fs->release_.Notify();
+  reader.join();
+  writer.join();
+  EXPECT_TRUE(free) << "the DB mutex was held while the new WAL was synced";
+  std::string v;
+  EXPECT_TRUE(db->Get({}, Key(0), &v).ok());
+  EXPECT_EQ(v, Value(0));
 }
 
 }  // namespace
