@@ -1,6 +1,7 @@
 // Background work: flushing immutable memtables to L0 tables, scheduling
 // compactions, and deleting files no version needs.
 #include <algorithm>
+#include <future>
 #include <optional>
 
 #include "absl/container/flat_hash_map.h"
@@ -229,11 +230,23 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
     s = builder.Add(key, value);
   }
   if (s.ok()) s = it.status();
+  // Every file of the flush exists now: their directory entries' sync runs
+  // on a thread of its own while the table is finished and the files are
+  // synced (a device round trip less for each flush; it came after them
+  // until the 29th session). Waited for below, or, on failure, as the
+  // future goes.
+  std::future<absl::Status> dir_synced;
+  if (s.ok()) {
+    dir_synced = std::async(std::launch::async, [this] { return fs_->SyncDir(dbname_); });
+  }
   if (s.ok()) s = builder.Finish();
   if (s.ok()) s = file->Sync();
   if (s.ok()) s = file->Close();
   // The segments are complete and durable before the manifest names them.
   if (s.ok()) s = segments.Finish();
+  // The table's directory entry, and the segments', are durable before the
+  // manifest names them.
+  if (s.ok()) s = dir_synced.get();
   if (!s.ok()) {
     builder.Abandon();
     fs_->RemoveFile(path).IgnoreError();  // best effort; an orphan goes at next open
@@ -244,9 +257,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   meta.num_entries = builder.NumEntries();
   meta.smallest = builder.smallest_key();
   meta.largest = builder.largest_key();
-  // The table's directory entry must be durable before the manifest names
-  // it, and the table must read back.
-  CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
+  // The table must read back.
   CAIRN_RETURN_IF_ERROR(table_cache_->FindTable(meta.number, meta.file_size).status());
   edit->AddFile(0, meta);
   if (value_bytes != nullptr) *value_bytes = pointed_bytes;

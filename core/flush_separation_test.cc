@@ -193,6 +193,25 @@ TEST_F(FlushSeparationTest, ACrashBeforeTheFlushReplaysTheValuesIntoSegments) {
   ExpectModel();
 }
 
+TEST_F(FlushSeparationTest, APowerLossAfterAFlushKeepsItsTableAndSegments) {
+  // The flush syncs the directory beside its files' own syncs (from the
+  // moment they all exist), and the manifest names them only once both are
+  // done: a power loss right after it must find every file it names, with
+  // no unsynced WAL left to replay the values from.
+  PutShuffled(3000, 1500);  // about 4.5 MB: several 1 MiB segments
+  ASSERT_OK(db_->Flush());
+  const size_t segments = Segments().size();
+  ASSERT_GE(segments, 4u);
+  fs_->SetFilesystemActive(false);
+  db_.reset();
+  ASSERT_OK(fs_->SimulateCrash(io::CrashMode::kPowerLoss, /*seed=*/9));
+  fs_->SetFilesystemActive(true);
+  Open();
+  EXPECT_EQ(Segments().size(), segments);
+  EXPECT_EQ(db_->GetStats().gc_recounted_bytes, 0u);
+  ExpectModel();
+}
+
 TEST_F(FlushSeparationTest, AFewValuesReplayedAtOpenStayInline) {
   PutShuffled(50, 2000);  // 100 KB: under the smallest segment a flush at open makes
   Reopen();
