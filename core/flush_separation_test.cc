@@ -212,6 +212,29 @@ TEST_F(FlushSeparationTest, APowerLossAfterAFlushKeepsItsTableAndSegments) {
   ExpectModel();
 }
 
+TEST_F(FlushSeparationTest, APowerLossAfterACompactionKeepsItsOutputs) {
+  // Likewise for a compaction's outputs, whose directory syncs start as
+  // each output is created and end before the edit that names them.
+  PutShuffled(1000, 1500);
+  ASSERT_OK(db_->Flush());
+  for (int i = 0; i < 1000; i += 3) {
+    ASSERT_OK(db_->Put({}, Key(i), Value(i + 1, 1500)));
+    model_[Key(i)] = Value(i + 1, 1500);
+  }
+  ASSERT_OK(db_->Flush());
+  ASSERT_OK(db_->CompactRange(nullptr, nullptr));
+  std::string l0;
+  ASSERT_TRUE(db_->GetProperty("cairn.num-files-at-level0", &l0));
+  ASSERT_EQ(l0, "0") << "the compaction moved L0 down";
+  fs_->SetFilesystemActive(false);
+  db_.reset();
+  ASSERT_OK(fs_->SimulateCrash(io::CrashMode::kPowerLoss, /*seed=*/11));
+  fs_->SetFilesystemActive(true);
+  Open();
+  EXPECT_EQ(db_->GetStats().gc_recounted_bytes, 0u);
+  ExpectModel();
+}
+
 TEST_F(FlushSeparationTest, AFewValuesReplayedAtOpenStayInline) {
   PutShuffled(50, 2000);  // 100 KB: under the smallest segment a flush at open makes
   Reopen();

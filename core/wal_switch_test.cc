@@ -258,12 +258,12 @@ TEST_F(WalSwitchTest, EndRecordMatchesTheFormatDoc) {
   EXPECT_EQ(io::DecodeFixed32(last.data() + 8), 0u);
 }
 
-// A memory file system that holds the directory syncs of one thread until
-// released.
+// A memory file system that holds the first directory sync of one thread
+// until released; later ones pass.
 class HeldDirSyncFileSystem : public io::MemoryFileSystem {
  public:
   absl::Status SyncDir(const std::string& dir) override {
-    if (std::this_thread::get_id() == held_thread_) {
+    if (std::this_thread::get_id() == held_thread_ && !held_.exchange(true)) {
       entered_.Notify();
       release_.WaitForNotification();
     }
@@ -274,6 +274,7 @@ class HeldDirSyncFileSystem : public io::MemoryFileSystem {
 
  private:
   std::atomic<std::thread::id> held_thread_{};
+  std::atomic<bool> held_{false};
 };
 
 TEST(WalSwitchMutexTest, ANewWalIsSyncedWithoutTheDbMutex) {

@@ -92,6 +92,7 @@ class OutputTables {
     CAIRN_ASSIGN_OR_RETURN(file_,
                            env_.fs->NewWritableFile(TableFileName(env_.dbname, meta_.number),
                                                     {.category = io::IoCategory::kCompaction}));
+    if (env_.output_created) env_.output_created(meta_.number);
     builder_ = std::make_unique<TableBuilder>(env_.table_options, file_.get());
     if (env_.block_sink) builder_->set_data_block_sink(env_.block_sink(meta_.number));
     return absl::OkStatus();
@@ -254,6 +255,12 @@ CompactionJobEnv SerializedEnv(const CompactionJobEnv& env, absl::Mutex* mu,
     absl::MutexLock l(mu);
     return f();
   };
+  if (env.output_created) {
+    out.output_created = [mu, f = env.output_created](uint64_t number) {
+      absl::MutexLock l(mu);
+      f(number);
+    };
+  }
   if (env.block_sink) {
     out.block_sink = [mu, f = env.block_sink](uint64_t number) {
       absl::MutexLock l(mu);

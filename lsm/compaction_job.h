@@ -70,6 +70,10 @@ struct CompactionJobEnv {
   SequenceNumber latest_sequence = kMaxSequenceNumber;
   // Hears of every value the job drops; may be null.
   CompactionListener* listener = nullptr;
+  // Told of each output file once it exists, before anything is written
+  // to it (the caller may start syncing its directory entry then); may be
+  // empty.
+  std::function<void(uint64_t file_number)> output_created;
   // The data-block sink of each output table, by its file number; may be
   // empty, and may return an empty sink.
   std::function<TableBuilder::DataBlockSink(uint64_t file_number)> block_sink;

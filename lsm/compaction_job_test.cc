@@ -671,10 +671,21 @@ TEST_F(CompactionJobTest, SplitCompactionWritesWhatTheUnsplitOneWrites) {
 
   CompactionJobEnv env = Env(snapshots, in.seq);
   env.max_subcompactions = 4;
+  // Not thread-safe on purpose: the ranges call it one at a time.
+  std::vector<uint64_t> created;
+  env.output_created = [&](uint64_t number) {
+    EXPECT_TRUE(fs_->FileExists(TableFileName(kDb, number))) << number;
+    created.push_back(number);
+  };
   VersionEdit split_edit;
   CompactionJobStats split;
   ASSERT_TRUE(RunCompaction(*c, *in.version, env, &split_edit, &split).ok());
   EXPECT_EQ(split.subcompactions, 4u);
+  // Each output was announced once it existed (the DB starts syncing its
+  // directory entry then).
+  std::vector<uint64_t> outputs;
+  for (const auto& [level, f] : split_edit.new_files()) outputs.push_back(f.number);
+  EXPECT_THAT(created, UnorderedElementsAreArray(outputs));
 
   // The same entries, in the same order, and the same values heard dropped.
   EXPECT_EQ(ReadOutputs(split_edit), ReadOutputs(whole_edit));
