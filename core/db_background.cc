@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "core/flush_segments.h"
+#include "io/dir_sync.h"
 #include "io/status_macros.h"
 #include "lsm/block.h"
 #include "lsm/compaction_iterator.h"
@@ -238,7 +239,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   // future goes.
   std::future<absl::Status> dir_synced;
   if (s.ok()) {
-    dir_synced = std::async(std::launch::async, [this] { return fs_->SyncDir(dbname_); });
+    dir_synced = io::StartSyncDir(fs_.get(), dbname_);
   }
   if (s.ok()) s = builder.Finish();
   if (s.ok()) s = file->Sync();
@@ -484,7 +485,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   // job's ranges call this one at a time (SerializedEnv).
   std::vector<std::future<absl::Status>> dir_syncs;
   env.output_created = [this, &dir_syncs](uint64_t) {
-    dir_syncs.push_back(std::async(std::launch::async, [this] { return fs_->SyncDir(dbname_); }));
+    dir_syncs.push_back(io::StartSyncDir(fs_.get(), dbname_));
   };
   env.max_subcompactions = options_.max_subcompactions;
   env.input_readahead = options_.compaction_readahead_size;

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "io/dir_sync.h"
 #include "io/status_macros.h"
 #include "vlog/segment_edit.h"
 #include "vlog/segment_scanner.h"
@@ -249,13 +250,12 @@ class GcJob {
     wo.sync_header = false;  // synced whole before the manifest names it
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                            vlog::SegmentWriter::Create(fs_, output_path_, output_id_, wo));
-    // The directory entry's sync runs beside the appends below, on a thread
-    // of its own: started once the file exists, it covers the entry, and
+    // The directory entry's sync runs beside the appends below
+    // (io::StartSyncDir): started once the file exists, it covers the entry, and
     // the edit that names the segment waits for it. Done after the output's
     // own sync, as it was until the 29th session, it added a device round
     // trip to every job.
-    dir_synced_ = std::async(std::launch::async,
-                             [fs = fs_, dir = DirName(output_path_)] { return fs->SyncDir(dir); });
+    dir_synced_ = io::StartSyncDir(fs_, DirName(output_path_));
     result_->bytes_written = writer->size();
     Charge(writer->size(), nullptr);
     // Records are copied byte for byte, a gather at a time, unless the job

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <set>
 #include <string>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
+#include "io/dir_sync.h"
 #include "io/memory_file_system.h"
 
 namespace cairn::io {
@@ -90,6 +92,29 @@ class FaultFileSystemTest : public ::testing::TestWithParam<std::string> {
 TEST_P(FaultFileSystemTest, NameWrapsTheBaseAndStatsAreTheBases) {
   EXPECT_EQ(fs_->Name(), absl::StrCat("fault(", base_->Name(), ")"));
   EXPECT_EQ(&fs_->stats(), &base_->stats());
+}
+
+TEST_P(FaultFileSystemTest, StartSyncDirCoversEntriesCreatedBeforeItAndReportsItsError) {
+  UseDirTracking();
+  // Started once the file exists, the sync makes its entry durable while
+  // the caller writes and syncs the file.
+  auto f = NewFile(Path("named"));
+  ASSERT_NE(f, nullptr);
+  std::future<absl::Status> synced = StartSyncDir(fs_.get(), dir_);
+  ASSERT_TRUE(f->Append("payload").ok());
+  ASSERT_TRUE(f->Sync().ok());
+  ASSERT_TRUE(synced.get().ok());
+  ASSERT_TRUE(f->Close().ok());
+  auto unsynced = NewFile(Path("never-synced-entry"));
+  ASSERT_NE(unsynced, nullptr);
+  ASSERT_TRUE(unsynced->Sync().ok());
+  ASSERT_TRUE(unsynced->Close().ok());
+  ASSERT_TRUE(fs_->SimulateCrash(CrashMode::kPowerLoss, /*seed=*/1).ok());
+  EXPECT_EQ(Contents(Path("named")), "payload");
+  EXPECT_FALSE(base_->FileExists(Path("never-synced-entry")));
+  // A failed sync is the future's status.
+  fs_->FailAfter(0, InjectedIoError("dir sync"), FaultKind::kSync, /*persistent=*/false);
+  EXPECT_FALSE(StartSyncDir(fs_.get(), dir_).get().ok());
 }
 
 TEST_P(FaultFileSystemTest, SyncedDataSurvivesEveryCrashMode) {
