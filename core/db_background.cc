@@ -633,7 +633,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       // steers by, which flushes and compactions move without a signal. A
       // GC job under way finishes first: its victim would be left waiting.
       while (bg_error_.ok() && !shutting_down_ &&
-             (!imm_.empty() || flush_running_ || compactions_running_ > 0 ||
+             (!imm_.empty() || flush_running_ || switch_running_ || compactions_running_ > 0 ||
               gc_jobs_running_ > 0 || NeedsCompaction() || GcBehind())) {
         background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
       }

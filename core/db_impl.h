@@ -565,6 +565,10 @@ class DBImpl final : public DB {
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
+  // A memtable switch is between its unlock and relock (NewLog syncs the
+  // new WAL without mu_): WaitForBackgroundWork waits it out, so that it
+  // never sees the full memtable the switch is about to queue as settled.
+  bool switch_running_ ABSL_GUARDED_BY(mu_) = false;
   int compactions_running_ ABSL_GUARDED_BY(mu_) = 0;
   int manual_compactions_ ABSL_GUARDED_BY(mu_) = 0;  // CompactRange calls in progress
   uint64_t pending_compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;

@@ -649,6 +649,7 @@ absl::Status DBImpl::NewLog() {
   // no obsolete file to RemoveObsoleteFiles.
   const uint64_t number = versions_->NewFileNumber();
   const std::string path = lsm::LogFileName(dbname_, number);
+  switch_running_ = true;
   mu_.Unlock();
   absl::StatusOr<std::unique_ptr<lsm::LogWriter>> created = [&]()
       -> absl::StatusOr<std::unique_ptr<lsm::LogWriter>> {
@@ -666,6 +667,8 @@ absl::Status DBImpl::NewLog() {
     return log;
   }();
   mu_.Lock();
+  switch_running_ = false;
+  background_cv_.SignalAll();
   // The values the old WAL names are synced (and the new WAL holds no
   // record yet); on failure the flag stays as it was.
   if (created.ok()) wal_names_unsynced_values_ = false;
