@@ -98,6 +98,9 @@ class CairnEngine : public BenchEngine {
     // The whole directory, as the peers' figure is: Stats counts the WAL,
     // the manifest and files still being written too.
     out.disk_bytes = st.disk_bytes;
+    out.sst_bytes = st.sst_bytes;
+    out.segment_bytes = st.vlog_bytes;
+    out.segment_garbage_bytes = st.vlog_garbage_bytes;
     out.live_bytes = st.live_user_bytes_estimate;
     out.space_amplification = st.space_amplification;
     return out;

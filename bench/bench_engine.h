@@ -88,6 +88,10 @@ struct EngineStats {
   uint64_t stall_max_micros = 0;    // longest single write wait since open (cairn)
   uint64_t gc_bytes_relocated = 0;  // GC activity (0 until GC runs)
   uint64_t disk_bytes = 0;          // SSTs + value log (or whole directory)
+  // Parts of disk_bytes an engine can name (cairn; 0 otherwise): the tables
+  // and value-log segments its manifest names, and the garbage counted in
+  // those segments. The rest is the WAL and files still being written.
+  uint64_t sst_bytes = 0, segment_bytes = 0, segment_garbage_bytes = 0;
   uint64_t live_bytes = 0;          // from the last MeasureLiveBytes
   double space_amplification = 0;   // disk_bytes / live_bytes; 0 = unknown
 };

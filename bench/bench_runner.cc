@@ -218,16 +218,27 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   std::thread sampler([&] {
     absl::Time next_print = absl::Now();
     do {
-      const uint64_t d = engine_->Stats().disk_bytes;
+      const EngineStats st = engine_->Stats();
+      const uint64_t d = st.disk_bytes;
       if (d > max_disk.load()) max_disk.store(d);
       if (print_samples && absl::Now() >= next_print) {
         next_print += absl::Seconds(config_.space_sample_s);
         const uint64_t live = tracker_.live_bytes();
-        std::fprintf(stderr, "space %s t=%.1fs ops=%llu disk=%.1fMiB live=%.1fMiB amp=%.3f\n",
+        // Where the engine names its parts: segments (counted garbage in
+        // them), tables, and the rest (the WAL, files being written).
+        std::string parts;
+        if (st.segment_bytes > 0) {
+          const uint64_t other = d - std::min(d, st.segment_bytes + st.sst_bytes);
+          parts = absl::StrFormat(
+              " segments=%.1fMiB (garbage %.1fMiB) sst=%.1fMiB other=%.1fMiB",
+              st.segment_bytes / 1048576.0, st.segment_garbage_bytes / 1048576.0,
+              st.sst_bytes / 1048576.0, other / 1048576.0);
+        }
+        std::fprintf(stderr, "space %s t=%.1fs ops=%llu disk=%.1fMiB live=%.1fMiB amp=%.3f%s\n",
                      result->benchmark.c_str(), NanosSince(start) / 1e9,
                      static_cast<unsigned long long>(done.load(std::memory_order_relaxed)),
                      d / 1048576.0, live / 1048576.0,
-                     live > 0 ? static_cast<double>(d) / live : 0.0);
+                     live > 0 ? static_cast<double>(d) / live : 0.0, parts.c_str());
       }
     } while (!sampling_done.WaitForNotificationWithTimeout(period));
   });
