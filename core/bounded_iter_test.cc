@@ -473,6 +473,61 @@ TEST(KeyOrderHintTest, ALaterScanReadsAheadFromItsFirstReadOfEachSegment) {
   EXPECT_EQ(db->GetStats().vlog_reads - before, 2u);
 }
 
+// Five flushes, each moving a fifth of the keys (i % 5) into a segment of
+// its own in key order, so that a scan takes its values from five runs in
+// turn, as a scan of a database loaded in random order does. An unbounded
+// scan reads ahead in each segment about what it took from that segment,
+// as RocksDB's readahead grows per file: sized by what it took from all
+// five, it read ahead that much in each, and a 100-entry scan of 4 KiB
+// values read three times the values it showed.
+TEST(KeyOrderHintTest, ReadaheadInEachSegmentFollowsWhatTheScanTookFromIt) {
+  Options o = TestOptions();
+  o.separate_at_flush_below = 16 << 10;
+  o.memtable_size = 8 << 20;  // one flush, one segment, per fifth
+  auto opened = OpenWithFileSystem(o, "/db", std::make_shared<io::MemoryFileSystem>());
+  ASSERT_OK(opened.status());
+  std::unique_ptr<DB> db = *std::move(opened);
+  // Five digits: Key() sorts in number order only up to 999, and each
+  // segment must reach well past the scan, whose readahead would otherwise
+  // stop at its end.
+  auto key = [](int i) { return absl::StrFormat("key%05d", i); };
+  auto value = [](int i) { return std::string(1000, 'a' + i % 26); };
+  constexpr int kKeys = 10000;
+  constexpr int kRuns = 5;
+  for (int run = 0; run < kRuns; ++run) {
+    for (int i = run; i < kKeys; i += kRuns) ASSERT_OK(db->Put({}, key(i), value(i)));
+    ASSERT_OK(db->Flush());
+  }
+  // An unbounded scan of n entries from key(start), without a further Next.
+  auto scan = [&](int start, int n) {
+    const Stats before = db->GetStats();
+    {
+      auto it = db->NewIterator(ReadOptions());
+      int seen = 0;
+      for (it->Seek(key(start)); it->Valid() && seen < n; it->Next(), ++seen) {
+        EXPECT_EQ(it->key(), key(start + seen));
+        EXPECT_EQ(it->value(), value(start + seen));
+      }
+      EXPECT_EQ(seen, n);
+      EXPECT_OK(it->status());
+    }
+    return db->GetStats().vlog_bytes_read - before.vlog_bytes_read;
+  };
+  std::string v;
+  for (int run = 0; run < kRuns; ++run) ASSERT_OK(db->Get({}, key(run), &v));  // opens each
+  scan(1000, 200);  // finds the segments in key order
+  constexpr int kShown = 400;
+  const uint64_t bytes = scan(5000, kShown);
+  const uint64_t shown = kShown * (1000 + 20);
+  // Each segment gave a fifth of what was shown; past it, the window and
+  // the readahead of its last read (each at most what the scan took from
+  // the segment, at least the first run's 16 KiB), and a block at each end
+  // of each read: 553 KB. Sized by what the scan took from all five, each
+  // segment's last reads reached that far ahead: 1.74 MB.
+  const uint64_t per_run = std::max<uint64_t>(shown / kRuns, 16 << 10);
+  EXPECT_LE(bytes, shown + kRuns * (2 * per_run + 4 * 4096));
+}
+
 // A segment whose values lie at random places, where an early scan happened
 // to find two neighbouring keys' records side by side: the next scan that
 // reads ahead on that hint finds it wrong and drops it, so scans after it
