@@ -424,6 +424,15 @@ ScanCost ScanAndCount(DB& db, int start, int n, size_t value_size) {
   return {after.vlog_reads - before.vlog_reads, after.vlog_bytes_read - before.vlog_bytes_read};
 }
 
+// A database in memory whose small values reach the value log at flush, in
+// key order, a segment per flush of memtable_size.
+absl::StatusOr<std::unique_ptr<DB>> OpenSeparatingAtFlush(size_t memtable_size) {
+  Options o = TestOptions();
+  o.separate_at_flush_below = 16 << 10;
+  o.memtable_size = memtable_size;
+  return OpenWithFileSystem(o, "/db", std::make_shared<io::MemoryFileSystem>());
+}
+
 // Two flushes, each moving its values into a segment of its own in key
 // order (separate_at_flush_below), the first of the even keys and the second
 // of the odd ones, so that a scan alternates between them. The first scan
@@ -431,10 +440,7 @@ ScanCost ScanAndCount(DB& db, int start, int n, size_t value_size) {
 // is in key order), then reads ahead; once it has found them in key order,
 // later scans read ahead from their first read of each.
 TEST(KeyOrderHintTest, ALaterScanReadsAheadFromItsFirstReadOfEachSegment) {
-  Options o = TestOptions();
-  o.separate_at_flush_below = 16 << 10;
-  o.memtable_size = 4 << 20;  // one flush, one segment, per parity
-  auto opened = OpenWithFileSystem(o, "/db", std::make_shared<io::MemoryFileSystem>());
+  auto opened = OpenSeparatingAtFlush(4 << 20);  // one flush, one segment, per parity
   ASSERT_OK(opened.status());
   std::unique_ptr<DB> db = *std::move(opened);
   constexpr int kKeys = 400;
@@ -481,10 +487,7 @@ TEST(KeyOrderHintTest, ALaterScanReadsAheadFromItsFirstReadOfEachSegment) {
 // five, it read ahead that much in each, and a 100-entry scan of 4 KiB
 // values read three times the values it showed.
 TEST(KeyOrderHintTest, ReadaheadInEachSegmentFollowsWhatTheScanTookFromIt) {
-  Options o = TestOptions();
-  o.separate_at_flush_below = 16 << 10;
-  o.memtable_size = 8 << 20;  // one flush, one segment, per fifth
-  auto opened = OpenWithFileSystem(o, "/db", std::make_shared<io::MemoryFileSystem>());
+  auto opened = OpenSeparatingAtFlush(8 << 20);  // one flush, one segment, per fifth
   ASSERT_OK(opened.status());
   std::unique_ptr<DB> db = *std::move(opened);
   // Five digits: Key() sorts in number order only up to 999, and each
