@@ -3,6 +3,8 @@
 // a cache of its own; the stats report each kind's bytes and capacity.
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
@@ -158,6 +160,62 @@ TEST(CacheBudgetTest, NewTablesBlocksAreCachedWhileTheTablesFitInHalfTheCache) {
       EXPECT_GT(misses, 0u);
     }
   }
+}
+
+// ReadOptions::fill_cache false, as RocksDB's: values read from the device
+// by Get, GetRange, MultiGet and a scan are shown but not put into the
+// cache, so a large scan or a one-off read evicts nothing; a value the
+// cache holds is still served from it.
+TEST(CacheBudgetTest, FillCacheFalseReadsValuesWithoutCachingThem) {
+  Options o = Base();
+  o.cache_size = 8 << 20;  // would hold every value
+  auto opened = OpenWithFileSystem(o, "/db", std::make_shared<io::MemoryFileSystem>());
+  ASSERT_OK(opened.status());
+  std::unique_ptr<DB> db = *std::move(opened);
+  for (int i = 0; i < kKeys; ++i) ASSERT_OK(db->Put({}, Key(i), Value(i)));
+  ASSERT_OK(db->Flush());
+  const Stats before = db->GetStats();
+  ReadOptions no_fill;
+  no_fill.fill_cache = false;
+  std::string v;
+  for (int i = 0; i < kKeys / 4; ++i) {
+    ASSERT_OK(db->Get(no_fill, Key(i), &v));
+    ASSERT_EQ(v, Value(i));
+  }
+  PinnableValue pinned;
+  ASSERT_OK(db->Get(no_fill, Key(kKeys / 4), &pinned));
+  EXPECT_EQ(pinned.value(), Value(kKeys / 4));
+  EXPECT_FALSE(pinned.pinned());
+  std::string range;
+  ASSERT_OK(db->GetRange(no_fill, Key(kKeys / 4 + 1), 10, 100, &range));
+  EXPECT_EQ(range, Value(kKeys / 4 + 1).substr(10, 100));
+  std::vector<std::string> keys;
+  for (int i = kKeys / 2; i < kKeys / 2 + 20; ++i) keys.push_back(Key(i));
+  std::vector<std::string_view> key_views(keys.begin(), keys.end());
+  std::vector<std::string> values;
+  const std::vector<absl::Status> statuses = db->MultiGet(no_fill, key_views, &values);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_OK(statuses[i]);
+    ASSERT_EQ(values[i], Value(kKeys / 2 + static_cast<int>(i)));
+  }
+  int seen = 0;
+  {
+    auto it = db->NewIterator(no_fill);
+    for (it->SeekToFirst(); it->Valid(); it->Next(), ++seen) {
+      ASSERT_EQ(it->value(), Value(seen));
+    }
+    ASSERT_OK(it->status());
+  }
+  EXPECT_EQ(seen, kKeys);
+  EXPECT_EQ(db->GetStats().value_cache_bytes, before.value_cache_bytes);
+
+  // The default fills it, and a read that does not fill is served from it.
+  ASSERT_OK(db->Get({}, Key(0), &v));
+  EXPECT_GE(db->GetStats().value_cache_bytes, before.value_cache_bytes + kValueSize);
+  const uint64_t hits = db->GetStats().value_cache_hits;
+  ASSERT_OK(db->Get(no_fill, Key(0), &v));
+  EXPECT_EQ(v, Value(0));
+  EXPECT_EQ(db->GetStats().value_cache_hits, hits + 1);
 }
 
 }  // namespace

@@ -38,10 +38,10 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, Pinna
     // The cached value is shared, not copied; without a cache the value is
     // read into the PinnableValue's own buffer.
     std::shared_ptr<const std::string> shared;
-    s = vlog_->GetShared(key, stored, &shared, value->OwnBuffer());
+    s = vlog_->GetShared(key, stored, &shared, value->OwnBuffer(), options.fill_cache);
     if (s.ok() && shared != nullptr) value->Pin(std::move(shared));
   } else {
-    s = ResolveStoredValue(key, type, stored, value->OwnBuffer());
+    s = ResolveStoredValue(key, type, stored, value->OwnBuffer(), options.fill_cache);
   }
   if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
   return s;
@@ -56,7 +56,8 @@ absl::Status DBImpl::GetRange(const ReadOptions& options, std::string_view key, 
   absl::Status s;
   switch (type) {
     case ValueType::kValuePointer:
-      s = vlog_->GetRange(key, stored, offset, length, options.verify_checksums, out);
+      s = vlog_->GetRange(key, stored, offset, length, options.verify_checksums, out,
+                          options.fill_cache);
       break;
     case ValueType::kValue:
       out->assign(vlog::ValueRange(stored, offset, length));

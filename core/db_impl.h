@@ -348,10 +348,11 @@ class DBImpl final : public DB {
   void LookupBatchInView(const ReadView& view, absl::Span<const std::string_view> keys,
                          absl::Span<const uint32_t> which, std::vector<lsm::ValueType>* types,
                          std::vector<std::string>* stored, std::vector<absl::Status>* statuses);
-  // An inline value as it is; a pointer through the value log; NotFound for
-  // a deletion.
+  // An inline value as it is; a pointer through the value log (its value
+  // put into the value cache when fill_cache: ReadOptions::fill_cache);
+  // NotFound for a deletion.
   absl::Status ResolveStoredValue(std::string_view key, lsm::ValueType type,
-                                  std::string_view stored, std::string* out);
+                                  std::string_view stored, std::string* out, bool fill_cache);
 
   // db_background.cc
   // The sink that puts a new table's data blocks in the block cache

@@ -61,13 +61,14 @@ void DBImpl::InstallSuperVersion(std::unique_ptr<SuperVersion> sv) {
 }
 
 absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
-                                        std::string_view stored, std::string* out) {
+                                        std::string_view stored, std::string* out,
+                                        bool fill_cache) {
   switch (type) {
     case ValueType::kValue:
       out->assign(stored);
       return absl::OkStatus();
     case ValueType::kValuePointer:
-      return vlog_->Get(key, stored, out);
+      return vlog_->Get(key, stored, out, fill_cache);
     case ValueType::kDeletion:
       break;
   }
@@ -161,7 +162,7 @@ absl::Status DBImpl::GetFromView(const ReadView& view, std::string_view key, std
   ValueType type;
   std::string stored;
   CAIRN_RETURN_IF_ERROR(LookupInView(view, key, &type, &stored));
-  return ResolveStoredValue(key, type, stored, value);
+  return ResolveStoredValue(key, type, stored, value, view.table_read.fill_cache);
 }
 
 absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::string* value) {
@@ -222,7 +223,7 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   std::vector<std::string_view> group_keys, group_stored;
   auto start_group = [&] {
     if (group_keys.empty()) return;
-    if (fetcher == nullptr) fetcher = vlog_->NewFetcher();
+    if (fetcher == nullptr) fetcher = vlog_->NewFetcher(options.fill_cache);
     fetcher->Start(group_keys, group_stored);
     group_keys.clear();
     group_stored.clear();
@@ -231,7 +232,8 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   for (size_t i = 0; i < keys.size(); ++i) {
     if (!statuses[i].ok()) continue;  // a key over the limit, or a failed lookup
     if (types[i] != ValueType::kValuePointer) {
-      statuses[i] = ResolveStoredValue(keys[i], types[i], stored[i], &(*values)[i]);
+      statuses[i] =
+          ResolveStoredValue(keys[i], types[i], stored[i], &(*values)[i], options.fill_cache);
       continue;
     }
     pointer_index.push_back(i);
@@ -292,12 +294,14 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
     prefetch.max_bytes = options.value_prefetch_bytes;
     // The iterator's keep_alive holds view for as long as the lookahead lives.
     prefetch.new_lookahead = [this, v = view.get()] { return NewInternalIterator(*v); };
-    prefetch.new_fetcher = [this] { return vlog_->NewFetcher(); };
+    prefetch.new_fetcher = [this, fill = options.fill_cache] { return vlog_->NewFetcher(fill); };
     prefetch.cached = [this](std::string_view stored) { return vlog_->CachedValue(stored); };
   }
   return NewDBIterator(NewInternalIterator(*view), view->sequence, view,
-                       [this](std::string_view key, ValueType type, std::string_view stored,
-                              std::string* out) { return ResolveStoredValue(key, type, stored, out); },
+                       [this, fill = options.fill_cache](std::string_view key, ValueType type,
+                                                         std::string_view stored, std::string* out) {
+                         return ResolveStoredValue(key, type, stored, out, fill);
+                       },
                        std::move(prefetch), BoundsOf(options));
 }
 

@@ -19,8 +19,8 @@ namespace cairn::vlog {
 
 class ValueLogFetcher final : public ValueFetcher {
  public:
-  ValueLogFetcher(ValueLog* vlog, std::unique_ptr<io::ReadQueue> queue)
-      : vlog_(vlog), queue_(std::move(queue)) {}
+  ValueLogFetcher(ValueLog* vlog, std::unique_ptr<io::ReadQueue> queue, bool fill_cache)
+      : vlog_(vlog), fill_cache_(fill_cache), queue_(std::move(queue)) {}
   ~ValueLogFetcher() override {
     // Every fetch goes now, so no read is still wanted.
     for (auto& [stored, fetch] : fetches_) {
@@ -299,7 +299,7 @@ class ValueLogFetcher final : public ValueFetcher {
     // Shown from the decompressed value or the cache's copy where there is
     // one, else from the read's buffer.
     std::shared_ptr<const std::string> owned;
-    const bool cached = vlog_->cache_.capacity() > 0;
+    const bool cached = fill_cache_ && vlog_->cache_.capacity() > 0;
     if (value.data() == decompressed.data()) {
       owned = std::make_shared<const std::string>(std::move(decompressed));
     } else if (cached) {
@@ -344,6 +344,7 @@ class ValueLogFetcher final : public ValueFetcher {
   };
 
   ValueLog* const vlog_;
+  const bool fill_cache_;  // values read go into the value cache
   absl::flat_hash_map<std::string, std::unique_ptr<Fetch>> fetches_;  // by pointer bytes
   std::deque<std::unique_ptr<Fetch>> dropped_;                        // reads still in flight
   std::vector<std::unique_ptr<Fetch>> free_;                          // NewFetch, Recycle
@@ -364,12 +365,12 @@ void ValueLog::Retire(std::unique_ptr<InFlightReads> reads) {
   retired_.push_back(std::move(reads));
 }
 
-std::unique_ptr<ValueFetcher> ValueLog::NewFetcher() {
+std::unique_ptr<ValueFetcher> ValueLog::NewFetcher(bool fill_cache) {
   {
     absl::MutexLock l(&retired_mu_);
     std::erase_if(retired_, [](const std::unique_ptr<InFlightReads>& r) { return r->Done(); });
   }
-  return std::make_unique<ValueLogFetcher>(this, fs_->NewReadQueue());
+  return std::make_unique<ValueLogFetcher>(this, fs_->NewReadQueue(), fill_cache);
 }
 
 }  // namespace cairn::vlog

@@ -343,7 +343,8 @@ absl::Status ValueLog::Flush() { return active_ == nullptr ? absl::OkStatus() : 
 absl::Status ValueLog::Sync() { return active_ == nullptr ? absl::OkStatus() : active_->Sync(); }
 io::WritableFile* ValueLog::active_file() { return active_ == nullptr ? nullptr : active_->file(); }
 
-absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::string* value) {
+absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::string* value,
+                           bool fill_cache) {
   CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, vlog::DecodeValuePointer(stored));
   // The cache holds one copy of a value, in a reference-counted string that
   // readers share; each Get copies it out once (its API hands out a
@@ -352,7 +353,7 @@ absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::s
     value->assign(*hit);
     return absl::OkStatus();
   }
-  if (cache_.capacity() == 0) return readers_.Read(ptr, key, value);
+  if (cache_.capacity() == 0 || !fill_cache) return readers_.Read(ptr, key, value);
   auto read = std::make_shared<std::string>();
   CAIRN_RETURN_IF_ERROR(readers_.Read(ptr, key, read.get()));
   value->assign(*read);

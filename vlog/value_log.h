@@ -146,20 +146,24 @@ class ValueLog {
   absl::Status Sync();
 
   // Read path: resolves one pointer (value cache, then one device read).
-  absl::Status Get(std::string_view key, std::string_view stored, std::string* value);
+  // fill_cache false (ReadOptions::fill_cache): a value read from the
+  // device is not put into the value cache.
+  absl::Status Get(std::string_view key, std::string_view stored, std::string* value,
+                   bool fill_cache = true);
   // As Get, sharing a cached value instead of copying it: *shared is set
   // to the cached value, or to the value read from the device, which then
   // goes into the cache and is shared from there, so it is not copied
-  // either. With no cache the value is read into *owned and *shared stays
-  // null (value_log_blob.cc).
+  // either. With no cache, or fill_cache false, the value is read into
+  // *owned and *shared stays null (value_log_blob.cc).
   absl::Status GetShared(std::string_view key, std::string_view stored,
-                         std::shared_ptr<const std::string>* shared, std::string* owned);
+                         std::shared_ptr<const std::string>* shared, std::string* owned,
+                         bool fill_cache = true);
   // Bytes [offset, offset + length) of the value (DB::GetRange): from the
   // cache when it holds the value; else, unless verify, by
   // SegmentReader::ReadValueRange (the whole record when it is compressed);
-  // else by Get.
+  // else by Get (with fill_cache).
   absl::Status GetRange(std::string_view key, std::string_view stored, uint64_t offset,
-                        uint64_t length, bool verify, std::string* out);
+                        uint64_t length, bool verify, std::string* out, bool fill_cache = true);
 
   // The value behind stored (a pointer) when the value cache holds it, so
   // that reading it makes no device read; null otherwise, and for a pointer
@@ -168,9 +172,10 @@ class ValueLog {
   std::shared_ptr<const std::string> CachedValue(std::string_view stored);
 
   // An asynchronous reader of values for one iterator, with an io::ReadQueue
-  // of its own (value_fetcher.cc). Value cache hits are served at Start.
+  // of its own (value_fetcher.cc). Value cache hits are served at Start;
+  // with fill_cache false the values it reads are not put into the cache.
   // The ValueLog must outlive it.
-  std::unique_ptr<ValueFetcher> NewFetcher();
+  std::unique_ptr<ValueFetcher> NewFetcher(bool fill_cache = true);
 
   // Reads a fetcher still had in flight when its iterator went: kept here
   // so that the iterator need not wait for them (a scan's last prefetch

@@ -10,13 +10,14 @@
 namespace cairn::vlog {
 
 absl::Status ValueLog::GetShared(std::string_view key, std::string_view stored,
-                                 std::shared_ptr<const std::string>* shared, std::string* owned) {
+                                 std::shared_ptr<const std::string>* shared, std::string* owned,
+                                 bool fill_cache) {
   CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, vlog::DecodeValuePointer(stored));
   if (std::shared_ptr<const std::string> hit = cache_.Lookup(ptr.segment_id, ptr.offset)) {
     *shared = std::move(hit);
     return absl::OkStatus();
   }
-  if (cache_.capacity() == 0) return readers_.Read(ptr, key, owned);
+  if (cache_.capacity() == 0 || !fill_cache) return readers_.Read(ptr, key, owned);
   // Read into a string the cache can own, then share it: no copy.
   std::string bytes;
   CAIRN_RETURN_IF_ERROR(readers_.Read(ptr, key, &bytes));
@@ -27,7 +28,8 @@ absl::Status ValueLog::GetShared(std::string_view key, std::string_view stored,
 }
 
 absl::Status ValueLog::GetRange(std::string_view key, std::string_view stored, uint64_t offset,
-                                uint64_t length, bool verify, std::string* out) {
+                                uint64_t length, bool verify, std::string* out,
+                                bool fill_cache) {
   CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, vlog::DecodeValuePointer(stored));
   if (std::shared_ptr<const std::string> hit = cache_.Lookup(ptr.segment_id, ptr.offset)) {
     out->assign(ValueRange(*hit, offset, length));
@@ -46,7 +48,7 @@ absl::Status ValueLog::GetRange(std::string_view key, std::string_view stored, u
   // A zstd frame (decoded only whole), or verified and not chunked: the
   // whole record.
   std::string whole;
-  CAIRN_RETURN_IF_ERROR(Get(key, stored, &whole));
+  CAIRN_RETURN_IF_ERROR(Get(key, stored, &whole, fill_cache));
   out->assign(ValueRange(whole, offset, length));
   return absl::OkStatus();
 }

@@ -207,7 +207,11 @@ struct ReadOptions {
   // DB::GetRange read part of a large value without its record's checksum.
   // Default: true.
   bool verify_checksums = true;
-  // Put blocks read for this operation into the block cache. Default: true.
+  // Put the table blocks and the separated values read for this operation
+  // into the cache (one budget, Options::cache_size), as RocksDB's
+  // fill_cache does for blocks and blobs. False for a large scan or a
+  // one-off read keeps them from evicting what the cache holds; what it
+  // holds is still used. Default: true.
   bool fill_cache = true;
   // Forward scans keep up to this many separated values' reads in flight
   // ahead of the current entry, up to value_prefetch_bytes; records that
