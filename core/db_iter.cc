@@ -304,15 +304,17 @@ class DBIter final : public Iterator {
     }
     return std::min<uint64_t>(vlog::kMaxMergedFetch, std::max(kFirstRunBytes, taken));
   }
-  // Counts a value the scan took, in the trail of its segment when it has
-  // one (a value taken before any read of its segment was started has none).
-  void NoteTaken(std::string_view stored, uint64_t bytes) const {
+  // Counts a value the scan took (stored, its pointer) and its record's
+  // bytes, also in the trail of its segment when it has one (a value taken
+  // before any read of its segment was started has none). A pointer that
+  // does not decode counts no bytes; its read reports it.
+  void NoteTaken(std::string_view stored) const {
     ++taken_;
-    taken_bytes_ += bytes;
     absl::StatusOr<vlog::ValuePointer> p = vlog::DecodeValuePointer(stored);
     if (!p.ok()) return;
+    taken_bytes_ += p->size;
     for (Trail& t : trails_) {
-      if (t.segment == p->segment_id) t.taken_bytes += bytes;
+      if (t.segment == p->segment_id) t.taken_bytes += p->size;
     }
   }
   static constexpr uint64_t kFirstRunBytes = 16 << 10;
@@ -522,7 +524,7 @@ class DBIter final : public Iterator {
       FillWindow(std::max<size_t>(WindowDepth(), 1));
     }
     if (window_.empty() || window_.front().stored != raw_value_) return false;
-    NoteTaken(raw_value_, window_.front().bytes);
+    NoteTaken(raw_value_);
     PopWindowFront(false);
     absl::Status s = fetcher_->TakeView(raw_value_, &value_view_, &value_pin_);
     FillWindow(WindowDepth());  // reads for what comes next go out before the value is used
@@ -545,7 +547,7 @@ class DBIter final : public Iterator {
       bool open = !window_.empty() || taken_ >= kPrefetchAfterValues;
       if (open && window_.empty() && prefetch_.cached) {
         if (std::shared_ptr<const std::string> hit = prefetch_.cached(raw_value_)) {
-          NoteTaken(raw_value_, hit->size());
+          NoteTaken(raw_value_);
           ++reads_started_;
           value_view_ = *hit;
           value_pin_ = std::move(hit);
@@ -559,11 +561,7 @@ class DBIter final : public Iterator {
         // Read alone below (a device read or a cache hit, counted as a
         // read); counts toward opening the window.
         ++reads_started_;
-        uint64_t bytes = 0;
-        if (absl::StatusOr<vlog::ValuePointer> p = vlog::DecodeValuePointer(raw_value_); p.ok()) {
-          bytes = p->size;
-        }
-        NoteTaken(raw_value_, bytes);
+        NoteTaken(raw_value_);
       }
     }
     absl::Status s = resolver_(saved_key_, value_type_, raw_value_, &resolved_value_);
