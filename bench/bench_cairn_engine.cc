@@ -1,6 +1,7 @@
 // CairnEngine: BenchEngine over cairn's public API (core/include/cairn).
 // Amplifications come from DB::GetStats(), which counts bytes in the io
 // layer; live bytes from GetProperty("cairn.live-bytes").
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -99,8 +100,10 @@ class CairnEngine : public BenchEngine {
     // the manifest and files still being written too.
     out.disk_bytes = st.disk_bytes;
     out.sst_bytes = st.sst_bytes;
-    out.segment_bytes = st.vlog_bytes;
-    out.segment_garbage_bytes = st.vlog_garbage_bytes;
+    // What the segments take on the device: punched runs take nothing.
+    out.segment_bytes = st.vlog_bytes - std::min(st.vlog_bytes, st.vlog_punched_bytes);
+    out.segment_garbage_bytes =
+        st.vlog_garbage_bytes - std::min(st.vlog_garbage_bytes, st.vlog_punched_bytes);
     out.live_bytes = st.live_user_bytes_estimate;
     out.space_amplification = st.space_amplification;
     return out;
@@ -144,6 +147,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
     db_options.separate_at_flush_below = static_cast<size_t>(options.separate_at_flush_below);
   }
   if (options.gc_trigger >= 0) db_options.gc_space_amp_trigger = options.gc_trigger;
+  db_options.gc_punch_holes = options.gc_punch_holes;
   if (options.gc_jobs >= 1) db_options.max_background_gc = options.gc_jobs;
   if (options.bytes_per_sync >= 0) {
     db_options.value_log_bytes_per_sync = static_cast<uint64_t>(options.bytes_per_sync);

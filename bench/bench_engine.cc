@@ -2,6 +2,8 @@
 // cairn_bench is built without RocksDB.
 #include "bench/bench_engine.h"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <system_error>
 
@@ -39,9 +41,12 @@ uint64_t DirectoryBytes(const std::string& dir) {
   for (auto it = std::filesystem::recursive_directory_iterator(dir, ec);
        !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
     std::error_code size_ec;
-    if (it->is_regular_file(size_ec)) {
-      const uint64_t size = it->file_size(size_ec);
-      if (!size_ec) total += size;
+    // What the file takes on the device (st_blocks, as du counts it), the
+    // same measure as cairn's Stats::disk_bytes: a punched hole or a sparse
+    // tail takes nothing, a preallocated one counts.
+    struct stat st;
+    if (it->is_regular_file(size_ec) && ::stat(it->path().c_str(), &st) == 0) {
+      total += static_cast<uint64_t>(st.st_blocks) * 512;
     }
   }
   return total;

@@ -50,6 +50,8 @@ struct EngineOptions {
   // (Options::gc_space_amp_trigger), GC's byte budget (gc_bytes_per_sec)
   // and the memtable's value-byte bound (max_memtable_value_bytes).
   double gc_trigger = -1;
+  // cairn only: Options::gc_punch_holes.
+  bool gc_punch_holes = true;
   // cairn only: GC jobs at once (Options::max_background_gc); < 1 for the
   // default.
   int gc_jobs = -1;

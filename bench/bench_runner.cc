@@ -69,7 +69,8 @@ EngineStats Subtract(const EngineStats& after, const EngineStats& before) {
 // Benchmarks after which space amplification is measured.
 bool IsLoadPhase(std::string_view name) {
   return name == "fillseq" || name == "fillrandom" || name == "overwrite" ||
-         name == "overwritezipf" || name == "deleterandom" || name == "ycsb_load";
+         name == "overwritezipf" || name == "deleterandom" || name == "deletebatches" ||
+         name == "ycsb_load";
 }
 
 bool Writes(std::string_view name) {
@@ -134,7 +135,8 @@ const std::vector<std::string>& BenchmarkNames() {
   static const std::vector<std::string> names = {
       "fillseq", "fillrandom", "overwrite", "overwritezipf", "readrandom", "readmissing", "readseq",
       "getrange",
-      "seekrandom", "multireadrandom", "readwhilewriting", "deleterandom", "ycsb_load",
+      "seekrandom", "multireadrandom", "readwhilewriting", "deleterandom", "deletebatches",
+      "ycsb_load",
       "ycsb_a", "ycsb_b", "ycsb_c", "ycsb_d", "ycsb_e", "ycsb_f"};
   return names;
 }
@@ -282,6 +284,15 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
   return first_error;
 }
 
+absl::Status BenchRunner::DeleteIndex(ThreadState& t, uint64_t index) {
+  keys_.Format(index, &t.key);
+  absl::Status s = engine_->Delete(t.key);
+  if (!s.ok()) return s;
+  tracker_.Delete(index);
+  t.bytes += t.key.size();
+  return absl::OkStatus();
+}
+
 absl::Status BenchRunner::PutIndex(ThreadState& t, uint64_t index) {
   keys_.Format(index, &t.key);
   const std::string_view value = values_.Next(t.gen);
@@ -357,12 +368,22 @@ absl::Status BenchRunner::Dispatch(std::string_view name, BenchResult* result) {
   }
   if (name == "deleterandom") {
     return RunThreads(num, [&](ThreadState& t, uint64_t) -> absl::StatusOr<uint64_t> {
-      const uint64_t index = absl::Uniform<uint64_t>(t.gen, 0, num);
-      keys_.Format(index, &t.key);
-      absl::Status s = engine_->Delete(t.key);
+      absl::Status s = DeleteIndex(t, absl::Uniform<uint64_t>(t.gen, 0, num));
       if (!s.ok()) return s;
-      tracker_.Delete(index);
-      t.bytes += t.key.size();
+      return 1;
+    }, result);
+  }
+  if (name == "deletebatches") {
+    // Runs of adjacent keys, as an application drops a batch it wrote
+    // together: after fillseq their records lie side by side in the value
+    // log (docs/gc.md, "Punched runs").
+    const uint64_t run = config_.delete_run, period = config_.delete_period;
+    const uint64_t deletes = num / period * run + std::min(num % period, run);
+    return RunThreads(deletes, [&](ThreadState& t, uint64_t i) -> absl::StatusOr<uint64_t> {
+      const uint64_t per = deletes / config_.threads + 1;
+      const uint64_t j = (t.id * per + i) % std::max<uint64_t>(deletes, 1);
+      absl::Status s = DeleteIndex(t, j / run * period + j % run);  // the j-th key to delete
+      if (!s.ok()) return s;
       return 1;
     }, result);
   }

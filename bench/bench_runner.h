@@ -39,6 +39,10 @@ struct BenchConfig {
   bool scan_bounds = false;
   // getrange: bytes per ranged read.
   uint64_t range_bytes = 65536;
+  // deletebatches: deletes every key whose index mod delete_period is below
+  // delete_run: runs of delete_run adjacent keys, a delete_run /
+  // delete_period share of the key space.
+  uint64_t delete_run = 40, delete_period = 100;
   int batch_size = 32;
   uint64_t seed = 301;
   bool use_existing_db = false;
@@ -74,6 +78,8 @@ class BenchRunner {
   // Writes a fresh value for index (counted in the tracker) and adds its
   // bytes to *bytes.
   absl::Status PutIndex(ThreadState& t, uint64_t index);
+  // Deletes key index and tells the live-bytes tracker.
+  absl::Status DeleteIndex(ThreadState& t, uint64_t index);
   uint64_t Reads() const { return config_.reads != 0 ? config_.reads : config_.num; }
 
   BenchEngine* const engine_;

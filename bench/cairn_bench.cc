@@ -58,6 +58,10 @@ ABSL_FLAG(uint64_t, memtable_mb, 64, "memtable (write buffer) MiB");
 ABSL_FLAG(uint64_t, cache_mb, 64, "block cache MiB");
 ABSL_FLAG(int32_t, bloom_bits, 10, "bloom filter bits per key (0: none)");
 ABSL_FLAG(std::string, seek_nexts, "10", "seekrandom: Next calls after each Seek, N or MIN-MAX");
+ABSL_FLAG(uint64_t, delete_run, 40,
+          "deletebatches: adjacent keys deleted in each run (every key whose index mod "
+          "--delete_period is below this)");
+ABSL_FLAG(uint64_t, delete_period, 100, "deletebatches: keys from one run's start to the next");
 ABSL_FLAG(int32_t, batch_size, 32, "multireadrandom: keys per MultiGet");
 ABSL_FLAG(uint64_t, seed, 301, "random seed");
 ABSL_FLAG(bool, json, false, "print one JSON object per benchmark instead of a table");
@@ -74,6 +78,8 @@ ABSL_FLAG(int64_t, wal_bytes_per_sync, -1,
           "-1: each engine's default");
 ABSL_FLAG(double, gc_trigger, -1,
           "cairn: Options::gc_space_amp_trigger (-1: the default; 0 turns GC off like --gc=false)");
+ABSL_FLAG(bool, gc_punch_holes, true,
+          "cairn: Options::gc_punch_holes, free dead runs' blocks without a copy");
 ABSL_FLAG(int32_t, gc_jobs, -1,
           "cairn: Options::max_background_gc, GC jobs at once (-1: the default)");
 ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
@@ -104,6 +110,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.prefetch_depth = absl::GetFlag(FLAGS_prefetch_depth);
   o.gc = absl::GetFlag(FLAGS_gc);
   o.gc_trigger = absl::GetFlag(FLAGS_gc_trigger);
+  o.gc_punch_holes = absl::GetFlag(FLAGS_gc_punch_holes);
   o.gc_jobs = absl::GetFlag(FLAGS_gc_jobs);
   o.bytes_per_sync = absl::GetFlag(FLAGS_bytes_per_sync);
   o.wal_bytes_per_sync = absl::GetFlag(FLAGS_wal_bytes_per_sync);
@@ -162,6 +169,11 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   std::tie(c.seek_nexts_min, c.seek_nexts_max) = *nexts;
   c.scan_bounds = absl::GetFlag(FLAGS_scan_bounds);
   c.range_bytes = absl::GetFlag(FLAGS_range_bytes);
+  c.delete_run = absl::GetFlag(FLAGS_delete_run);
+  c.delete_period = absl::GetFlag(FLAGS_delete_period);
+  if (c.delete_run == 0 || c.delete_run > c.delete_period) {
+    return absl::InvalidArgumentError("need 1 <= --delete_run <= --delete_period");
+  }
   return c;
 }
 

@@ -373,6 +373,7 @@ void DBImpl::ListDeadRecords(vlog::DeadRecords::Batch dead) {
   // A segment deleted between the check above and the add stays listed:
   // sweep such leftovers whenever the list passes half its bound.
   if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
+  PlanPunches(dead);
 }
 
 std::optional<DBImpl::Level0Hidden> DBImpl::Level0HiddenBytes(const lsm::Version& v) {
@@ -683,6 +684,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
   // looks, which can be after the return, so they get their sync here.
   CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(VictimRelease::kNow));
   DeleteObsoleteSegments();
+  PunchReadyRuns(/*wait=*/true);
   deleter_->WaitIdle();
   return absl::OkStatus();
 }

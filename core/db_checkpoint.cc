@@ -157,6 +157,11 @@ absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& dir
   }
   const auto start = std::chrono::steady_clock::now();
   CheckpointResult result;
+  // No hole is punched from the capture until the files are linked: a
+  // link shares the file's blocks, and the checkpoint's manifest lists
+  // only the runs punched before its capture. Once linked, a segment has a
+  // second name, which PunchReadyRuns leaves alone.
+  absl::MutexLock punch_lock(&punch_mu_);
 
   // Capture. GC is held off from before the flush until the state is taken:
   // a collection between the two could mark a segment obsolete whose

@@ -186,6 +186,10 @@ class DBImpl::GcIndex final : public gc::IndexView {
     return db_->dead_records_.Offsets(segment_id);
   }
 
+  std::vector<vlog::PunchRun> PunchedRuns(uint64_t segment_id) override {
+    return db_->vlog_->segment_set().PunchedRuns(segment_id);
+  }
+
   uint64_t NewFileNumber() override {
     // The job's output: claimed before the manifest can know it, so that
     // no other job picks it while no pointer names its records yet. Every
@@ -544,8 +548,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
         PendingVictims p{.ids = deferred, .durable_at = durable_at};
         for (uint64_t id : deferred) {
           if (std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id)) {
-            p.bytes += info->size;
-            p.garbage += std::min(info->size, info->garbage_bytes);
+            // What they take on the device, as GetValueLogSpaceLocked counts.
+            p.bytes += info->allocated_bytes();
+            p.garbage += std::min(info->size, info->garbage_bytes) -
+                         std::min(info->garbage_bytes, info->punched_bytes);
           }
         }
         gc_pending_victims_.push_back(std::move(p));
@@ -634,6 +640,7 @@ absl::StatusOr<GcResult> DBImpl::RunGC() {
   CAIRN_RETURN_IF_ERROR(CheckWritable("RunGC"));
   const uint64_t freed_before = gc_segments_freed_.load();
   CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
+  PunchReadyRuns(/*wait=*/true);
   deleter_->WaitIdle();  // the victims' files are gone on return
   {
     // A failure deleting the victims (the manifest write) stops the DB.
@@ -732,6 +739,7 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     // Errors are sticky in bg_error_ (set by CollectGarbage).
     absl::StatusOr<GcResult> r = db_->CollectGarbage(/*manual=*/false);
     if (!r.ok()) return r.status();
+    db_->PunchReadyRuns();
     return r->victims;
   }
   void DeleteObsoleteSegments() override {
@@ -739,6 +747,7 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     // get it now, from a flush or a sync (an error is sticky in bg_error_).
     db_->ReleasePendingVictims(DBImpl::VictimRelease::kSoon).IgnoreError();
     db_->DeleteObsoleteSegments();
+    db_->PunchReadyRuns();
   }
   bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }
   bool OtherJobsRunning() override { return db_->GcJobsRunning(); }

@@ -123,6 +123,8 @@ class DBImpl final : public DB {
   std::function<void()> before_flush_for_testing;
   // Tests only: the records GC would drop without a lookup, in all.
   size_t dead_records_listed_for_testing() const { return dead_records_.size(); }
+  // Tests only: the value log's segment set (its punched runs, say).
+  const vlog::ValueLog* value_log_for_testing() const { return vlog_.get(); }
   // Tests only: the value log's segments as the DB knows them now.
   std::vector<vlog::SegmentInfo> ValueLogSegmentsForTesting() const {
     return vlog_->segment_set().Segments();
@@ -654,8 +656,40 @@ class DBImpl final : public DB {
   static constexpr size_t kDeadRecordsBound = size_t{2} << 20;
   vlog::DeadRecords dead_records_{kDeadRecordsBound};
   // Lists the records a flush or compaction dropped, but for segments that
-  // are gone or collected already.
+  // are gone or collected already, and plans punches in their segments.
   void ListDeadRecords(vlog::DeadRecords::Batch dead);
+
+  // Punched runs (docs/gc.md, "Punched runs"; core/db_punch.cc). Runs of
+  // dead records planned after a flush or compaction counted them, waiting
+  // until no reader from before that count remains (the read epoch current
+  // then is gone); then PunchReadyRuns logs them in the manifest and
+  // punches their whole blocks out of the file.
+  struct PendingPunch {
+    uint64_t segment_id = 0;
+    std::vector<vlog::PunchRun> runs;
+    std::weak_ptr<const void> epoch;
+  };
+  // Plans runs in the segments of dead (listed just now) whose counted
+  // garbage grew by a step since they were last planned.
+  void PlanPunches(const vlog::DeadRecords::Batch& dead) ABSL_LOCKS_EXCLUDED(mu_);
+  // Logs and punches the runs no reader can reach any more, in segments no
+  // GC job holds (they are held meanwhile, as a job's). While another call
+  // or a checkpoint holds punch_mu_, returns at once, or with wait first
+  // waits for it (a settle step, which must see the space freed). A
+  // failure to log is the background error; a failure to punch is logged
+  // (and, where the file system cannot punch, turns punching off).
+  void PunchReadyRuns(bool wait = false) ABSL_LOCKS_EXCLUDED(mu_, punch_mu_);
+  std::vector<PendingPunch> punch_pending_ ABSL_GUARDED_BY(mu_);
+  // Segment id -> its garbage bytes when its runs were last planned.
+  absl::flat_hash_map<uint64_t, uint64_t> punch_planned_garbage_ ABSL_GUARDED_BY(mu_);
+  // Held by PunchReadyRuns, and by a checkpoint from its capture until its
+  // links are made: a punch in between could reach the checkpoint's files.
+  absl::Mutex punch_mu_ ABSL_ACQUIRED_BEFORE(gc_mu_);
+  std::atomic<bool> punch_unsupported_{false};
+  std::atomic<uint64_t> punch_runs_{0};          // runs logged
+  std::atomic<uint64_t> punch_bytes_{0};         // whole-block bytes punched
+  std::atomic<uint64_t> punch_calls_{0};         // holes punched (one fallocate each)
+  std::atomic<uint64_t> punch_skipped_linked_{0};  // segments left alone: a second name
   // Victims of background jobs whose records all moved or died, waiting
   // until the writes that moved or superseded them are durable (sequence
   // durable_at) before the manifest marks them obsolete: a background job

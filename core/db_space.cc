@@ -10,9 +10,12 @@ namespace cairn {
 
 double DBImpl::ValueLogSpaceAmplification() const {
   const vlog::ValueLog::Totals t = vlog_->GetTotals();
-  if (t.bytes == 0) return 0;
-  const uint64_t live = t.bytes > t.garbage_bytes ? t.bytes - t.garbage_bytes : 1;
-  return static_cast<double>(t.bytes) / live;
+  // Punched bytes are garbage that takes no space any more.
+  const uint64_t bytes = t.bytes - std::min(t.bytes, t.punched_bytes);
+  const uint64_t garbage = t.garbage_bytes - std::min(t.garbage_bytes, t.punched_bytes);
+  if (bytes == 0) return 0;
+  const uint64_t live = bytes > garbage ? bytes - garbage : 1;
+  return static_cast<double>(bytes) / live;
 }
 
 double DBImpl::ValueLogSpace::amplification() const {
@@ -38,8 +41,12 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   // ones awaiting their readers do: GC's work on them is done, and a flush
   // or a sync frees them without more.
   const PendingVictims pending = PendingVictimTotals();
-  space.bytes = set.bytes - std::min(set.bytes, set.obsolete_bytes + pending.bytes) + active;
-  space.garbage = set.garbage_bytes - std::min(set.garbage_bytes, pending.garbage);
+  // Bytes on the device: punched runs take none (their bytes count as
+  // neither space nor garbage), so GC steers by the space garbage takes.
+  const uint64_t bytes = set.bytes - std::min(set.bytes, set.punched_bytes);
+  const uint64_t garbage = set.garbage_bytes - std::min(set.garbage_bytes, set.punched_bytes);
+  space.bytes = bytes - std::min(bytes, set.obsolete_bytes + pending.bytes) + active;
+  space.garbage = garbage - std::min(garbage, pending.garbage);
   if (!with_estimate) return space;
   // Garbage that flushes and compactions have not reported yet: the older
   // versions hidden by what the memtables and the L0 tables point at,

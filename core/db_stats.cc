@@ -26,8 +26,10 @@ uint64_t DirectoryBytes(io::FileSystem* fs, const std::string& dir) {
   if (!names.ok()) return 0;
   uint64_t total = 0;
   for (const std::string& name : *names) {
-    absl::StatusOr<uint64_t> size = fs->GetFileSize(absl::StrCat(dir, "/", name));
-    if (size.ok()) total += *size;
+    // What each file takes on the device, as du counts it: a punched run's
+    // blocks take nothing (file systems that cannot tell give the size).
+    absl::StatusOr<io::FileSystem::FileSpace> space = fs->GetFileSpace(absl::StrCat(dir, "/", name));
+    if (space.ok()) total += space->allocated_bytes;
   }
   return total;
 }
@@ -119,6 +121,11 @@ Stats DBImpl::GetStats() {
   st.vlog_bytes = vt.bytes;
   st.vlog_segments = vt.segments;
   st.vlog_garbage_bytes = vt.garbage_bytes;
+  st.vlog_punched_bytes = vlog_->segment_set().GetTotals().punched_bytes;
+  st.gc_punched_runs = punch_runs_.load();
+  st.gc_punched_bytes = punch_bytes_.load();
+  st.gc_punch_calls = punch_calls_.load();
+  st.gc_punch_skipped_linked = punch_skipped_linked_.load();
   st.value_cache_hits = vt.cache_hits;
   st.value_cache_misses = vt.cache_misses;
   st.value_cache_bytes = vt.cache_bytes;
@@ -193,11 +200,13 @@ std::string FormatStats(const Stats& st) {
                         st.value_cache_bytes / 1048576.0, st.value_cache_capacity / 1048576.0);
   absl::StrAppendFormat(&out,
                         "space amplification %.2f: %.1f MiB on disk: sst %.1f MiB, vlog %.1f MiB "
-                        "in %d segments (%.1f MiB garbage), wal and other files %.1f MiB\n",
+                        "in %d segments (%.1f MiB garbage, of which %.1f MiB punched out), wal "
+                        "and other files %.1f MiB\n",
                         st.space_amplification, st.disk_bytes / 1048576.0,
                         st.sst_bytes / 1048576.0, st.vlog_bytes / 1048576.0, st.vlog_segments,
-                        st.vlog_garbage_bytes / 1048576.0,
-                        (st.disk_bytes - std::min(st.disk_bytes, st.sst_bytes + st.vlog_bytes)) /
+                        st.vlog_garbage_bytes / 1048576.0, st.vlog_punched_bytes / 1048576.0,
+                        (st.disk_bytes - std::min(st.disk_bytes, st.sst_bytes + st.vlog_bytes -
+                                                                     std::min(st.vlog_bytes, st.vlog_punched_bytes))) /
                             1048576.0);
   absl::StrAppendFormat(&out,
                         "gc: %d victims, %d segments freed, %.1f MiB read, %.1f MiB relocated, "
@@ -215,6 +224,11 @@ std::string FormatStats(const Stats& st) {
                         st.gc_scan_micros / 1e6, st.gc_liveness_micros / 1e6,
                         st.gc_write_micros / 1e6, st.gc_rewrite_micros / 1e6,
                         st.gc_throttled_micros / 1e6, st.gc_rewrite_rechecks);
+  absl::StrAppendFormat(&out,
+                        "gc punched runs: %d runs, %.1f MiB of whole blocks punched in %d holes; "
+                        "%d segments left unpunched for a second name\n",
+                        st.gc_punched_runs, st.gc_punched_bytes / 1048576.0, st.gc_punch_calls,
+                        st.gc_punch_skipped_linked);
   absl::StrAppendFormat(&out,
                         "gc victims: %d waited for their rewrites' durability, %d WAL syncs "
                         "and %d memtable switches forced for them, %.1f MiB waiting; %d active "

@@ -17,7 +17,7 @@ void GarbageMeter::OnValueDropped(std::string_view user_key, lsm::ValueType type
   auto& [bytes, records] = garbage_[ptr->segment_id];
   bytes += ptr->size;
   ++records;
-  dead_[ptr->segment_id].push_back(ptr->offset);
+  dead_[ptr->segment_id].push_back({ptr->offset, ptr->size});
 }
 
 void GarbageMeter::Finish() {

@@ -105,6 +105,7 @@ std::string FormatOptionsFile(const Options& o) {
   add_double("gc_min_garbage_ratio", o.gc_min_garbage_ratio);
   add_double("gc_space_amp_trigger", o.gc_space_amp_trigger);
   add("gc_bytes_per_sec", o.gc_bytes_per_sec);
+  add_bool("gc_punch_holes", o.gc_punch_holes);
   add("max_background_gc", o.max_background_gc);
   add("max_background_compactions", o.max_background_compactions);
   add("max_subcompactions", o.max_subcompactions);

@@ -181,6 +181,7 @@ class GcJob {
     so.allow_torn_tail = false;  // sealed: every byte must be good
     so.uncompress_values = false;
     so.read_ahead = true;  // the next chunk arrives while liveness is checked
+    so.skip_runs = index_->PunchedRuns(victim_id);
     CAIRN_ASSIGN_OR_RETURN(
         std::unique_ptr<vlog::SegmentScanner> scanner,
         vlog::SegmentScanner::Open(fs_, segment_path_(victim_id), victim_id, so));

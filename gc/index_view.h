@@ -75,6 +75,11 @@ class IndexView {
   // records without CheckLive. The list may miss dead records (those are
   // checked) but must never name a live one.
   virtual std::vector<uint64_t> KnownDeadOffsets(uint64_t /*segment_id*/) { return {}; }
+
+  // The segment's punched runs (vlog::SegmentSet::PunchedRuns), which the
+  // scan of the victim steps over: its blocks read as zeros. None may be
+  // added while the segment is claimed by a job.
+  virtual std::vector<vlog::PunchRun> PunchedRuns(uint64_t /*segment_id*/) { return {}; }
 };
 
 }  // namespace cairn::gc

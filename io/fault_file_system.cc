@@ -51,7 +51,7 @@ absl::Status InjectedNoSpaceError(std::string_view context) {
 // The operations BeforeOp tells apart; Matches() sorts them into FaultKinds.
 enum class fault_internal::Op : uint8_t {
   kAppend, kFlush, kSync, kClose, kSyncFiles, kRead,
-  kOpenWritable, kOpenReadable, kRename, kLink, kRemove, kTruncate, kGetSize,
+  kOpenWritable, kOpenReadable, kRename, kLink, kRemove, kTruncate, kPunch, kGetSize,
   kListDir, kCreateDir, kRemoveDir, kSyncDir, kLock,
 };
 
@@ -542,6 +542,19 @@ absl::StatusOr<uint64_t> FaultFileSystem::GetFileSize(const std::string& path) {
   absl::ReaderMutexLock crash_lock(&crash_mu_);
   CAIRN_RETURN_IF_ERROR(BeforeOp(Op::kGetSize, generation(), path));
   return base_->GetFileSize(path);
+}
+
+absl::StatusOr<FileSystem::FileSpace> FaultFileSystem::GetFileSpace(const std::string& path) {
+  absl::ReaderMutexLock crash_lock(&crash_mu_);
+  CAIRN_RETURN_IF_ERROR(BeforeOp(Op::kGetSize, generation(), path));
+  return base_->GetFileSpace(path);
+}
+
+absl::Status FaultFileSystem::PunchHoles(const std::string& path,
+                                         absl::Span<const std::pair<uint64_t, uint64_t>> ranges) {
+  absl::ReaderMutexLock crash_lock(&crash_mu_);
+  CAIRN_RETURN_IF_ERROR(BeforeOp(Op::kPunch, generation(), path));
+  return base_->PunchHoles(path, ranges);
 }
 
 bool FaultFileSystem::FileExists(const std::string& path) {

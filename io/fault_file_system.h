@@ -121,6 +121,11 @@ class FaultFileSystem : public FileSystem {
   absl::Status RemoveFile(const std::string& path) override;
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;
+  absl::StatusOr<FileSpace> GetFileSpace(const std::string& path) override;
+  // A metadata operation (kMetadata faults). A crash keeps what it punched:
+  // the worst case, as a file system may or may not have made it durable.
+  absl::Status PunchHoles(const std::string& path,
+                          absl::Span<const std::pair<uint64_t, uint64_t>> ranges) override;
   bool FileExists(const std::string& path) override;
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
   absl::Status CreateDir(const std::string& dir) override;

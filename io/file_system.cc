@@ -100,6 +100,17 @@ absl::Status FileSystem::SyncFiles(absl::Span<WritableFile* const> files) {
   return first;
 }
 
+absl::StatusOr<FileSystem::FileSpace> FileSystem::GetFileSpace(const std::string& path) {
+  CAIRN_ASSIGN_OR_RETURN(uint64_t size, GetFileSize(path));
+  return FileSpace{.allocated_bytes = size, .links = 1};
+}
+
+absl::Status FileSystem::PunchHoles(const std::string& path,
+                                    absl::Span<const std::pair<uint64_t, uint64_t>>) {
+  return absl::UnimplementedError(
+      absl::StrCat("punch holes in ", path, ": the ", Name(), " file system cannot"));
+}
+
 namespace {
 
 absl::StatusOr<IoBackend> BackendFromEnv(IoBackend fallback) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -207,6 +208,20 @@ class FileSystem {
   virtual absl::Status RemoveFile(const std::string& path) = 0;
   virtual absl::Status TruncateFile(const std::string& path, uint64_t size) = 0;
   virtual absl::StatusOr<uint64_t> GetFileSize(const std::string& path) = 0;
+  // What a file takes on the device (POSIX st_blocks, in bytes: a punched
+  // hole takes nothing) and how many names it has (hard links). The default,
+  // for file systems that cannot tell: its size, and one name.
+  struct FileSpace {
+    uint64_t allocated_bytes = 0;
+    uint64_t links = 1;
+  };
+  virtual absl::StatusOr<FileSpace> GetFileSpace(const std::string& path);
+  // Frees the device blocks inside each [offset, offset + length) of ranges
+  // (whole blocks only; the bytes of a range then read as zeros) and keeps
+  // the file's size (Linux fallocate PUNCH_HOLE | KEEP_SIZE). Unimplemented
+  // where the file system cannot punch holes (the default).
+  virtual absl::Status PunchHoles(const std::string& path,
+                                  absl::Span<const std::pair<uint64_t, uint64_t>> ranges);
   virtual bool FileExists(const std::string& path) = 0;
   // Names (not paths) of the entries in dir, without "." and "..".
   virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;

@@ -13,6 +13,9 @@
 namespace cairn::io {
 namespace {
 
+// The block a punched hole frees whole (as ext4's).
+constexpr uint64_t kPunchBlock = 4096;
+
 using FileData = MemoryFileSystem::FileData;
 
 // "a//b/./c/" -> "a/b/c"; "" and "." -> "" (the working directory).
@@ -321,6 +324,8 @@ absl::Status MemoryFileSystem::TruncateFile(const std::string& path, uint64_t si
   }
   absl::MutexLock l(&data->mu);
   data->contents.resize(size, '\0');
+  data->punched_blocks.erase(data->punched_blocks.lower_bound(size / kPunchBlock),
+                             data->punched_blocks.end());
   return absl::OkStatus();
 }
 
@@ -333,6 +338,45 @@ absl::StatusOr<uint64_t> MemoryFileSystem::GetFileSize(const std::string& path) 
   if (data == nullptr) return absl::NotFoundError(absl::StrCat("stat ", path, ": no such file"));
   absl::ReaderMutexLock l(&data->mu);
   return data->contents.size();
+}
+
+absl::StatusOr<FileSystem::FileSpace> MemoryFileSystem::GetFileSpace(const std::string& path) {
+  std::shared_ptr<FileData> data;
+  uint64_t links = 0;
+  {
+    absl::MutexLock l(&mu_);
+    data = Find(Normalize(path));
+    for (const auto& [name, other] : files_) links += other == data ? 1 : 0;
+  }
+  if (data == nullptr) return absl::NotFoundError(absl::StrCat("stat ", path, ": no such file"));
+  absl::ReaderMutexLock l(&data->mu);
+  const uint64_t punched = data->punched_blocks.size() * kPunchBlock;
+  const uint64_t size = data->contents.size();
+  return FileSpace{.allocated_bytes = size - std::min(size, punched), .links = links};
+}
+
+absl::Status MemoryFileSystem::PunchHoles(const std::string& path,
+                                          absl::Span<const std::pair<uint64_t, uint64_t>> ranges) {
+  std::shared_ptr<FileData> data;
+  {
+    absl::MutexLock l(&mu_);
+    data = Find(Normalize(path));
+  }
+  if (data == nullptr) {
+    return absl::NotFoundError(absl::StrCat("punch holes in ", path, ": no such file"));
+  }
+  absl::MutexLock l(&data->mu);
+  const uint64_t size = data->contents.size();
+  for (const auto& [offset, length] : ranges) {
+    const uint64_t begin = std::min(offset, size);
+    const uint64_t end = std::min(offset + length, size);
+    std::fill(data->contents.begin() + static_cast<ptrdiff_t>(begin),
+              data->contents.begin() + static_cast<ptrdiff_t>(end), '\0');
+    for (uint64_t b = (begin + kPunchBlock - 1) / kPunchBlock; (b + 1) * kPunchBlock <= end; ++b) {
+      data->punched_blocks.insert(b);
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool MemoryFileSystem::FileExists(const std::string& path) {

@@ -49,6 +49,13 @@ class MemoryFileSystem : public FileSystem {
   absl::Status RemoveFile(const std::string& path) override;
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;
+  // Allocated bytes: the size less the whole 4 KiB blocks punched; links:
+  // the names that share the file.
+  absl::StatusOr<FileSpace> GetFileSpace(const std::string& path) override;
+  // Zeroes each range and counts its whole 4 KiB blocks as punched (until
+  // the file is truncated below them).
+  absl::Status PunchHoles(const std::string& path,
+                          absl::Span<const std::pair<uint64_t, uint64_t>> ranges) override;
   bool FileExists(const std::string& path) override;
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) override;
   absl::Status CreateDir(const std::string& dir) override;
@@ -73,6 +80,8 @@ class MemoryFileSystem : public FileSystem {
   struct FileData {
     mutable absl::Mutex mu;
     std::string contents ABSL_GUARDED_BY(mu);
+    // Indexes of the 4 KiB blocks punched out (PunchHoles).
+    absl::btree_set<uint64_t> punched_blocks ABSL_GUARDED_BY(mu);
   };
   // The set of held locks, shared with the FileLock objects so that a lock
   // may outlive the file system.

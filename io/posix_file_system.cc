@@ -689,6 +689,36 @@ absl::StatusOr<uint64_t> PosixFileSystem::GetFileSize(const std::string& path) {
   return static_cast<uint64_t>(st.st_size);
 }
 
+absl::StatusOr<FileSystem::FileSpace> PosixFileSystem::GetFileSpace(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) < 0) return ErrnoError(errno, absl::StrCat("stat ", path));
+  // st_blocks counts 512-byte units whatever the file system's block size.
+  return FileSpace{.allocated_bytes = static_cast<uint64_t>(st.st_blocks) * 512,
+                   .links = static_cast<uint64_t>(st.st_nlink)};
+}
+
+absl::Status PosixFileSystem::PunchHoles(const std::string& path,
+                                         absl::Span<const std::pair<uint64_t, uint64_t>> ranges) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("open ", path, " to punch holes"));
+  absl::Status status;
+  for (const auto& [offset, length] : ranges) {
+    if (length == 0) continue;
+    if (::fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+                    static_cast<off_t>(length)) < 0) {
+      const int e = errno;
+      const std::string what = absl::StrCat("punch a hole in ", path, " at ", offset, " of ",
+                                            length, " bytes");
+      status = (e == EOPNOTSUPP || e == ENOSYS)
+                   ? absl::UnimplementedError(absl::StrCat(what, ": not supported here"))
+                   : ErrnoError(e, what);
+      break;
+    }
+  }
+  ::close(fd);
+  return status;
+}
+
 bool PosixFileSystem::FileExists(const std::string& path) {
   return ::access(path.c_str(), F_OK) == 0;
 }

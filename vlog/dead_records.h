@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -27,10 +28,17 @@ namespace cairn::vlog {
 
 class DeadRecords {
  public:
-  // The records one flush or compaction dropped, by segment: their offsets.
-  using Batch = absl::flat_hash_map<uint64_t, std::vector<uint64_t>>;
+  // One record: where it starts and how many bytes it takes (its pointer's
+  // offset and size).
+  struct Record {
+    uint64_t offset = 0;
+    uint32_t size = 0;
+    bool operator==(const Record&) const = default;
+  };
+  // The records one flush or compaction dropped, by segment.
+  using Batch = absl::flat_hash_map<uint64_t, std::vector<Record>>;
 
-  // Holds at most max_records offsets (4 bytes each); past that, further
+  // Holds at most max_records records (8 bytes each); past that, further
   // records are not listed (GC checks them as before).
   explicit DeadRecords(size_t max_records) : max_records_(max_records) {}
 
@@ -46,6 +54,8 @@ class DeadRecords {
   // The listed offsets of segment_id's records, ascending, without
   // duplicates.
   std::vector<uint64_t> Offsets(uint64_t segment_id) const;
+  // The listed records of segment_id, by offset, without duplicates.
+  std::vector<Record> Records(uint64_t segment_id) const;
 
   // Forgets a segment (collected or deleted): its records are of no more use.
   void Forget(uint64_t segment_id);
@@ -60,7 +70,9 @@ class DeadRecords {
   const size_t max_records_;
   mutable absl::Mutex mu_;
   // Offsets fit 32 bits: a segment is at most 4 GiB (Options validation).
-  absl::flat_hash_map<uint64_t, std::vector<uint32_t>> offsets_ ABSL_GUARDED_BY(mu_);
+  // Each record as (offset, size).
+  absl::flat_hash_map<uint64_t, std::vector<std::pair<uint32_t, uint32_t>>> offsets_
+      ABSL_GUARDED_BY(mu_);
   size_t size_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t overflowed_ ABSL_GUARDED_BY(mu_) = 0;
 };

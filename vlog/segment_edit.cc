@@ -1,5 +1,8 @@
 #include "vlog/segment_edit.h"
 
+#include <cstdint>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "io/coding.h"
 
@@ -40,6 +43,22 @@ void SegmentEdit::RemoveSegment(uint64_t segment_id) {
   changes_.push_back({SegmentEditTag::kRemoveSegment, segment_id, SegmentKind::kFresh, 0, 0});
 }
 
+void SegmentEdit::PunchRuns(uint64_t segment_id, std::vector<PunchRun> runs) {
+  Change c{SegmentEditTag::kPunchRuns, segment_id, SegmentKind::kFresh, 0, 0};
+  c.runs = std::move(runs);
+  changes_.push_back(std::move(c));
+}
+
+uint64_t PunchedBlockBytes(const std::vector<PunchRun>& runs) {
+  uint64_t bytes = 0;
+  for (const PunchRun& r : runs) {
+    const uint64_t first = (r.begin + kPunchBlockSize - 1) / kPunchBlockSize * kPunchBlockSize;
+    const uint64_t last = r.end / kPunchBlockSize * kPunchBlockSize;
+    if (last > first) bytes += last - first;
+  }
+  return bytes;
+}
+
 void SegmentEdit::Clear() {
   changes_.clear();
   garbage_index_.clear();
@@ -61,6 +80,16 @@ void SegmentEdit::EncodeTo(std::vector<ExtensionRecord>* records) const {
       case SegmentEditTag::kMarkObsolete:
       case SegmentEditTag::kRemoveSegment:
         break;
+      case SegmentEditTag::kPunchRuns: {
+        io::PutVarint64(&payload, c.runs.size());
+        uint64_t prev_end = 0;
+        for (const PunchRun& r : c.runs) {
+          io::PutVarint64(&payload, r.begin - prev_end);
+          io::PutVarint64(&payload, r.end - r.begin);
+          prev_end = r.end;
+        }
+        break;
+      }
     }
     records->emplace_back(static_cast<uint32_t>(c.tag), std::move(payload));
   }
@@ -97,6 +126,29 @@ absl::Status SegmentEdit::DecodeRecord(uint32_t tag, std::string_view payload) {
     case static_cast<uint32_t>(SegmentEditTag::kMarkObsolete):
     case static_cast<uint32_t>(SegmentEditTag::kRemoveSegment):
       break;
+    case static_cast<uint32_t>(SegmentEditTag::kPunchRuns): {
+      uint64_t count = 0;
+      if (!io::GetVarint64(&payload, &count) || count == 0) return malformed("bad run count");
+      // Each run takes at least two bytes, so a count past that is a lie.
+      if (count > payload.size() / 2) return malformed("run count past the payload");
+      c.runs.reserve(count);
+      uint64_t prev_end = 0;
+      for (uint64_t i = 0; i < count; ++i) {
+        uint64_t gap = 0, length = 0;
+        if (!io::GetVarint64(&payload, &gap) || !io::GetVarint64(&payload, &length)) {
+          return malformed("bad run");
+        }
+        if (length == 0) return malformed(absl::StrCat("empty run ", i));
+        constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+        if (gap > kMax - prev_end || length > kMax - prev_end - gap) {
+          return malformed(absl::StrCat("run ", i, " past 2^64"));
+        }
+        const PunchRun r{prev_end + gap, prev_end + gap + length};
+        c.runs.push_back(r);
+        prev_end = r.end;
+      }
+      break;
+    }
     default:
       return malformed("unknown tag");
   }
@@ -109,7 +161,7 @@ absl::Status SegmentEdit::DecodeRecord(uint32_t tag, std::string_view payload) {
   if (c.tag == SegmentEditTag::kNewSegment || c.tag == SegmentEditTag::kRemoveSegment) {
     garbage_index_.erase(c.segment_id);
   }
-  changes_.push_back(c);
+  changes_.push_back(std::move(c));
   return absl::OkStatus();
 }
 
@@ -127,6 +179,19 @@ std::string SegmentEdit::ChangeDebugString(const Change& c) {
       return absl::StrCat("obsolete segment ", c.segment_id);
     case SegmentEditTag::kRemoveSegment:
       return absl::StrCat("remove segment ", c.segment_id);
+    case SegmentEditTag::kPunchRuns: {
+      uint64_t bytes = 0;
+      for (const PunchRun& r : c.runs) bytes += r.end - r.begin;
+      std::string out = absl::StrCat("punch segment ", c.segment_id, " ", c.runs.size(),
+                                     " runs of ", bytes, " bytes (", PunchedBlockBytes(c.runs),
+                                     " in whole blocks)");
+      // The first few runs, so a dump shows where they lie.
+      for (size_t i = 0; i < c.runs.size() && i < 4; ++i) {
+        absl::StrAppend(&out, i == 0 ? ": " : ", ", c.runs[i].begin, "-", c.runs[i].end);
+      }
+      if (c.runs.size() > 4) out.append(", ...");
+      return out;
+    }
   }
   return absl::StrCat("unknown change ", static_cast<uint32_t>(c.tag));
 }

@@ -29,7 +29,25 @@ enum class SegmentEditTag : uint32_t {
   kAddGarbage = 102,     // varint64 id, varint64 bytes, varint64 records
   kMarkObsolete = 103,   // varint64 id
   kRemoveSegment = 104,  // varint64 id
+  kPunchRuns = 105,      // varint64 id, varint64 count, count x (varint64 gap, varint64 length)
 };
+
+// A run of whole records of a sealed segment, [begin, end), all of them
+// garbage, whose whole file-system blocks were punched out of the file
+// (docs/gc.md, "Punched runs"). Scanners step over a run without reading
+// it; the blocks inside it read as zeros.
+struct PunchRun {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  bool operator==(const PunchRun&) const = default;
+};
+
+// The block size punched runs free whole blocks of: the bytes a run frees
+// are its whole kPunchBlockSize blocks.
+inline constexpr uint64_t kPunchBlockSize = 4096;
+// The bytes runs free: their whole aligned blocks. REQUIRES: runs sorted
+// and disjoint.
+uint64_t PunchedBlockBytes(const std::vector<PunchRun>& runs);
 inline constexpr uint32_t kFirstSegmentEditTag = 100;
 inline constexpr uint32_t kLastSegmentEditTag = 149;
 // Whether tag is in the value log's range (known or not).
@@ -48,6 +66,7 @@ class SegmentEdit {
     SegmentKind kind = SegmentKind::kFresh;  // kNewSegment
     uint64_t bytes = 0;    // kSealSegment: size; kAddGarbage: garbage bytes
     uint64_t records = 0;  // kSealSegment: records; kAddGarbage: garbage records
+    std::vector<PunchRun> runs;  // kPunchRuns: ascending, disjoint, non-empty
     bool operator==(const Change&) const = default;
   };
 
@@ -65,6 +84,9 @@ class SegmentEdit {
   void MarkObsolete(uint64_t segment_id);
   // The segment's file is deleted; it leaves the set.
   void RemoveSegment(uint64_t segment_id);
+  // runs (ascending, disjoint, each of whole garbage records) of the sealed
+  // segment are punched, or about to be: scanners step over them.
+  void PunchRuns(uint64_t segment_id, std::vector<PunchRun> runs);
 
   const std::vector<Change>& changes() const { return changes_; }
   bool empty() const { return changes_.empty(); }

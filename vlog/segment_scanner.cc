@@ -173,6 +173,21 @@ void SegmentScanner::HandleBadRecord(uint64_t offset, RecordCheck check) {
 
 bool SegmentScanner::Next(ScannedRecord* out) {
   if (done_) return false;
+  const std::vector<PunchRun>& runs = options_.skip_runs;
+  while (next_run_ < runs.size() && runs[next_run_].begin <= pos_) {
+    const PunchRun& r = runs[next_run_];
+    if (r.begin < pos_ || r.end > file_size_) {
+      Stop(absl::DataLossError(absl::StrCat(
+          path_, ": punched run ", r.begin, "-", r.end,
+          r.begin < pos_ ? " does not start where a record does (the scan is at offset "
+                         : " ends past the file (the scan is at offset ",
+          pos_, ", the file holds ", file_size_, " bytes)")));
+      return false;
+    }
+    pos_ = r.end;
+    skipped_bytes_ += r.end - r.begin;
+    ++next_run_;
+  }
   if (pos_ == file_size_) {
     done_ = true;
     valid_end_ = pos_;

@@ -27,10 +27,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "io/file_system.h"
+#include "vlog/segment_edit.h"
 #include "vlog/value_pointer.h"
 #include "vlog/vlog_format.h"
 
@@ -54,6 +56,11 @@ struct SegmentScannerOptions {
   // device between reads. On backends without a ring the read happens at
   // the next refill, as without it.
   bool read_ahead = false;
+  // The segment's punched runs (SegmentSet::PunchedRuns: ascending,
+  // disjoint, each whole garbage records). The scan steps over each one
+  // without parsing it: its blocks were punched out and read as zeros. A
+  // run that does not start where a record does is DataLoss.
+  std::vector<PunchRun> skip_runs;
 };
 
 // One record. The views stay valid until the next call to Next.
@@ -97,6 +104,8 @@ class SegmentScanner {
   uint64_t valid_end_offset() const { return valid_end_; }
   // Records returned so far.
   uint64_t records_read() const { return records_read_; }
+  // Bytes of punched runs stepped over (SegmentScannerOptions::skip_runs).
+  uint64_t skipped_bytes() const { return skipped_bytes_; }
   // The file's size when the scan started.
   uint64_t file_size() const { return file_size_; }
   // The segment's header; version 0 when it was torn (short file).
@@ -144,6 +153,8 @@ class SegmentScanner {
 
   uint64_t pos_ = 0;           // offset of the next record
   uint64_t records_read_ = 0;
+  size_t next_run_ = 0;  // index in options_.skip_runs
+  uint64_t skipped_bytes_ = 0;
   bool done_ = false;
   bool torn_tail_ = false;
   uint64_t valid_end_ = 0;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/coding.h"
@@ -105,6 +106,50 @@ TEST_F(SegmentScannerTest, YieldsEveryRecordInOrder) {
   EXPECT_NE(r.records.back().flags & kRecordFlagZstd, 0);
   EXPECT_NE(r.records[r.records.size() - 2].flags & kRecordFlagChunked, 0);
   EXPECT_NE(r.records[r.records.size() - 3].flags & kRecordFlagChunked, 0);
+}
+
+// Punched runs (SegmentScannerOptions::skip_runs): the scan steps over
+// them, whatever their blocks now hold, and yields every other record; a
+// run that does not start at a record, or ends past the file, is DataLoss.
+TEST_F(SegmentScannerTest, StepsOverPunchedRunsAndOnlyThose) {
+  std::mt19937_64 rng(9);
+  std::vector<Written> entries;
+  for (int i = 0; i < 8; ++i) entries.push_back({absl::StrCat("k", i), RandomBytes(rng, 4096), {}});
+  Write(&entries);
+  // Records 2-4 are dead and punched: their whole blocks read as zeros.
+  const PunchRun run{entries[2].pointer.offset, entries[5].pointer.offset};
+  ASSERT_TRUE(fs_.PunchHoles(kPath, {{run.begin, run.end - run.begin}}).ok());
+  for (const bool read_ahead : {false, true}) {
+    SegmentScannerOptions options;
+    options.allow_torn_tail = false;
+    options.read_size = 4096;
+    options.read_ahead = read_ahead;
+    options.skip_runs = {run};
+    ScanResult r = Scan(options);
+    ASSERT_TRUE(r.status.ok()) << r.status;
+    ASSERT_EQ(r.kvs.size(), 5u);
+    const std::vector<int> kept = {0, 1, 5, 6, 7};
+    for (size_t i = 0; i < kept.size(); ++i) {
+      EXPECT_EQ(r.kvs[i].first, entries[kept[i]].key);
+      EXPECT_EQ(r.kvs[i].second, entries[kept[i]].value);
+    }
+  }
+  // Without the run the zeros are damage.
+  SegmentScannerOptions blind;
+  blind.allow_torn_tail = false;
+  EXPECT_TRUE(absl::IsDataLoss(Scan(blind).status));
+  // A run that starts inside a record, or ends past the file.
+  const uint64_t past = entries[7].pointer.offset + (uint64_t{1} << 20);
+  for (const std::vector<PunchRun>& bad :
+       {std::vector<PunchRun>{{entries[1].pointer.offset + 1, run.end}},
+        std::vector<PunchRun>{run, {entries[7].pointer.offset, past}}}) {
+    SegmentScannerOptions options;
+    options.allow_torn_tail = false;
+    options.skip_runs = bad;
+    ScanResult r = Scan(options);
+    EXPECT_TRUE(absl::IsDataLoss(r.status)) << r.status;
+    EXPECT_THAT(r.status.message(), HasSubstr("punched run"));
+  }
 }
 
 // Read-ahead changes when bytes are read, never which records come out:

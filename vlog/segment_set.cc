@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "io/status_macros.h"
+#include "vlog/punch_plan.h"
 
 namespace cairn::vlog {
 
@@ -38,6 +39,7 @@ absl::Status SegmentSet::ApplyLocked(const SegmentEdit& edit) {
   // Changes go to a copy of the segments they touch, committed only when
   // every change passed, so a failed edit leaves the set as it was.
   absl::flat_hash_map<uint64_t, std::optional<SegmentInfo>> touched;
+  absl::flat_hash_map<uint64_t, std::vector<PunchRun>> touched_runs;
   auto entry = [&](uint64_t id) -> std::optional<SegmentInfo>& {
     auto [it, inserted] = touched.try_emplace(id);
     if (inserted) {
@@ -55,6 +57,7 @@ absl::Status SegmentSet::ApplyLocked(const SegmentEdit& edit) {
     switch (c.tag) {
       case SegmentEditTag::kNewSegment:
         if (info.has_value()) return refuse("segment already exists");
+        touched_runs[c.segment_id].clear();
         info = SegmentInfo{};
         info->segment_id = c.segment_id;
         info->kind = c.kind;
@@ -83,7 +86,30 @@ absl::Status SegmentSet::ApplyLocked(const SegmentEdit& edit) {
         if (!info.has_value()) return refuse("no such segment");
         if (!info->obsolete) return refuse("segment is not obsolete");
         info.reset();
+        touched_runs[c.segment_id].clear();
         break;
+      case SegmentEditTag::kPunchRuns: {
+        if (!info.has_value()) return refuse("no such segment");
+        if (!info->sealed) return refuse("segment is not sealed");
+        if (c.runs.empty()) return refuse("no runs");
+        uint64_t prev_end = kSegmentHeaderSize;
+        for (const PunchRun& r : c.runs) {
+          if (r.begin < prev_end || r.end <= r.begin || r.end > info->size) {
+            return refuse(absl::StrCat("run ", r.begin, "-", r.end,
+                                       " is out of order or outside the records (", kSegmentHeaderSize,
+                                       "-", info->size, ")"));
+          }
+          prev_end = r.end;
+        }
+        auto [it, inserted] = touched_runs.try_emplace(c.segment_id);
+        if (inserted) {
+          if (auto found = runs_.find(c.segment_id); found != runs_.end()) it->second = found->second;
+        }
+        it->second.insert(it->second.end(), c.runs.begin(), c.runs.end());
+        it->second = MergedRuns(std::move(it->second));
+        info->punched_bytes = PunchedBlockBytes(it->second);
+        break;
+      }
       default:
         return refuse("unknown change");
     }
@@ -96,6 +122,13 @@ absl::Status SegmentSet::ApplyLocked(const SegmentEdit& edit) {
       segments_[id] = *info;
     } else if (it != segments_.end()) {
       segments_.erase(it);
+    }
+  }
+  for (auto& [id, runs] : touched_runs) {
+    if (runs.empty()) {
+      runs_.erase(id);
+    } else {
+      runs_[id] = std::move(runs);
     }
   }
   return absl::OkStatus();
@@ -114,6 +147,7 @@ void SegmentSet::Count(const SegmentInfo& info, bool add, Totals* t) {
     return;
   }
   apply(&t->garbage_bytes, info.garbage_bytes);
+  apply(&t->punched_bytes, info.punched_bytes);
   if (info.sealed) apply(&t->live_bytes, info.live_bytes());
 }
 
@@ -140,6 +174,7 @@ std::vector<ExtensionRecord> SegmentSet::Snapshot() const {
       if (info.garbage_bytes != 0 || info.garbage_records != 0) {
         edit.AddGarbage(id, info.garbage_bytes, info.garbage_records);
       }
+      if (auto r = runs_.find(id); r != runs_.end()) edit.PunchRuns(id, r->second);
       if (info.obsolete) edit.MarkObsolete(id);
     }
   }
@@ -150,6 +185,13 @@ std::optional<SegmentInfo> SegmentSet::Get(uint64_t segment_id) const {
   absl::MutexLock lock(&mu_);
   auto it = segments_.find(segment_id);
   if (it == segments_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<PunchRun> SegmentSet::PunchedRuns(uint64_t segment_id) const {
+  absl::MutexLock lock(&mu_);
+  auto it = runs_.find(segment_id);
+  if (it == runs_.end()) return {};
   return it->second;
 }
 
@@ -180,11 +222,13 @@ std::string SegmentSet::DebugString() const {
   std::string out;
   for (const SegmentInfo& s : Segments()) {
     absl::StrAppendFormat(&out, "segment %d %s %s size %d records %d garbage %d bytes %d records"
-                                " (%.1f%%)\n",
+                                " (%.1f%%)",
                           s.segment_id, SegmentKindName(s.kind),
                           s.obsolete ? "obsolete" : (s.sealed ? "sealed" : "active"), s.size,
                           s.records, s.garbage_bytes, s.garbage_records,
                           100.0 * s.garbage_ratio());
+    if (s.punched_bytes > 0) absl::StrAppendFormat(&out, " punched %d bytes", s.punched_bytes);
+    out.push_back('\n');
   }
   const Totals t = GetTotals();
   absl::StrAppendFormat(&out,
@@ -197,7 +241,11 @@ std::string SegmentSet::DebugString() const {
 
 bool SegmentSet::operator==(const SegmentSet& other) const {
   if (this == &other) return true;
-  return Segments() == other.Segments();
+  if (Segments() != other.Segments()) return false;
+  for (const SegmentInfo& s : Segments()) {
+    if (PunchedRuns(s.segment_id) != other.PunchedRuns(s.segment_id)) return false;
+  }
+  return true;
 }
 
 }  // namespace cairn::vlog

@@ -17,7 +17,10 @@
 //   - sealing names a segment in the set that is not yet sealed (sealing
 //     again with the same size and record count is a no-op);
 //   - marking obsolete names a segment in the set;
-//   - removing names an obsolete segment (docs/testing.md, invariant 5).
+//   - removing names an obsolete segment (docs/testing.md, invariant 5);
+//   - punched runs name a sealed segment, lie between its header and its
+//     size, and come ascending and disjoint; they merge with the runs it
+//     has (an overlap is their union: every byte in either is garbage).
 // Garbage for a segment not in the set is ignored: it was removed, and
 // pointers into it can still be dropped by later compactions.
 //
@@ -25,6 +28,7 @@
 #ifndef CAIRN_VLOG_SEGMENT_SET_H_
 #define CAIRN_VLOG_SEGMENT_SET_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,7 +53,12 @@ struct SegmentInfo {
   uint64_t records = 0;  // records once sealed; 0 while being written
   uint64_t garbage_bytes = 0;
   uint64_t garbage_records = 0;
+  // Of the garbage, the bytes punched out of the file (the whole blocks of
+  // its punched runs): the file holds size less these on the device.
+  uint64_t punched_bytes = 0;
 
+  // Bytes the file takes on the device: size less punched_bytes.
+  uint64_t allocated_bytes() const { return size - std::min(size, punched_bytes); }
   // Garbage share of the segment's bytes, in [0, 1]; 0 until sealed.
   double garbage_ratio() const;
   // Bytes still referenced: size less garbage (never below 0).
@@ -67,6 +76,7 @@ class SegmentSet {
     uint64_t garbage_bytes = 0;      // of segments not obsolete
     uint64_t live_bytes = 0;         // of sealed segments not obsolete
     uint64_t obsolete_bytes = 0;     // waiting for deletion
+    uint64_t punched_bytes = 0;      // of segments not obsolete (part of garbage_bytes)
   };
 
   SegmentSet() = default;
@@ -90,6 +100,9 @@ class SegmentSet {
   std::vector<ExtensionRecord> Snapshot() const;
 
   std::optional<SegmentInfo> Get(uint64_t segment_id) const;
+  // The segment's punched runs, ascending and merged (adjacent runs are
+  // one); empty for a segment that has none or is not in the set.
+  std::vector<PunchRun> PunchedRuns(uint64_t segment_id) const;
   bool Contains(uint64_t segment_id) const;
   // Every segment, by id.
   std::vector<SegmentInfo> Segments() const;
@@ -109,6 +122,8 @@ class SegmentSet {
 
   mutable absl::Mutex mu_;
   absl::btree_map<uint64_t, SegmentInfo> segments_ ABSL_GUARDED_BY(mu_);
+  // Kept apart from SegmentInfo so that copies of the infos stay small.
+  absl::btree_map<uint64_t, std::vector<PunchRun>> runs_ ABSL_GUARDED_BY(mu_);
   Totals totals_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -1,5 +1,6 @@
 #include "vlog/segment_set.h"
 
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,6 +32,7 @@ SegmentEdit Sample() {
   e.MarkObsolete(5);
   e.RemoveSegment(5);
   e.AddGarbage(6, uint64_t{1} << 40, 1);
+  e.PunchRuns(6, {{28, 4153}, {4153, 8278}, {20000, 1u << 30}});
   return e;
 }
 
@@ -76,6 +78,28 @@ TEST(SegmentEditTest, MalformedRecordsAreDataLoss) {
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(s.message(), HasSubstr("kind"));
   EXPECT_EQ(e.DecodeRecord(104, "").code(), absl::StatusCode::kDataLoss);
+  // Punched runs: no runs, more runs than the payload can hold, an empty
+  // run, a run past 2^64.
+  std::string runs = payload;
+  io::PutVarint64(&runs, 0);
+  EXPECT_EQ(e.DecodeRecord(105, runs).code(), absl::StatusCode::kDataLoss);
+  runs = payload;
+  io::PutVarint64(&runs, 1000);
+  io::PutVarint64(&runs, 28);
+  io::PutVarint64(&runs, 100);
+  EXPECT_EQ(e.DecodeRecord(105, runs).code(), absl::StatusCode::kDataLoss);
+  runs = payload;
+  io::PutVarint64(&runs, 1);
+  io::PutVarint64(&runs, 28);
+  io::PutVarint64(&runs, 0);
+  EXPECT_EQ(e.DecodeRecord(105, runs).code(), absl::StatusCode::kDataLoss);
+  runs = payload;
+  io::PutVarint64(&runs, 2);
+  io::PutVarint64(&runs, 28);
+  io::PutVarint64(&runs, ~uint64_t{0} - 100);
+  io::PutVarint64(&runs, 28);
+  io::PutVarint64(&runs, 200);
+  EXPECT_EQ(e.DecodeRecord(105, runs).code(), absl::StatusCode::kDataLoss);
   EXPECT_TRUE(e.empty()) << "nothing half-decoded is kept";
 }
 
@@ -160,22 +184,74 @@ TEST(SegmentSetTest, EditsBreakingTheRulesChangeNothing) {
             absl::StatusCode::kDataLoss);
 }
 
+TEST(SegmentSetTest, PunchedRunsMergeAndCountTheirWholeBlocks) {
+  SegmentSet set;
+  SegmentEdit e;
+  e.AddSegment(9, SegmentKind::kFresh);
+  ASSERT_TRUE(set.Apply(e).ok());
+  e.Clear();
+  e.PunchRuns(9, {{28, 8278}});
+  EXPECT_EQ(set.Apply(e).code(), absl::StatusCode::kFailedPrecondition) << "not sealed";
+  e.Clear();
+  e.SealSegment(9, 100000, 24);
+  e.AddGarbage(9, 50000, 12);
+  ASSERT_TRUE(set.Apply(e).ok());
+  // Two records of 4,125 bytes from offset 28: whole block 4096-8192.
+  e.Clear();
+  e.PunchRuns(9, {{28, 8278}});
+  ASSERT_TRUE(set.Apply(e).ok());
+  EXPECT_EQ(set.Get(9)->punched_bytes, 4096u);
+  EXPECT_EQ(set.Get(9)->allocated_bytes(), 100000u - 4096u);
+  EXPECT_EQ(set.GetTotals().punched_bytes, 4096u);
+  // The next record joins the run: together they cover 4096-12288.
+  e.Clear();
+  e.PunchRuns(9, {{8278, 12403}});
+  ASSERT_TRUE(set.Apply(e).ok());
+  EXPECT_EQ(set.PunchedRuns(9), (std::vector<PunchRun>{{28, 12403}}));
+  EXPECT_EQ(set.Get(9)->punched_bytes, 8192u);
+  // Out of order, before the header, or past the size: refused whole.
+  for (const std::vector<PunchRun>& bad :
+       {std::vector<PunchRun>{{20000, 30000}, {15000, 16000}},
+        std::vector<PunchRun>{{0, 5000}}, std::vector<PunchRun>{{90000, 100001}}}) {
+    e.Clear();
+    e.PunchRuns(9, bad);
+    EXPECT_EQ(set.Apply(e).code(), absl::StatusCode::kFailedPrecondition);
+  }
+  EXPECT_EQ(set.PunchedRuns(9), (std::vector<PunchRun>{{28, 12403}}));
+  // A snapshot carries them.
+  SegmentSet copy;
+  ASSERT_TRUE(Replay(set.Snapshot(), &copy).ok());
+  EXPECT_TRUE(copy == set);
+  EXPECT_EQ(copy.PunchedRuns(9), set.PunchedRuns(9));
+  // Removed, the segment's runs go too.
+  e.Clear();
+  e.MarkObsolete(9);
+  ASSERT_TRUE(set.Apply(e).ok());
+  EXPECT_EQ(set.GetTotals().punched_bytes, 0u) << "obsolete segments count whole";
+  e.Clear();
+  e.RemoveSegment(9);
+  ASSERT_TRUE(set.Apply(e).ok());
+  EXPECT_TRUE(set.PunchedRuns(9).empty());
+}
+
 TEST(SegmentSetTest, SnapshotReplaysToAnEqualSet) {
   std::mt19937_64 rng(3);
   SegmentSet set;
   std::vector<ExtensionRecord> log;  // what a manifest would hold
   uint64_t next_id = 1;
   std::vector<uint64_t> active, sealed, obsolete;
+  std::map<uint64_t, uint64_t> sizes;
   for (int step = 0; step < 2000; ++step) {
     SegmentEdit e;
-    switch (rng() % 5) {
+    switch (rng() % 6) {
       case 0:
         e.AddSegment(next_id, rng() % 2 ? SegmentKind::kFresh : SegmentKind::kGcOutput);
         active.push_back(next_id++);
         break;
       case 1:
         if (active.empty()) continue;
-        e.SealSegment(active.front(), 1000 + rng() % 100000, rng() % 1000);
+        sizes[active.front()] = 1000 + rng() % 100000;
+        e.SealSegment(active.front(), sizes[active.front()], rng() % 1000);
         sealed.push_back(active.front());
         active.erase(active.begin());
         break;
@@ -195,6 +271,21 @@ TEST(SegmentSetTest, SnapshotReplaysToAnEqualSet) {
         e.RemoveSegment(obsolete.front());
         obsolete.erase(obsolete.begin());
         break;
+      case 5: {
+        if (sealed.empty()) continue;
+        const uint64_t id = sealed[rng() % sealed.size()];
+        std::vector<PunchRun> runs;
+        uint64_t at = kSegmentHeaderSize + rng() % 5000;
+        while (runs.size() < 4) {
+          const uint64_t end = at + 1 + rng() % 9000;
+          if (end > sizes[id]) break;
+          runs.push_back({at, end});
+          at = end + rng() % 3000;
+        }
+        if (runs.empty()) continue;
+        e.PunchRuns(id, runs);
+        break;
+      }
     }
     if (e.empty()) continue;
     ASSERT_TRUE(set.Apply(e).ok()) << e.DebugString();
@@ -252,12 +343,15 @@ TEST(SegmentSetTotalsTest, KeptTotalsEqualAWalkAfterRandomEdits) {
   for (int step = 0; step < 2000; ++step) {
     SegmentEdit edit;
     const uint64_t id = 1 + rng() % next_id;
-    switch (rng() % 6) {
+    switch (rng() % 7) {
       case 0: edit.AddSegment(next_id++, SegmentKind::kFresh); break;
       case 1: edit.SealSegment(id, 1000 + rng() % 1000, 1 + rng() % 10); break;
       case 2: edit.AddGarbage(id, rng() % 300, 1); break;
       case 3: edit.MarkObsolete(id); break;
       case 4: edit.RemoveSegment(id); break;
+      case 5:
+        edit.PunchRuns(id, {{kSegmentHeaderSize + rng() % 500, 600 + rng() % 500}});
+        break;  // fails unless sealed and inside it
       default:
         edit.AddGarbage(id, rng() % 100, 1);
         edit.MarkObsolete(id + 1);  // may fail, and then nothing changes
@@ -275,6 +369,7 @@ TEST(SegmentSetTotalsTest, KeptTotalsEqualAWalkAfterRandomEdits) {
         continue;
       }
       walk.garbage_bytes += info.garbage_bytes;
+      walk.punched_bytes += info.punched_bytes;
       if (info.sealed) walk.live_bytes += info.live_bytes();
     }
     const SegmentSet::Totals kept = set.GetTotals();
@@ -285,6 +380,7 @@ TEST(SegmentSetTotalsTest, KeptTotalsEqualAWalkAfterRandomEdits) {
     ASSERT_EQ(kept.garbage_bytes, walk.garbage_bytes) << step;
     ASSERT_EQ(kept.live_bytes, walk.live_bytes) << step;
     ASSERT_EQ(kept.obsolete_bytes, walk.obsolete_bytes) << step;
+    ASSERT_EQ(kept.punched_bytes, walk.punched_bytes) << step;
   }
 }
 

@@ -367,6 +367,7 @@ ValueLog::Totals ValueLog::GetTotals() const {
   t.segments = st.segments - st.obsolete_segments;
   t.bytes = st.bytes;
   t.garbage_bytes = st.garbage_bytes;
+  t.punched_bytes = st.punched_bytes;
   {
     absl::MutexLock l(&active_mu_);
     if (active_ != nullptr) t.bytes += active_->size();

@@ -204,6 +204,7 @@ class ValueLog {
     uint64_t segments = 0;
     uint64_t bytes = 0;          // on disk, the active segment included
     uint64_t garbage_bytes = 0;  // counted by flushes and compactions
+    uint64_t punched_bytes = 0;  // of the garbage, punched out (not on disk)
     uint64_t cache_hits = 0, cache_misses = 0;
     uint64_t cache_bytes = 0, cache_capacity = 0;
   };

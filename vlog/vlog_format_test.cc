@@ -77,6 +77,7 @@ TEST(VlogFormatTest, GoldenSegmentSetRecordsMatchTheFormatDoc) {
   edit.AddSegment(7, SegmentKind::kFresh);
   edit.SealSegment(7, 66, 2);
   edit.AddGarbage(7, 21, 1);
+  edit.PunchRuns(7, {{28, 49}});
   edit.MarkObsolete(7);
   edit.RemoveSegment(7);
   // Each line of the doc's block is one record as the manifest's tag-9 body:

@@ -52,12 +52,14 @@ inline std::vector<std::string> SegmentNames(io::FileSystem* fs) {
 
 inline uint64_t SegmentFiles(io::FileSystem* fs) { return SegmentNames(fs).size(); }
 
+// What the segment files take on the device: their sizes less the blocks
+// punched out of them (docs/gc.md, "Punched runs").
 inline uint64_t SegmentBytes(io::FileSystem* fs) {
   uint64_t bytes = 0;
   for (const auto& name : SegmentNames(fs)) {
     // Background GC may delete a segment between the listing and the stat.
-    const absl::StatusOr<uint64_t> size = fs->GetFileSize("/db/" + name);
-    if (size.ok()) bytes += *size;
+    const absl::StatusOr<io::FileSystem::FileSpace> space = fs->GetFileSpace("/db/" + name);
+    if (space.ok()) bytes += space->allocated_bytes;
   }
   return bytes;
 }

@@ -162,6 +162,14 @@ struct Options {
   // sooner, and writes were slowed twice as long
   // (docs/decisions/20261201_gc_budget_default.md).
   uint64_t gc_bytes_per_sec = 0;
+  // Free the whole file-system blocks inside runs of adjacent dead records
+  // of a sealed segment as soon as their garbage is counted and no reader
+  // can reach them (Linux fallocate PUNCH_HOLE), instead of only when GC
+  // copies the segment's live records out: space comes back without a
+  // copy. Ignored where the file system cannot punch holes, and for a
+  // segment file with a second name (a checkpoint's hard link). Default:
+  // true (docs/gc.md, "Punched runs").
+  bool gc_punch_holes = true;
   // Background GC jobs that may run at once, each on a thread of its own,
   // on victims and an output of its own; more than one only while the value
   // log is past gc_space_amp_trigger. A job is on the CPU about a third of

@@ -75,7 +75,8 @@ struct Stats {
   uint64_t value_cache_bytes = 0, value_cache_capacity = 0;
   bool cache_shared = false;
 
-  // Space: every file in the database directory (tables, value log, the
+  // Space: what every file in the database directory takes on the device
+  // (allocated blocks, as du counts them; tables, value log, the
   // WAL, the manifest, the info log, and files a flush or GC job is still
   // writing or the deleter has not unlinked yet) over live user bytes,
   // which come from the last GetProperty("cairn.live-bytes") scan (0, and
@@ -86,6 +87,10 @@ struct Stats {
   uint64_t sst_bytes = 0, vlog_bytes = 0;
   uint64_t vlog_segments = 0;       // segments not yet reclaimed
   uint64_t vlog_garbage_bytes = 0;  // overwritten or deleted values, per compactions
+  // Of the garbage, the bytes punched out of the segments' files (the whole
+  // blocks of their punched runs): vlog_bytes less these is what the
+  // segments take on the device (Options::gc_punch_holes).
+  uint64_t vlog_punched_bytes = 0;
   uint64_t live_user_bytes_estimate = 0;
   double space_amplification = 0;
 
@@ -113,6 +118,15 @@ struct Stats {
   // Of which dropped without a liveness check: a flush or compaction had
   // dropped their pointers since open (docs/gc.md, "Records known dead").
   uint64_t gc_records_known_dead = 0;
+  // Punched runs since open (Options::gc_punch_holes; docs/gc.md): runs of
+  // dead records logged, the whole-block bytes punched out of their files
+  // and the holes that took (one fallocate each), and the segments left
+  // alone because their
+  // file had a second name (a checkpoint's link).
+  uint64_t gc_punched_runs = 0;
+  uint64_t gc_punched_bytes = 0;
+  uint64_t gc_punch_calls = 0;
+  uint64_t gc_punch_skipped_linked = 0;
   uint64_t gc_micros = 0;
   // Of which: reading the victims, checking liveness, writing and syncing
   // the outputs, rewriting pointers, and asleep for gc_bytes_per_sec.
