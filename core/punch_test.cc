@@ -14,6 +14,7 @@
 #include "core/db_impl.h"
 #include "core/testing/gc_helpers.h"
 #include "gtest/gtest.h"
+#include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
 #include "vlog/segment_scanner.h"
@@ -262,6 +263,102 @@ TEST(PunchUnsupportedTest, AFileSystemThatCannotPunchTurnsPunchingOff) {
   }
   auto gc = (*db)->RunGC();
   ASSERT_TRUE(gc.ok()) << gc.status();
+}
+
+// A punch that fails (the device reports an error) leaves the runs listed and the blocks
+// taken: reads, GC and a reopen go on as before, and the DB keeps writing.
+class FailingPunchFileSystem : public io::MemoryFileSystem {
+ public:
+  absl::Status PunchHoles(const std::string& path,
+                          absl::Span<const std::pair<uint64_t, uint64_t>>) override {
+    ++calls;
+    return absl::DataLossError(absl::StrCat("punch ", path, ": the device said no"));
+  }
+  int calls = 0;
+};
+
+TEST(PunchFailureTest, AFailedPunchLeavesTheRunsListedAndTheDbWriting) {
+  auto fs = std::make_shared<FailingPunchFileSystem>();
+  Options o = GcOptions();
+  o.value_separation_threshold = 1024;
+  std::map<std::string, std::string> model;
+  {
+    auto db = OpenWithFileSystem(o, "/db", fs);
+    ASSERT_TRUE(db.ok()) << db.status();
+    for (int pass = 0; pass < 3; ++pass) {
+      for (int i = 0; i < kKeys; ++i) {
+        const std::string k = absl::StrFormat("key%05d", i);
+        const std::string v = Value(pass * 1000 + i + 7, kValueSize);
+        ASSERT_TRUE((*db)->Put({}, k, v).ok());
+        model[k] = v;
+      }
+      ASSERT_TRUE((*db)->Flush().ok());
+      ASSERT_TRUE((*db)->CompactRange(nullptr, nullptr).ok());
+      ASSERT_TRUE((*db)->WaitForBackgroundWork().ok());
+    }
+    EXPECT_GT(fs->calls, 1) << "only Unimplemented turns punching off";
+    const Stats st = (*db)->GetStats();
+    EXPECT_GT(st.gc_punched_runs, 0u);
+    EXPECT_EQ(st.gc_punched_bytes, 0u);
+    ASSERT_TRUE((*db)->Put({}, "after", "still writing").ok());
+    model["after"] = "still writing";
+    auto gc = (*db)->RunGC();
+    ASSERT_TRUE(gc.ok()) << gc.status();
+  }
+  gc_testing::ReopenAndExpectModel(o, fs, model);
+}
+
+// A power loss after runs were punched: the manifest that lists them is
+// what recovery reads, every synced write reads back, and GC and a second
+// reopen step over the runs.
+TEST(PunchCrashTest, APowerLossAfterPunchesKeepsEverySyncedWrite) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    auto base = std::make_shared<io::MemoryFileSystem>();
+    auto fault = std::make_shared<io::FaultFileSystem>(
+        base, io::FaultFileSystemOptions{.drop_unsynced_dir_entries = true});
+    Options o = GcOptions();
+    o.value_separation_threshold = 1024;
+    std::map<std::string, std::string> model;
+    {
+      auto db = OpenWithFileSystem(o, "/db", fault);
+      ASSERT_TRUE(db.ok()) << db.status();
+      for (int pass = 0; pass < 3; ++pass) {
+        for (int i = 0; i < kKeys; ++i) {
+          const std::string k = absl::StrFormat("key%05d", i);
+          if (pass > 0 && (i + seed) % 3 == 0) {
+            ASSERT_TRUE((*db)->Delete({}, k).ok());
+            model.erase(k);
+            continue;
+          }
+          const std::string v = Value(seed * 100000 + pass * 1000 + i, kValueSize);
+          ASSERT_TRUE((*db)->Put({}, k, v).ok());
+          model[k] = v;
+        }
+        ASSERT_TRUE((*db)->Flush().ok());
+        ASSERT_TRUE((*db)->CompactRange(nullptr, nullptr).ok());
+        ASSERT_TRUE((*db)->WaitForBackgroundWork().ok());
+      }
+      ASSERT_GT((*db)->GetStats().gc_punched_bytes, 0u);
+      ASSERT_TRUE((*db)->SyncWAL().ok());
+      fault->SetFilesystemActive(false);  // the power fails here
+    }
+    const absl::Status crashed = fault->SimulateCrash(io::CrashMode::kPowerLoss, seed);
+    ASSERT_TRUE(crashed.ok()) << crashed;
+    {
+      auto db = OpenWithFileSystem(o, "/db", base);
+      ASSERT_TRUE(db.ok()) << db.status();
+      gc_testing::ExpectModel(db->get(), model);
+      for (int i = 0; i < kKeys; ++i) {
+        const std::string k = absl::StrFormat("key%05d", i);
+        if (model.contains(k)) continue;
+        std::string got;
+        EXPECT_TRUE(absl::IsNotFound((*db)->Get({}, k, &got))) << k;
+      }
+      auto gc = (*db)->RunGC();
+      ASSERT_TRUE(gc.ok()) << gc.status();
+    }
+    gc_testing::ReopenAndExpectModel(o, base, model);
+  }
 }
 
 }  // namespace

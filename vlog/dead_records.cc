@@ -8,50 +8,52 @@ namespace cairn::vlog {
 void DeadRecords::Add(const Batch& batch) {
   absl::MutexLock l(&mu_);
   for (const auto& [segment, records] : batch) {
-    std::vector<std::pair<uint32_t, uint32_t>>* list = nullptr;
+    List* list = nullptr;
     for (const Record& r : records) {
       if (size_ >= max_records_ || r.offset > std::numeric_limits<uint32_t>::max()) {
         ++overflowed_;
         continue;
       }
       if (list == nullptr) list = &offsets_[segment];
-      list->emplace_back(static_cast<uint32_t>(r.offset), r.size);
+      list->items.emplace_back(static_cast<uint32_t>(r.offset), r.size);
       ++size_;
     }
   }
 }
 
+void DeadRecords::SortLocked(List* list) const {
+  auto& items = list->items;
+  if (list->sorted == items.size()) return;
+  const auto by_offset = [](const auto& a, const auto& b) { return a.first < b.first; };
+  const auto mid = items.begin() + static_cast<ptrdiff_t>(list->sorted);
+  std::sort(mid, items.end(), by_offset);
+  std::inplace_merge(items.begin(), mid, items.end(), by_offset);
+  list->sorted = items.size();
+}
+
 std::vector<uint64_t> DeadRecords::Offsets(uint64_t segment_id) const {
   std::vector<uint64_t> out;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = offsets_.find(segment_id);
-    if (it == offsets_.end()) return out;
-    out.reserve(it->second.size());
-    for (const auto& [offset, size] : it->second) out.push_back(offset);
+  absl::MutexLock l(&mu_);
+  auto it = offsets_.find(segment_id);
+  if (it == offsets_.end()) return out;
+  SortLocked(&it->second);
+  out.reserve(it->second.items.size());
+  for (const auto& [offset, size] : it->second.items) {
+    if (out.empty() || out.back() != offset) out.push_back(offset);  // once each
   }
-  // Kept in arrival order (an append per record); sorted for the reader,
-  // who walks the segment front to back.
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
 }
 
 std::vector<DeadRecords::Record> DeadRecords::Records(uint64_t segment_id) const {
-  std::vector<std::pair<uint32_t, uint32_t>> list;
-  {
-    absl::MutexLock l(&mu_);
-    auto it = offsets_.find(segment_id);
-    if (it == offsets_.end()) return {};
-    list = it->second;
-  }
-  std::sort(list.begin(), list.end());
-  list.erase(std::unique(list.begin(), list.end(),
-                         [](const auto& a, const auto& b) { return a.first == b.first; }),
-             list.end());
   std::vector<Record> out;
-  out.reserve(list.size());
-  for (const auto& [offset, size] : list) out.push_back({offset, size});
+  absl::MutexLock l(&mu_);
+  auto it = offsets_.find(segment_id);
+  if (it == offsets_.end()) return out;
+  SortLocked(&it->second);
+  out.reserve(it->second.items.size());
+  for (const auto& [offset, size] : it->second.items) {
+    if (out.empty() || out.back().offset != offset) out.push_back({offset, size});
+  }
   return out;
 }
 
@@ -59,7 +61,7 @@ void DeadRecords::Forget(uint64_t segment_id) {
   absl::MutexLock l(&mu_);
   auto it = offsets_.find(segment_id);
   if (it == offsets_.end()) return;
-  size_ -= it->second.size();
+  size_ -= it->second.items.size();
   offsets_.erase(it);
 }
 
@@ -70,7 +72,7 @@ void DeadRecords::ForgetAllBut(const std::function<bool(uint64_t)>& keep) {
       ++it;
       continue;
     }
-    size_ -= it->second.size();
+    size_ -= it->second.items.size();
     offsets_.erase(it++);
   }
 }

@@ -70,9 +70,19 @@ class DeadRecords {
   const size_t max_records_;
   mutable absl::Mutex mu_;
   // Offsets fit 32 bits: a segment is at most 4 GiB (Options validation).
-  // Each record as (offset, size).
-  absl::flat_hash_map<uint64_t, std::vector<std::pair<uint32_t, uint32_t>>> offsets_
-      ABSL_GUARDED_BY(mu_);
+  // One segment's records as (offset, size): the first `sorted` by offset,
+  // the rest as they arrived. Each read sorts only
+  // the new ones and merges them in, so a segment read again and again
+  // (planned for punching after each count, docs/gc.md) costs a merge,
+  // not a sort of everything.
+  struct List {
+    std::vector<std::pair<uint32_t, uint32_t>> items;
+    size_t sorted = 0;
+  };
+  // Sorts list's new records into its sorted prefix. Reads do it: the
+  // order is not part of what the list holds.
+  void SortLocked(List* list) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  mutable absl::flat_hash_map<uint64_t, List> offsets_ ABSL_GUARDED_BY(mu_);
   size_t size_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t overflowed_ ABSL_GUARDED_BY(mu_) = 0;
 };
