@@ -506,6 +506,10 @@ class DBImpl final : public DB {
   const std::string dbname_;
   const std::shared_ptr<io::FileSystem> fs_;
   std::unique_ptr<io::FileLock> lock_;
+  // A read-only DB's shared hold on LOCK (FileSystem::LockFileShared): while
+  // any reader holds one, a writer in another process punches no hole, as
+  // this view may read records the writer has since counted dead.
+  std::unique_ptr<io::FileLock> reader_lock_;
   // LOG in the database directory (set up once the LOCK is held).
   std::unique_ptr<InfoLog> info_log_;
   // Removes obsolete files off the threads that made them so (declared
@@ -690,6 +694,7 @@ class DBImpl final : public DB {
   std::atomic<uint64_t> punch_bytes_{0};         // whole-block bytes punched
   std::atomic<uint64_t> punch_calls_{0};         // holes punched (one fallocate each)
   std::atomic<uint64_t> punch_skipped_linked_{0};  // segments left alone: a second name
+  std::atomic<uint64_t> punch_held_for_readers_{0};  // rounds held back: a read-only reader
   // Victims of background jobs whose records all moved or died, waiting
   // until the writes that moved or superseded them are durable (sequence
   // durable_at) before the manifest marks them obsolete: a background job

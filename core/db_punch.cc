@@ -14,7 +14,9 @@
 //     of the segment (GC, `cairn check`) steps over it, also after a crash.
 // A segment a GC job holds is left alone (the job's scan read its runs when
 // it began), and so is a file with a second name: a checkpoint's hard link
-// shares its blocks, and the checkpoint's records may still be live.
+// shares its blocks, and the checkpoint's records may still be live. While
+// a read-only DB holds its share of LOCK (in any process), nothing is
+// punched: its view may be older than the counts.
 #include <algorithm>
 #include <optional>
 #include <string>
@@ -66,8 +68,11 @@ void DBImpl::PlanPunches(const vlog::DeadRecords::Batch& dead) {
     // What is punched or about to be, as one ascending merged list.
     std::vector<vlog::PunchRun> covered = set.PunchedRuns(id);
     covered.insert(covered.end(), pending.begin(), pending.end());
+    // A run can gain at most its own span and the two blocks it shares with
+    // punched runs beside it: shorter ones are not worth a look.
     std::vector<vlog::PunchRun> runs = vlog::PlanPunchRuns(
-        dead_records_.Records(id), vlog::MergedRuns(std::move(covered)), kMinPunchGain);
+        dead_records_.Runs(id, kMinPunchGain - 2 * vlog::kPunchBlockSize),
+        vlog::MergedRuns(std::move(covered)), kMinPunchGain);
     if (!runs.empty()) planned.push_back({.segment_id = id, .runs = std::move(runs)});
   }
   if (planned.empty()) return;
@@ -110,6 +115,21 @@ void DBImpl::PunchReadyRuns(bool wait) {
                    [&set](const auto& entry) { return !set.Contains(entry.first); });
   }
   if (ready.empty()) {
+    punch_mu_.Unlock();
+    return;
+  }
+  // A read-only DB, in this process or another, may read records this one
+  // has since counted dead: nothing is punched while one is open. The runs
+  // wait for the next round.
+  const absl::StatusOr<bool> readers = fs_->LockFileHasReaders(lsm::LockFileName(dbname_));
+  if (!readers.ok() || *readers) {
+    punch_held_for_readers_.fetch_add(1, std::memory_order_relaxed);
+    absl::MutexLock l(&mu_);
+    for (PendingPunch& p : ready) {
+      gc_claimed_.erase(p.segment_id);
+      punch_pending_.push_back(std::move(p));
+    }
+    background_cv_.SignalAll();
     punch_mu_.Unlock();
     return;
   }

@@ -2,7 +2,8 @@
 // db_open.cc up to the WAL replay, kept in memory. Nothing is created,
 // written, truncated or deleted, and the LOCK is not taken, so another
 // process may be writing the database meanwhile (docs/architecture.md,
-// "Read-only open").
+// "Read-only open"); the view holds a shared lock on LOCK's reader byte,
+// which keeps that writer from punching holes under it.
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,15 @@ absl::Status DBImpl::RecoverReadOnly() {
         dbname_, ": no cairn database (no CURRENT file); a read-only open creates none"));
   }
   CAIRN_RETURN_IF_ERROR(CheckNewestOptionsFile());
+  // Before the view is read: a writer that counts garbage after this sees
+  // the hold before it punches, and what it counted before, this view does
+  // not reach. Without LOCK, or where the file system cannot share it, no
+  // writer can punch under this view either (it would hold LOCK).
+  if (reader_lock_ == nullptr) {
+    absl::StatusOr<std::unique_ptr<io::FileLock>> shared =
+        fs_->LockFileShared(lsm::LockFileName(dbname_));
+    if (shared.ok()) reader_lock_ = *std::move(shared);
+  }
   std::vector<std::string> names;
   CAIRN_RETURN_IF_ERROR(RecoverManifest(&names));
   std::shared_ptr<lsm::MemTable> mem;

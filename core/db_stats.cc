@@ -126,6 +126,7 @@ Stats DBImpl::GetStats() {
   st.gc_punched_bytes = punch_bytes_.load();
   st.gc_punch_calls = punch_calls_.load();
   st.gc_punch_skipped_linked = punch_skipped_linked_.load();
+  st.gc_punch_held_for_readers = punch_held_for_readers_.load();
   st.value_cache_hits = vt.cache_hits;
   st.value_cache_misses = vt.cache_misses;
   st.value_cache_bytes = vt.cache_bytes;
@@ -226,9 +227,10 @@ std::string FormatStats(const Stats& st) {
                         st.gc_throttled_micros / 1e6, st.gc_rewrite_rechecks);
   absl::StrAppendFormat(&out,
                         "gc punched runs: %d runs, %.1f MiB of whole blocks punched in %d holes; "
-                        "%d segments left unpunched for a second name\n",
+                        "%d segments left unpunched for a second name, %d rounds held for "
+                        "read-only readers\n",
                         st.gc_punched_runs, st.gc_punched_bytes / 1048576.0, st.gc_punch_calls,
-                        st.gc_punch_skipped_linked);
+                        st.gc_punch_skipped_linked, st.gc_punch_held_for_readers);
   absl::StrAppendFormat(&out,
                         "gc victims: %d waited for their rewrites' durability, %d WAL syncs "
                         "and %d memtable switches forced for them, %.1f MiB waiting; %d active "

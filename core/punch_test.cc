@@ -211,6 +211,28 @@ TEST_F(PunchTest, ACheckpointsLinkedSegmentsAreLeftWhole) {
   }
 }
 
+TEST_F(PunchTest, AReadOnlyViewHoldsPunchingBackUntilItCloses) {
+  std::map<std::string, std::string> first;
+  Pass(50, &first);
+  model_ = first;
+  auto view = OpenForReadOnlyWithFileSystem(DbOptions(), "/db", fs_);
+  ASSERT_TRUE(view.ok()) << view.status();
+  OverwriteAndSettle(1, 51);
+  Stats st = db_->GetStats();
+  EXPECT_EQ(st.gc_punched_bytes, 0u);
+  EXPECT_GT(st.gc_punch_held_for_readers, 0u);
+  // The view still reads the values the writer has since overwritten.
+  for (const auto& [k, v] : first) {
+    std::string got;
+    ASSERT_TRUE((*view)->Get({}, k, &got).ok()) << k;
+    ASSERT_EQ(got, v) << k;
+  }
+  view->reset();
+  ASSERT_TRUE(db_->WaitForBackgroundWork().ok());
+  EXPECT_GT(db_->GetStats().gc_punched_bytes, 0u);
+  ExpectModel(model_);
+}
+
 TEST_F(PunchTest, TurnedOffNothingIsPunched) {
   db_.reset();
   Options o = DbOptions();

@@ -550,6 +550,15 @@ absl::StatusOr<FileSystem::FileSpace> FaultFileSystem::GetFileSpace(const std::s
   return base_->GetFileSpace(path);
 }
 
+absl::StatusOr<std::unique_ptr<FileLock>> FaultFileSystem::LockFileShared(
+    const std::string& path) {
+  return base_->LockFileShared(path);
+}
+
+absl::StatusOr<bool> FaultFileSystem::LockFileHasReaders(const std::string& path) {
+  return base_->LockFileHasReaders(path);
+}
+
 absl::Status FaultFileSystem::PunchHoles(const std::string& path,
                                          absl::Span<const std::pair<uint64_t, uint64_t>> ranges) {
   absl::ReaderMutexLock crash_lock(&crash_mu_);

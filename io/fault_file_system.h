@@ -122,6 +122,10 @@ class FaultFileSystem : public FileSystem {
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;
   absl::StatusOr<FileSpace> GetFileSpace(const std::string& path) override;
+  // Passed to the base as they are (a crash does not release a reader's
+  // hold: it belongs to another process's view).
+  absl::StatusOr<std::unique_ptr<FileLock>> LockFileShared(const std::string& path) override;
+  absl::StatusOr<bool> LockFileHasReaders(const std::string& path) override;
   // A metadata operation (kMetadata faults). A crash keeps what it punched:
   // the worst case, as a file system may or may not have made it durable.
   absl::Status PunchHoles(const std::string& path,

@@ -111,6 +111,13 @@ absl::Status FileSystem::PunchHoles(const std::string& path,
       absl::StrCat("punch holes in ", path, ": the ", Name(), " file system cannot"));
 }
 
+absl::StatusOr<std::unique_ptr<FileLock>> FileSystem::LockFileShared(const std::string& path) {
+  return absl::UnimplementedError(
+      absl::StrCat("shared lock on ", path, ": the ", Name(), " file system cannot"));
+}
+
+absl::StatusOr<bool> FileSystem::LockFileHasReaders(const std::string&) { return false; }
+
 namespace {
 
 absl::StatusOr<IoBackend> BackendFromEnv(IoBackend fallback) {

@@ -235,6 +235,16 @@ class FileSystem {
   // processes (fcntl/flock) and other holders in this process. A held lock is
   // FailedPrecondition naming the path.
   virtual absl::StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) = 0;
+  // For a reader of a database another process may be writing: a shared
+  // hold on the lock file at path (which must exist: NotFound otherwise),
+  // which LockFile's exclusive lock does not exclude and which
+  // LockFileHasReaders sees from any process while it is held (POSIX: LockFile
+  // locks byte 0, this a shared lock on byte 1). Unimplemented where the file
+  // system cannot (the default).
+  virtual absl::StatusOr<std::unique_ptr<FileLock>> LockFileShared(const std::string& path);
+  // Whether a LockFileShared hold on path exists, in any process. False
+  // where path is missing or the file system cannot tell (the default).
+  virtual absl::StatusOr<bool> LockFileHasReaders(const std::string& path);
 
   // "io_uring", "posix", "memory", or a wrapper's name around its base's.
   virtual std::string Name() const = 0;

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -652,6 +653,76 @@ TEST_P(FileSystemTest, SecondLockInProcessFailsUntilReleased) {
   EXPECT_TRUE(again.ok()) << again.status();
 }
 
+// A child process that takes a lock (acquire) and holds it until Release,
+// when it exits and so lets it go.
+class ChildHolding {
+ public:
+  explicit ChildHolding(
+      const std::function<absl::StatusOr<std::unique_ptr<FileLock>>()>& acquire) {
+    if (::pipe(to_parent_) != 0 || ::pipe(to_child_) != 0) return;
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      // Held until the child exits (without destructors).
+      const absl::StatusOr<std::unique_ptr<FileLock>> lock = acquire();
+      char c = lock.ok() ? 'y' : 'n';
+      if (::write(to_parent_[1], &c, 1) != 1) ::_exit(2);
+      if (::read(to_child_[0], &c, 1) != 1) ::_exit(3);
+      ::_exit(0);
+    }
+    char c = 0;
+    acquired_ = pid_ > 0 && ::read(to_parent_[0], &c, 1) == 1 && c == 'y';
+  }
+  ~ChildHolding() {
+    if (pid_ > 0) Release();
+    for (int fd : {to_parent_[0], to_parent_[1], to_child_[0], to_child_[1]}) {
+      if (fd >= 0) ::close(fd);
+    }
+  }
+  bool acquired() const { return acquired_; }
+  void Release() {
+    if (pid_ <= 0) return;
+    EXPECT_EQ(::write(to_child_[1], "x", 1), 1);
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid_, &status, 0), pid_);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    pid_ = -1;
+  }
+
+ private:
+  int to_parent_[2] = {-1, -1};
+  int to_child_[2] = {-1, -1};
+  pid_t pid_ = -1;
+  bool acquired_ = false;
+};
+
+// Read-only readers share the lock file beside its exclusive holder, and
+// the writer sees them (core/db_punch.cc holds punching back meanwhile).
+TEST_P(FileSystemTest, ReadersShareTheLockFileAndTheWriterSeesThem) {
+  const std::string path = Path("LOCK");
+  EXPECT_TRUE(absl::IsNotFound(fs_->LockFileShared(path).status()));
+  EXPECT_FALSE(*fs_->LockFileHasReaders(path));
+  auto writer = fs_->LockFile(path);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_FALSE(*fs_->LockFileHasReaders(path));
+  auto first = fs_->LockFileShared(path);
+  ASSERT_TRUE(first.ok()) << first.status();
+  auto second = fs_->LockFileShared(path);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(*fs_->LockFileHasReaders(path));
+  EXPECT_TRUE(absl::IsFailedPrecondition(fs_->LockFile(path).status())) << "still one writer";
+  first->reset();
+  EXPECT_TRUE(*fs_->LockFileHasReaders(path));
+  second->reset();
+  EXPECT_FALSE(*fs_->LockFileHasReaders(path));
+  if (!real()) return;
+  // A reader in another process.
+  ChildHolding child([&] { return fs_->LockFileShared(path); });
+  ASSERT_TRUE(child.acquired());
+  EXPECT_TRUE(*fs_->LockFileHasReaders(path));
+  child.Release();
+  EXPECT_FALSE(*fs_->LockFileHasReaders(path));
+}
+
 TEST_P(FileSystemTest, LockExcludesOtherProcesses) {
   if (!real()) GTEST_SKIP() << "no processes in memory";
   const std::string path = Path("LOCK");
@@ -677,28 +748,11 @@ TEST_P(FileSystemTest, LockExcludesOtherProcesses) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
   // Now the child holds it through LockFile; the parent must be refused.
-  int to_parent[2], to_child[2];
-  ASSERT_EQ(::pipe(to_parent), 0);
-  ASSERT_EQ(::pipe(to_child), 0);
-  pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    auto lock = fs_->LockFile(path);
-    char c = lock.ok() ? 'y' : 'n';
-    if (::write(to_parent[1], &c, 1) != 1) ::_exit(2);
-    if (::read(to_child[0], &c, 1) != 1) ::_exit(3);
-    ::_exit(0);  // Exiting releases the lock.
-  }
-  char c = 0;
-  ASSERT_EQ(::read(to_parent[0], &c, 1), 1);
-  ASSERT_EQ(c, 'y');
+  ChildHolding child([&] { return fs_->LockFile(path); });
+  ASSERT_TRUE(child.acquired());
   absl::Status refused = fs_->LockFile(path).status();
   EXPECT_TRUE(absl::IsFailedPrecondition(refused)) << refused;
-  ASSERT_EQ(::write(to_child[1], "x", 1), 1);
-  int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  for (int fd : {to_parent[0], to_parent[1], to_child[0], to_child[1]}) ::close(fd);
+  child.Release();
   EXPECT_TRUE(fs_->LockFile(path).ok());
 }
 

@@ -140,6 +140,21 @@ class MemoryFileLock : public FileLock {
   const std::string key_;
 };
 
+// A LockFileShared hold: one count of its path's readers.
+class MemorySharedLock : public FileLock {
+ public:
+  MemorySharedLock(std::shared_ptr<MemoryFileSystem::LockSet> locks, std::string key)
+      : locks_(std::move(locks)), key_(std::move(key)) {}
+  ~MemorySharedLock() override {
+    absl::MutexLock l(&locks_->mu);
+    if (--locks_->readers[key_] == 0) locks_->readers.erase(key_);
+  }
+
+ private:
+  const std::shared_ptr<MemoryFileSystem::LockSet> locks_;
+  const std::string key_;
+};
+
 }  // namespace
 
 MemoryFileSystem::MemoryFileSystem()
@@ -436,6 +451,22 @@ absl::StatusOr<std::unique_ptr<FileLock>> MemoryFileSystem::LockFile(const std::
     return absl::FailedPreconditionError(absl::StrCat("lock ", path, " is already held"));
   }
   return std::make_unique<MemoryFileLock>(locks_, p);
+}
+
+absl::StatusOr<std::unique_ptr<FileLock>> MemoryFileSystem::LockFileShared(
+    const std::string& path) {
+  const std::string p = Normalize(path);
+  if (!FileExists(p)) {
+    return absl::NotFoundError(absl::StrCat("shared lock on ", path, ": no such file"));
+  }
+  absl::MutexLock l(&locks_->mu);
+  ++locks_->readers[p];
+  return std::make_unique<MemorySharedLock>(locks_, p);
+}
+
+absl::StatusOr<bool> MemoryFileSystem::LockFileHasReaders(const std::string& path) {
+  absl::MutexLock l(&locks_->mu);
+  return locks_->readers.contains(Normalize(path));
 }
 
 absl::StatusOr<std::string> MemoryFileSystem::ReadFileToString(const std::string& path) {

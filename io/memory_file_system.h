@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -62,6 +63,8 @@ class MemoryFileSystem : public FileSystem {
   absl::Status RemoveDir(const std::string& dir) override;
   absl::Status SyncDir(const std::string& dir) override;
   absl::StatusOr<std::unique_ptr<FileLock>> LockFile(const std::string& path) override;
+  absl::StatusOr<std::unique_ptr<FileLock>> LockFileShared(const std::string& path) override;
+  absl::StatusOr<bool> LockFileHasReaders(const std::string& path) override;
 
   std::string Name() const override { return "memory"; }
   IoStats& stats() override { return *stats_; }
@@ -88,6 +91,8 @@ class MemoryFileSystem : public FileSystem {
   struct LockSet {
     absl::Mutex mu;
     absl::flat_hash_set<std::string> paths ABSL_GUARDED_BY(mu);
+    // Path -> LockFileShared holds.
+    absl::flat_hash_map<std::string, int> readers ABSL_GUARDED_BY(mu);
   };
 
  private:

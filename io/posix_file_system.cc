@@ -554,9 +554,15 @@ absl::StatusOr<std::unique_ptr<FileLock>> PosixFileSystem::LockFile(const std::s
   // Open-file-description locks belong to this descriptor, so closing some
   // other descriptor of the same file (a reader of LOCK) cannot drop them, as
   // it would a classic process-owned F_SETLK lock. Old kernels lack them.
+  // Byte 0 only: byte 1 is the readers' (LockFileShared), which this lock
+  // must not exclude. Builds before readers' holds locked the whole file,
+  // which takes byte 0 too, so writers of both kinds still exclude each
+  // other.
   struct flock fl = {};
   fl.l_type = F_WRLCK;
   fl.l_whence = SEEK_SET;
+  fl.l_start = 0;
+  fl.l_len = 1;
   int r = ::fcntl(fd, F_OFD_SETLK, &fl);
   if (r < 0 && errno == EINVAL) r = ::fcntl(fd, F_SETLK, &fl);
   if (r < 0) {
@@ -570,6 +576,78 @@ absl::StatusOr<std::unique_ptr<FileLock>> PosixFileSystem::LockFile(const std::s
     return ErrnoError(err, absl::StrCat("lock ", path));
   }
   return std::make_unique<PosixFileLock>(fd, std::move(key));
+}
+
+namespace {
+
+// A reader's shared hold on byte 1 of a lock file; closing the descriptor
+// releases it.
+class PosixSharedLock : public FileLock {
+ public:
+  explicit PosixSharedLock(int fd) : fd_(fd) {}
+  ~PosixSharedLock() override { ::close(fd_); }
+
+ private:
+  const int fd_;
+};
+
+constexpr off_t kReaderByte = 1;
+
+// path opened for reading, or -1 with errno set.
+int OpenLockForReading(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+// A lock of type on the readers' byte.
+struct flock ReaderByte(short type) {
+  struct flock fl = {};
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  fl.l_start = kReaderByte;
+  fl.l_len = 1;
+  return fl;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<FileLock>> PosixFileSystem::LockFileShared(
+    const std::string& path) {
+  const int fd = OpenLockForReading(path);
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("open lock file ", path, " to share it"));
+  struct flock fl = ReaderByte(F_RDLCK);
+  int r = ::fcntl(fd, F_OFD_SETLK, &fl);
+  if (r < 0 && errno == EINVAL) r = ::fcntl(fd, F_SETLK, &fl);
+  if (r < 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoError(err, absl::StrCat("shared lock on ", path));
+  }
+  return std::make_unique<PosixSharedLock>(fd);
+}
+
+absl::StatusOr<bool> PosixFileSystem::LockFileHasReaders(const std::string& path) {
+  const int fd = OpenLockForReading(path);
+  if (fd < 0) {
+    if (errno == ENOENT) return false;
+    return ErrnoError(errno, absl::StrCat("open lock file ", path));
+  }
+  // Would an exclusive lock on the readers' byte be refused? Open-file-
+  // description locks answer for every holder, this process's other
+  // descriptors included.
+  struct flock fl = ReaderByte(F_WRLCK);
+  int r = ::fcntl(fd, F_OFD_GETLK, &fl);
+  if (r < 0 && errno == EINVAL) {
+    fl = ReaderByte(F_WRLCK);
+    r = ::fcntl(fd, F_GETLK, &fl);
+  }
+  const int err = errno;
+  ::close(fd);
+  if (r < 0) return ErrnoError(err, absl::StrCat("test lock on ", path));
+  return fl.l_type != F_UNLCK;
 }
 
 // ---------------------------------------------------------------------------

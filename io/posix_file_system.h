@@ -232,6 +232,8 @@ class PosixFileSystem : public FileSystem {
   absl::Status TruncateFile(const std::string& path, uint64_t size) override;
   absl::StatusOr<uint64_t> GetFileSize(const std::string& path) override;
   absl::StatusOr<FileSpace> GetFileSpace(const std::string& path) override;
+  absl::StatusOr<std::unique_ptr<FileLock>> LockFileShared(const std::string& path) override;
+  absl::StatusOr<bool> LockFileHasReaders(const std::string& path) override;
   absl::Status PunchHoles(const std::string& path,
                           absl::Span<const std::pair<uint64_t, uint64_t>> ranges) override;
   bool FileExists(const std::string& path) override;

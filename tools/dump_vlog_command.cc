@@ -4,17 +4,21 @@
 // or corruption (a bad record with good ones after it). Exit 1 on corruption
 // or a bad header.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
+#include "lsm/version_set.h"
 #include "tools/commands.h"
 #include "vlog/segment_scanner.h"
+#include "vlog/segment_set.h"
 #include "vlog/vlog_format.h"
 
 namespace cairn::tools {
@@ -46,6 +50,24 @@ std::string FlagsString(uint8_t flags) {
   return s;
 }
 
+// The punched runs the manifest of the segment's directory lists for it
+// (docs/gc.md, "Punched runs"), so that the dump steps over them as GC
+// does; none when the segment is not in a database whose manifest reads
+// (its runs then stop the dump at their zeros, reported as corruption).
+std::vector<vlog::PunchRun> ListedRuns(io::FileSystem* fs, const std::string& path,
+                                       uint64_t segment_id) {
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty() || !fs->FileExists(lsm::CurrentFileName(dir))) return {};
+  lsm::VersionSet versions(fs, dir);
+  vlog::SegmentSet segments;
+  const absl::Status s = versions.Recover([&segments](uint32_t tag, std::string_view payload) {
+    if (vlog::IsSegmentEditTag(tag)) segments.DecodeAndApply(tag, payload).IgnoreError();
+    return absl::OkStatus();
+  });
+  if (!s.ok()) return {};
+  return segments.PunchedRuns(segment_id);
+}
+
 }  // namespace
 
 int RunDumpVlog(const Args& args) {
@@ -58,6 +80,7 @@ int RunDumpVlog(const Args& args) {
   vlog::SegmentScannerOptions options;
   options.category = io::IoCategory::kValueLog;
   options.allow_torn_tail = true;  // reported below, not hidden
+  options.skip_runs = ListedRuns(fs->get(), path, *id);
   absl::StatusOr<std::unique_ptr<vlog::SegmentScanner>> scanner =
       vlog::SegmentScanner::Open(fs->get(), path, *id, options);
   if (!scanner.ok()) return Fail(kCommand, scanner.status());
@@ -71,6 +94,12 @@ int RunDumpVlog(const Args& args) {
                  vlog::SegmentKindName(h.kind), h.segment_id);
   }
 
+  if (!options.skip_runs.empty()) {
+    uint64_t bytes = 0;
+    for (const vlog::PunchRun& run : options.skip_runs) bytes += run.end - run.begin;
+    absl::PrintF("punched runs (from the manifest, stepped over): %d, %d bytes\n",
+                 options.skip_runs.size(), bytes);
+  }
   const uint64_t max_entries = MaxEntries();
   uint64_t value_bytes = 0;
   vlog::ScannedRecord r;

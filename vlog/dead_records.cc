@@ -33,14 +33,7 @@ void DeadRecords::SortLocked(List* list) const {
 
 std::vector<uint64_t> DeadRecords::Offsets(uint64_t segment_id) const {
   std::vector<uint64_t> out;
-  absl::MutexLock l(&mu_);
-  auto it = offsets_.find(segment_id);
-  if (it == offsets_.end()) return out;
-  SortLocked(&it->second);
-  out.reserve(it->second.items.size());
-  for (const auto& [offset, size] : it->second.items) {
-    if (out.empty() || out.back() != offset) out.push_back(offset);  // once each
-  }
+  for (const Record& r : Records(segment_id)) out.push_back(r.offset);
   return out;
 }
 
@@ -54,6 +47,31 @@ std::vector<DeadRecords::Record> DeadRecords::Records(uint64_t segment_id) const
   for (const auto& [offset, size] : it->second.items) {
     if (out.empty() || out.back().offset != offset) out.push_back({offset, size});
   }
+  return out;
+}
+
+std::vector<PunchRun> DeadRecords::Runs(uint64_t segment_id, uint64_t min_bytes) const {
+  std::vector<PunchRun> out;
+  absl::MutexLock l(&mu_);
+  auto it = offsets_.find(segment_id);
+  if (it == offsets_.end()) return out;
+  SortLocked(&it->second);
+  PunchRun run;
+  const auto keep = [&] {
+    if (run.end > run.begin && run.end - run.begin >= min_bytes) out.push_back(run);
+  };
+  for (const auto& [offset, size] : it->second.items) {
+    if (size == 0) continue;
+    if (run.end > run.begin && offset == run.end) {
+      run.end += size;
+    } else if (run.end > run.begin && offset < run.end) {
+      continue;  // a duplicate (or a record inside the run): nothing new
+    } else {
+      keep();
+      run = {offset, uint64_t{offset} + size};
+    }
+  }
+  keep();
   return out;
 }
 

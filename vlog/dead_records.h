@@ -23,6 +23,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "vlog/segment_edit.h"
 
 namespace cairn::vlog {
 
@@ -56,6 +57,11 @@ class DeadRecords {
   std::vector<uint64_t> Offsets(uint64_t segment_id) const;
   // The listed records of segment_id, by offset, without duplicates.
   std::vector<Record> Records(uint64_t segment_id) const;
+  // The maximal runs of adjacent listed records of segment_id (each starting
+  // where the one before ends) that span at least min_bytes, ascending:
+  // what punching may free (docs/gc.md, "Punched runs"). One pass over the
+  // list, which holds no copy of it.
+  std::vector<PunchRun> Runs(uint64_t segment_id, uint64_t min_bytes) const;
 
   // Forgets a segment (collected or deleted): its records are of no more use.
   void Forget(uint64_t segment_id);

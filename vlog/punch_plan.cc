@@ -9,6 +9,13 @@ namespace {
 uint64_t BlockUp(uint64_t x) { return (x + kPunchBlockSize - 1) / kPunchBlockSize * kPunchBlockSize; }
 uint64_t BlockDown(uint64_t x) { return x / kPunchBlockSize * kPunchBlockSize; }
 
+// The bytes of the whole blocks inside r.
+uint64_t BlockBytes(const PunchRun& r) {
+  const uint64_t first = BlockUp(r.begin);
+  const uint64_t last = BlockDown(r.end);
+  return last > first ? last - first : 0;
+}
+
 // Appends r to *runs (ascending), merging it into the last run when they
 // overlap or touch.
 void AppendMerged(const PunchRun& r, std::vector<PunchRun>* runs) {
@@ -46,39 +53,29 @@ std::vector<PunchRun> SubtractRuns(absl::Span<const PunchRun> runs,
   return out;
 }
 
-std::vector<PunchRun> PlanPunchRuns(absl::Span<const DeadRecords::Record> dead,
+std::vector<PunchRun> PlanPunchRuns(absl::Span<const PunchRun> dead,
                                     absl::Span<const PunchRun> punched, uint64_t min_gain) {
-  // Maximal runs of adjacent dead records.
-  std::vector<PunchRun> runs;
-  for (const DeadRecords::Record& r : dead) {
-    if (r.size == 0) continue;
-    const PunchRun run{r.offset, r.offset + r.size};
-    if (!runs.empty() && run.begin == runs.back().end) {
-      runs.back().end = run.end;
-    } else if (!runs.empty() && run.begin < runs.back().end) {
-      continue;  // overlaps the run before: not a record boundary, skip it
-    } else {
-      runs.push_back(run);
-    }
-  }
   // Their union with the punched runs, region by region: a region gains
   // what its whole blocks free beyond those the punched runs inside it
   // freed already.
   std::vector<PunchRun> all;
-  all.reserve(runs.size() + punched.size());
-  std::merge(runs.begin(), runs.end(), punched.begin(), punched.end(), std::back_inserter(all),
+  all.reserve(dead.size() + punched.size());
+  std::merge(dead.begin(), dead.end(), punched.begin(), punched.end(), std::back_inserter(all),
              [](const PunchRun& a, const PunchRun& b) { return a.begin < b.begin; });
   std::vector<PunchRun> regions;
   for (const PunchRun& r : all) AppendMerged(r, &regions);
   std::vector<PunchRun> out;
   size_t p = 0;
   for (const PunchRun& region : regions) {
-    std::vector<PunchRun> inside;
-    while (p < punched.size() && punched[p].begin < region.end) inside.push_back(punched[p++]);
-    const uint64_t before = PunchedBlockBytes(inside);
-    const uint64_t after = PunchedBlockBytes({region});
-    if (after < before + std::max<uint64_t>(min_gain, 1)) continue;
-    for (const PunchRun& piece : SubtractRuns({region}, inside)) out.push_back(piece);
+    const size_t first = p;
+    uint64_t before = 0;
+    for (; p < punched.size() && punched[p].begin < region.end; ++p) {
+      before += BlockBytes(punched[p]);
+    }
+    if (BlockBytes(region) < before + std::max<uint64_t>(min_gain, 1)) continue;
+    for (const PunchRun& piece : SubtractRuns({region}, punched.subspan(first, p - first))) {
+      out.push_back(piece);
+    }
   }
   return out;
 }

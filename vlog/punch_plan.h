@@ -24,12 +24,12 @@
 namespace cairn::vlog {
 
 // The runs to add to a segment whose punched runs are `punched` (ascending,
-// merged), given its known dead records `dead` (ascending by offset, one
-// per offset): each maximal run of adjacent dead records, less what is
-// punched already, wherever joining it to the punched runs frees at least
-// min_gain more bytes of whole kPunchBlockSize blocks. The result is
-// ascending, disjoint, and overlaps no punched run.
-std::vector<PunchRun> PlanPunchRuns(absl::Span<const DeadRecords::Record> dead,
+// merged), given runs of its dead records `dead` (ascending, disjoint,
+// each of whole records; DeadRecords::Runs): each run less what is punched
+// already, wherever joining it to the punched runs frees at least min_gain
+// more bytes of whole kPunchBlockSize blocks. The result is ascending,
+// disjoint, and overlaps no punched run.
+std::vector<PunchRun> PlanPunchRuns(absl::Span<const PunchRun> dead,
                                     absl::Span<const PunchRun> punched, uint64_t min_gain);
 
 // runs sorted by their start, with overlapping or adjacent runs made one.

@@ -16,22 +16,44 @@ constexpr uint32_t kRecord = 4125;
 Record At(int i) { return {kSegmentHeaderSize + static_cast<uint64_t>(i) * kRecord, kRecord}; }
 uint64_t Begin(int i) { return At(i).offset; }
 
+// The runs of adjacent records among records, as DeadRecords lists them.
+std::vector<PunchRun> RunsOf(const std::vector<Record>& records) {
+  DeadRecords dead(1 << 20);
+  dead.Add({{1, records}});
+  return dead.Runs(1, 0);
+}
+
+// PlanPunchRuns over the records' runs.
+std::vector<PunchRun> Plan(const std::vector<Record>& records, absl::Span<const PunchRun> punched,
+                           uint64_t min_gain) {
+  return PlanPunchRuns(RunsOf(records), punched, min_gain);
+}
+
 TEST(PunchPlanTest, OneDeadRecordFreesNoBlockTwoAdjacentDo) {
-  EXPECT_TRUE(PlanPunchRuns({At(3)}, {}, kPunchBlockSize).empty());
-  EXPECT_TRUE(PlanPunchRuns({At(3), At(5)}, {}, kPunchBlockSize).empty());
-  EXPECT_EQ(PlanPunchRuns({At(3), At(4)}, {}, kPunchBlockSize),
+  EXPECT_TRUE(Plan({At(3)}, {}, kPunchBlockSize).empty());
+  EXPECT_TRUE(Plan({At(3), At(5)}, {}, kPunchBlockSize).empty());
+  EXPECT_EQ(Plan({At(3), At(4)}, {}, kPunchBlockSize),
             (std::vector<PunchRun>{{Begin(3), Begin(5)}}));
+}
+
+TEST(PunchPlanTest, DeadRecordsJoinIntoRunsOfAdjacentRecords) {
+  EXPECT_EQ(RunsOf({At(5), At(1), At(2), At(7), At(6), At(2)}),
+            (std::vector<PunchRun>{{Begin(1), Begin(3)}, {Begin(5), Begin(8)}}));
+  DeadRecords dead(100);
+  dead.Add({{1, {At(1), At(2), At(5), At(6), At(7)}}});
+  EXPECT_EQ(dead.Runs(1, 3 * kRecord), (std::vector<PunchRun>{{Begin(5), Begin(8)}}));
+  EXPECT_TRUE(dead.Runs(2, 0).empty());
 }
 
 TEST(PunchPlanTest, RunsJoinWhatIsPunchedAndAddOnlyNewBytes) {
   const std::vector<PunchRun> punched = {{Begin(3), Begin(5)}};
   // Record 5 alone next to the punched run frees the block they share.
-  EXPECT_EQ(PlanPunchRuns({At(3), At(4), At(5)}, punched, kPunchBlockSize),
+  EXPECT_EQ(Plan({At(3), At(4), At(5)}, punched, kPunchBlockSize),
             (std::vector<PunchRun>{{Begin(5), Begin(6)}}));
   // Nothing new: nothing to add.
-  EXPECT_TRUE(PlanPunchRuns({At(3), At(4)}, punched, kPunchBlockSize).empty());
+  EXPECT_TRUE(Plan({At(3), At(4)}, punched, kPunchBlockSize).empty());
   // A gain below the floor is not worth a run.
-  EXPECT_TRUE(PlanPunchRuns({At(5)}, punched, 64 * kPunchBlockSize).empty());
+  EXPECT_TRUE(Plan({At(5)}, punched, 64 * kPunchBlockSize).empty());
 }
 
 TEST(PunchPlanTest, SubtractLeavesTheUncoveredPieces) {
@@ -71,7 +93,7 @@ TEST(PunchPlanTest, RandomPlansPunchOnlyDeadBytes) {
     }
     std::vector<PunchRun> punched;
     for (int pass = 0; pass < 3; ++pass) {
-      const std::vector<PunchRun> added = PlanPunchRuns(dead, punched, kPunchBlockSize);
+      const std::vector<PunchRun> added = Plan(dead, punched, kPunchBlockSize);
       uint64_t prev = 0;
       for (const PunchRun& r : added) {
         ASSERT_GE(r.begin, prev);

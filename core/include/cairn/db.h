@@ -43,7 +43,9 @@ class DB {
   // every write the WALs held then, replayed into memory (a torn WAL tail
   // ends the replay); later writes of the other process are not seen, and a
   // file it deletes afterwards (compaction, GC) fails the reads that need
-  // it with NotFound or DataLoss. Damage is refused as Open refuses it
+  // it with NotFound or DataLoss. The view holds a shared lock on LOCK's
+  // reader byte while it is open; a writer punches no hole in its value log
+  // meanwhile (Options::gc_punch_holes). Damage is refused as Open refuses it
   // (DataLoss naming the file). Put, Delete, Write, Flush, CompactRange and
   // RunGC return FailedPrecondition. options.create_if_missing and
   // error_if_exists are ignored; a missing database is NotFound.

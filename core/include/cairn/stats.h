@@ -127,6 +127,9 @@ struct Stats {
   uint64_t gc_punched_bytes = 0;
   uint64_t gc_punch_calls = 0;
   uint64_t gc_punch_skipped_linked = 0;
+  // Rounds that punched nothing because a read-only DB (DB::OpenForReadOnly,
+  // in any process) was open: its view may be older than the counts.
+  uint64_t gc_punch_held_for_readers = 0;
   uint64_t gc_micros = 0;
   // Of which: reading the victims, checking liveness, writing and syncing
   // the outputs, rewriting pointers, and asleep for gc_bytes_per_sec.
