@@ -11,6 +11,9 @@
 #      longest wait of one write (cairn), throughput, write amplification.
 #   3. cairn only: SKEW_SECS seconds of Zipfian (0.99) overwrites against
 #      uniform ones: GC bytes relocated per user byte.
+#   4. the same fill, then deletebatches (40 of every 100 adjacent keys
+#      deleted) and each engine's settle: space amplification at the end
+#      (docs/gc.md, "Punched runs").
 # Usage: bench/space_matrix.sh [BUILD_DIR] (env: NUM, SECS, SKEW_SECS, DB)
 set -euo pipefail
 build="${1:-build/release}"
@@ -42,5 +45,11 @@ for b in overwrite overwritezipf; do
   run --engine=cairn --value_mode=separated --benchmarks=fillseq
   run --engine=cairn --value_mode=separated --use_existing_db --benchmarks="$b" \
       --duration="$skew_secs" --stats
+done
+for engine in cairn blobdb; do
+  mode=(); [ "$engine" = cairn ] && mode=(--value_mode=separated)
+  echo "=== 4. fill, then delete runs of adjacent keys, settle: $engine"
+  drop_cache
+  run --engine="$engine" "${mode[@]}" --benchmarks=fillseq,deletebatches --stats
 done
 rm -rf "$db"
