@@ -29,6 +29,7 @@
 // problem was found.
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
@@ -153,6 +154,8 @@ class Checker {
   // Open readers by segment, and the open errors of segments that failed.
   absl::flat_hash_map<uint64_t, std::shared_ptr<const vlog::SegmentReader>> readers_;
   absl::flat_hash_map<uint64_t, absl::Status> reader_errors_;
+  // Segment id -> its punched runs, read from segments_ once.
+  absl::flat_hash_map<uint64_t, std::vector<vlog::PunchRun>> punched_runs_;
   // User key -> newest sequence seen in the WALs (newer than any SST's).
   absl::flat_hash_map<std::string, lsm::SequenceNumber> wal_keys_;
   // Segments that WAL entries point into (not orphans even if not in the set).
@@ -431,6 +434,22 @@ void Checker::CheckPointer(const std::string& file, const std::string& where,
   }
   if (from_wal) wal_segments_.insert(ptr->segment_id);
   accounting_.AddReference(*ptr);
+  // Only records counted dead are punched: a pointer into a punched run
+  // names a value whose bytes are gone (docs/gc.md, "Punched runs").
+  auto [runs, fresh] = punched_runs_.try_emplace(ptr->segment_id);
+  if (fresh) runs->second = segments_.PunchedRuns(ptr->segment_id);
+  auto after = std::upper_bound(
+      runs->second.begin(), runs->second.end(), ptr->offset,
+      [](uint64_t offset, const vlog::PunchRun& r) { return offset < r.begin; });
+  if (after != runs->second.begin() && ptr->offset < std::prev(after)->end) {
+    ++pointers_checked_;
+    Problem(file, absl::StrFormat("%s: key '%s': %s points into punched run %d-%d of %s (its "
+                                  "record was counted dead, and its blocks are freed)",
+                                  where, Escape(user_key), ptr->DebugString(),
+                                  std::prev(after)->begin, std::prev(after)->end,
+                                  BaseName(lsm::ValueLogFileName(dbname_, ptr->segment_id))));
+    return;
+  }
   const std::string path = lsm::ValueLogFileName(dbname_, ptr->segment_id);
   if (!fs_->FileExists(path)) {
     std::optional<vlog::SegmentInfo> info = segments_.Get(ptr->segment_id);
