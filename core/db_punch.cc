@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "core/db_impl.h"
 #include "lsm/filename.h"
 #include "vlog/punch_plan.h"
@@ -95,6 +96,7 @@ void DBImpl::PunchReadyRuns(bool wait) {
   } else if (!punch_mu_.TryLock()) {
     return;  // another call, or a checkpoint linking files
   }
+  absl::Cleanup unlock = [this] { punch_mu_.Unlock(); };
   std::vector<PendingPunch> ready;
   {
     absl::MutexLock pick(&gc_pick_mu_);
@@ -115,7 +117,6 @@ void DBImpl::PunchReadyRuns(bool wait) {
                    [&set](const auto& entry) { return !set.Contains(entry.first); });
   }
   if (ready.empty()) {
-    punch_mu_.Unlock();
     return;
   }
   // A read-only DB, in this process or another, may read records this one
@@ -130,7 +131,6 @@ void DBImpl::PunchReadyRuns(bool wait) {
       punch_pending_.push_back(std::move(p));
     }
     background_cv_.SignalAll();
-    punch_mu_.Unlock();
     return;
   }
   // One entry per segment, its runs ascending.
@@ -206,7 +206,6 @@ void DBImpl::PunchReadyRuns(bool wait) {
     if (!s.ok()) SetBackgroundError(s);
     background_cv_.SignalAll();
   }
-  punch_mu_.Unlock();
 }
 
 }  // namespace cairn

@@ -121,7 +121,7 @@ Stats DBImpl::GetStats() {
   st.vlog_bytes = vt.bytes;
   st.vlog_segments = vt.segments;
   st.vlog_garbage_bytes = vt.garbage_bytes;
-  st.vlog_punched_bytes = vlog_->segment_set().GetTotals().punched_bytes;
+  st.vlog_punched_bytes = vt.punched_bytes;
   st.gc_punched_runs = punch_runs_.load();
   st.gc_punched_bytes = punch_bytes_.load();
   st.gc_punch_calls = punch_calls_.load();

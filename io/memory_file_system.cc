@@ -190,6 +190,12 @@ std::shared_ptr<FileData> MemoryFileSystem::Find(const std::string& path) const 
   return it == files_.end() ? nullptr : it->second;
 }
 
+std::shared_ptr<FileData> MemoryFileSystem::FindPath(const std::string& path) const {
+  const std::string normalized = Normalize(path);
+  absl::MutexLock l(&mu_);
+  return Find(normalized);
+}
+
 absl::StatusOr<std::shared_ptr<FileData>> MemoryFileSystem::OpenForWrite(const std::string& path,
                                                                          bool create,
                                                                          bool truncate) {
@@ -233,11 +239,7 @@ absl::StatusOr<std::unique_ptr<WritableFile>> MemoryFileSystem::ReopenWritableFi
 
 absl::StatusOr<std::unique_ptr<RandomAccessFile>> MemoryFileSystem::NewRandomAccessFile(
     const std::string& path, const FileOptions& options) {
-  std::shared_ptr<FileData> data;
-  {
-    absl::MutexLock l(&mu_);
-    data = Find(Normalize(path));
-  }
+  std::shared_ptr<FileData> data = FindPath(path);
   if (data == nullptr) return absl::NotFoundError(absl::StrCat("open ", path, ": no such file"));
   return std::make_unique<MemoryRandomAccessFile>(std::move(data), path, options.category, stats_);
 }
@@ -329,11 +331,7 @@ absl::Status MemoryFileSystem::RemoveFile(const std::string& path) {
 }
 
 absl::Status MemoryFileSystem::TruncateFile(const std::string& path, uint64_t size) {
-  std::shared_ptr<FileData> data;
-  {
-    absl::MutexLock l(&mu_);
-    data = Find(Normalize(path));
-  }
+  std::shared_ptr<FileData> data = FindPath(path);
   if (data == nullptr) {
     return absl::NotFoundError(absl::StrCat("truncate ", path, ": no such file"));
   }
@@ -345,11 +343,7 @@ absl::Status MemoryFileSystem::TruncateFile(const std::string& path, uint64_t si
 }
 
 absl::StatusOr<uint64_t> MemoryFileSystem::GetFileSize(const std::string& path) {
-  std::shared_ptr<FileData> data;
-  {
-    absl::MutexLock l(&mu_);
-    data = Find(Normalize(path));
-  }
+  std::shared_ptr<FileData> data = FindPath(path);
   if (data == nullptr) return absl::NotFoundError(absl::StrCat("stat ", path, ": no such file"));
   absl::ReaderMutexLock l(&data->mu);
   return data->contents.size();
@@ -372,11 +366,7 @@ absl::StatusOr<FileSystem::FileSpace> MemoryFileSystem::GetFileSpace(const std::
 
 absl::Status MemoryFileSystem::PunchHoles(const std::string& path,
                                           absl::Span<const std::pair<uint64_t, uint64_t>> ranges) {
-  std::shared_ptr<FileData> data;
-  {
-    absl::MutexLock l(&mu_);
-    data = Find(Normalize(path));
-  }
+  std::shared_ptr<FileData> data = FindPath(path);
   if (data == nullptr) {
     return absl::NotFoundError(absl::StrCat("punch holes in ", path, ": no such file"));
   }
@@ -470,11 +460,7 @@ absl::StatusOr<bool> MemoryFileSystem::LockFileHasReaders(const std::string& pat
 }
 
 absl::StatusOr<std::string> MemoryFileSystem::ReadFileToString(const std::string& path) {
-  std::shared_ptr<FileData> data;
-  {
-    absl::MutexLock l(&mu_);
-    data = Find(Normalize(path));
-  }
+  std::shared_ptr<FileData> data = FindPath(path);
   if (data == nullptr) return absl::NotFoundError(absl::StrCat("read ", path, ": no such file"));
   absl::ReaderMutexLock l(&data->mu);
   return data->contents;

@@ -106,6 +106,8 @@ class MemoryFileSystem : public FileSystem {
   std::vector<std::string> Children(const std::string& dir) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::shared_ptr<FileData> Find(const std::string& path) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Find for a path as the caller spelled it, under mu_; null when missing.
+  std::shared_ptr<FileData> FindPath(const std::string& path) const ABSL_LOCKS_EXCLUDED(mu_);
   // The file at path, created empty if missing. truncate empties it.
   absl::StatusOr<std::shared_ptr<FileData>> OpenForWrite(const std::string& path, bool create,
                                                          bool truncate);

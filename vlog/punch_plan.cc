@@ -9,12 +9,6 @@ namespace {
 uint64_t BlockUp(uint64_t x) { return (x + kPunchBlockSize - 1) / kPunchBlockSize * kPunchBlockSize; }
 uint64_t BlockDown(uint64_t x) { return x / kPunchBlockSize * kPunchBlockSize; }
 
-// The bytes of the whole blocks inside r.
-uint64_t BlockBytes(const PunchRun& r) {
-  const uint64_t first = BlockUp(r.begin);
-  const uint64_t last = BlockDown(r.end);
-  return last > first ? last - first : 0;
-}
 
 // Appends r to *runs (ascending), merging it into the last run when they
 // overlap or touch.
@@ -70,9 +64,9 @@ std::vector<PunchRun> PlanPunchRuns(absl::Span<const PunchRun> dead,
     const size_t first = p;
     uint64_t before = 0;
     for (; p < punched.size() && punched[p].begin < region.end; ++p) {
-      before += BlockBytes(punched[p]);
+      before += PunchedBlockBytes({punched[p]});
     }
-    if (BlockBytes(region) < before + std::max<uint64_t>(min_gain, 1)) continue;
+    if (PunchedBlockBytes({region}) < before + std::max<uint64_t>(min_gain, 1)) continue;
     for (const PunchRun& piece : SubtractRuns({region}, punched.subspan(first, p - first))) {
       out.push_back(piece);
     }

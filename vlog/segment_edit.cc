@@ -49,7 +49,7 @@ void SegmentEdit::PunchRuns(uint64_t segment_id, std::vector<PunchRun> runs) {
   changes_.push_back(std::move(c));
 }
 
-uint64_t PunchedBlockBytes(const std::vector<PunchRun>& runs) {
+uint64_t PunchedBlockBytes(absl::Span<const PunchRun> runs) {
   uint64_t bytes = 0;
   for (const PunchRun& r : runs) {
     const uint64_t first = (r.begin + kPunchBlockSize - 1) / kPunchBlockSize * kPunchBlockSize;

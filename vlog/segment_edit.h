@@ -16,6 +16,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "vlog/vlog_format.h"
 
 namespace cairn::vlog {
@@ -47,7 +48,7 @@ struct PunchRun {
 inline constexpr uint64_t kPunchBlockSize = 4096;
 // The bytes runs free: their whole aligned blocks. REQUIRES: runs sorted
 // and disjoint.
-uint64_t PunchedBlockBytes(const std::vector<PunchRun>& runs);
+uint64_t PunchedBlockBytes(absl::Span<const PunchRun> runs);
 inline constexpr uint32_t kFirstSegmentEditTag = 100;
 inline constexpr uint32_t kLastSegmentEditTag = 149;
 // Whether tag is in the value log's range (known or not).
