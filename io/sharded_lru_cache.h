@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/hash/hash.h"
 #include "absl/synchronization/mutex.h"
@@ -63,7 +64,9 @@ class ShardedLruCache {
     const Key key{a, b, kind};
     Shard& shard = ShardFor(key);
     if (capacity_ == 0 || charge > shard.capacity || value == nullptr) return;
-    std::vector<std::shared_ptr<const V>> dropped;  // freed after the lock
+    // Freed after the lock; rarely more than a few, held without a heap
+    // allocation of their own.
+    absl::InlinedVector<std::shared_ptr<const V>, 4> dropped;
     absl::MutexLock lock(&shard.mu);
     if (auto found = shard.index.find(key); found != shard.index.end()) {
       dropped.push_back(EraseLocked(shard, found->second));

@@ -1,8 +1,99 @@
 #include "vlog/value_cache.h"
 
+#include <memory>
+#include <string>
 #include <utility>
+#include <vector>
 
 namespace cairn::vlog {
+
+namespace {
+
+// This thread's recycled value buffers (ValueCache::NewValue). Made on a
+// thread's first NewValue; a release on a thread without one, or after its
+// thread began to exit, frees the string as usual.
+class ValuePool {
+ public:
+  ~ValuePool() {
+    state_ = kGone;
+    for (std::string* s : free_) delete s;
+  }
+
+  // This thread's pool, made when make and the thread has none yet; null
+  // when it has none (or is exiting).
+  static ValuePool* Get(bool make) {
+    if (state_ == kGone) return nullptr;
+    if (state_ == kNone) {
+      if (!make) return nullptr;
+      // Constructed once per thread, destroyed at its exit, after which
+      // state_ (trivially destructible, so still readable) says so.
+      thread_local ValuePool pool;
+      state_ = kLive;
+      current_ = &pool;
+    }
+    return current_;
+  }
+
+  std::string* Take() {
+    if (free_.empty()) return new std::string();
+    std::string* s = free_.back();
+    free_.pop_back();
+    bytes_ -= s->capacity();
+    return s;
+  }
+
+  // Keeps s when it fits the bounds; frees it otherwise.
+  void Give(std::string* s) {
+    const size_t capacity = s->capacity();
+    if (capacity > ValueCache::kMaxPooledCapacity ||
+        bytes_ + capacity > ValueCache::kMaxPooledBytes) {
+      delete s;
+      return;
+    }
+    s->clear();  // keeps the capacity
+    free_.push_back(s);
+    bytes_ += capacity;
+  }
+
+  size_t size() const { return free_.size(); }
+
+ private:
+  enum State : unsigned char { kNone, kLive, kGone };
+  static thread_local State state_;
+  static thread_local ValuePool* current_;
+
+  std::vector<std::string*> free_;
+  size_t bytes_ = 0;  // the capacity of the strings in free_
+};
+
+thread_local ValuePool::State ValuePool::state_ = ValuePool::kNone;
+thread_local ValuePool* ValuePool::current_ = nullptr;
+
+// The deleter of NewValue's strings: the string's last owner runs it, on
+// its own thread, after shared_ptr's release ordering, so no reader still
+// sees the bytes.
+struct Recycle {
+  void operator()(std::string* s) const {
+    if (ValuePool* pool = ValuePool::Get(/*make=*/false)) {
+      pool->Give(s);
+    } else {
+      delete s;
+    }
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<std::string> ValueCache::NewValue() {
+  ValuePool* pool = ValuePool::Get(/*make=*/true);
+  std::string* s = pool != nullptr ? pool->Take() : new std::string();
+  return std::shared_ptr<std::string>(s, Recycle());
+}
+
+size_t ValueCache::PooledOnThisThread() {
+  const ValuePool* pool = ValuePool::Get(/*make=*/false);
+  return pool == nullptr ? 0 : pool->size();
+}
 
 ValueCache::ValueCache(size_t capacity_bytes, int num_shard_bits)
     : cache_(std::make_shared<io::Cache>(capacity_bytes, num_shard_bits)) {}

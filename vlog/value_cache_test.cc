@@ -140,5 +140,85 @@ TEST(ValueCacheTest, ConcurrentUseKeepsTheBound) {
   EXPECT_EQ(cache.hits() + cache.misses(), 4u * 5000u);
 }
 
+
+TEST(ValueCacheTest, NewValueTakesTheBytesOfAValueTheCacheEvicted) {
+  ValueCache cache(ValueCache::Charge(4096), /*num_shard_bits=*/0);  // room for one
+  std::shared_ptr<std::string> first = ValueCache::NewValue();
+  first->assign(4096, 'a');
+  const char* bytes = first->data();
+  cache.Insert(1, 0, std::move(first));
+  const size_t pooled = ValueCache::PooledOnThisThread();
+  std::shared_ptr<std::string> second = ValueCache::NewValue();
+  second->assign(4096, 'b');
+  cache.Insert(1, 1, std::move(second));  // evicts the first; no one holds it
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  EXPECT_EQ(ValueCache::PooledOnThisThread(), pooled + 1);
+  std::shared_ptr<std::string> third = ValueCache::NewValue();
+  EXPECT_EQ(ValueCache::PooledOnThisThread(), pooled);
+  EXPECT_TRUE(third->empty());
+  EXPECT_GE(third->capacity(), 4096u);
+  EXPECT_EQ(third->data(), bytes);
+  EXPECT_EQ(*cache.Lookup(1, 1), std::string(4096, 'b'));
+}
+
+TEST(ValueCacheTest, AnEvictedValueAReaderHoldsKeepsItsBytesUntilTheReaderLetsGo) {
+  ValueCache cache(ValueCache::Charge(4096), /*num_shard_bits=*/0);
+  std::shared_ptr<std::string> first = ValueCache::NewValue();
+  first->assign(4096, 'a');
+  cache.Insert(1, 0, std::move(first));
+  std::shared_ptr<const std::string> held = cache.Lookup(1, 0);
+  ASSERT_NE(held, nullptr);
+  const size_t pooled = ValueCache::PooledOnThisThread();
+  std::shared_ptr<std::string> second = ValueCache::NewValue();
+  second->assign(4096, 'b');
+  cache.Insert(1, 1, std::move(second));
+  EXPECT_EQ(cache.Lookup(1, 0), nullptr);
+  // Taking a buffer for the second may have emptied the pool by one; the
+  // held value is not in it.
+  const size_t after_insert = ValueCache::PooledOnThisThread();
+  EXPECT_LE(after_insert, pooled);
+  EXPECT_EQ(*held, std::string(4096, 'a'));
+  held.reset();
+  EXPECT_EQ(ValueCache::PooledOnThisThread(), after_insert + 1);
+}
+
+TEST(ValueCacheTest, ThePoolKeepsNeitherLargeBuffersNorMoreThanItsBound) {
+  // Fill this thread's pool to its bound with 64 KiB buffers, then one more.
+  std::vector<std::shared_ptr<std::string>> values;
+  for (size_t i = 0; i <= ValueCache::kMaxPooledBytes / ValueCache::kMaxPooledCapacity + 1; ++i) {
+    values.push_back(ValueCache::NewValue());
+    values.back()->reserve(ValueCache::kMaxPooledCapacity / 2 + 1);
+  }
+  std::shared_ptr<std::string> large = ValueCache::NewValue();
+  large->assign(ValueCache::kMaxPooledCapacity + 1, 'x');
+  const size_t pooled = ValueCache::PooledOnThisThread();
+  large.reset();  // above the largest kept: freed
+  EXPECT_EQ(ValueCache::PooledOnThisThread(), pooled);
+  values.clear();
+  EXPECT_LE(ValueCache::PooledOnThisThread(),
+            ValueCache::kMaxPooledBytes / (ValueCache::kMaxPooledCapacity / 2 + 1));
+}
+
+TEST(ValueCacheTest, AValueLetGoOnAThreadWithoutAPoolIsFreed) {
+  ValueCache cache(1 << 20);
+  std::shared_ptr<std::string> v = ValueCache::NewValue();
+  v->assign(4096, 'a');
+  cache.Insert(1, 0, v);
+  std::shared_ptr<const std::string> held = std::move(v);
+  cache.Erase(1, 0);
+  // The other thread never made a pool: its release frees the string, and
+  // its own NewValue, then its exit, free what its pool held.
+  std::thread other([held = std::move(held)]() mutable {
+    EXPECT_EQ(ValueCache::PooledOnThisThread(), 0u);
+    held.reset();
+    EXPECT_EQ(ValueCache::PooledOnThisThread(), 0u);
+    std::shared_ptr<std::string> mine = ValueCache::NewValue();
+    mine->assign(100, 'b');
+    mine.reset();
+    EXPECT_EQ(ValueCache::PooledOnThisThread(), 1u);
+  });
+  other.join();
+}
+
 }  // namespace
 }  // namespace cairn::vlog

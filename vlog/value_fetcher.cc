@@ -303,7 +303,9 @@ class ValueLogFetcher final : public ValueFetcher {
     if (value.data() == decompressed.data()) {
       owned = std::make_shared<const std::string>(std::move(decompressed));
     } else if (cached) {
-      owned = std::make_shared<const std::string>(value);
+      std::shared_ptr<std::string> copy = ValueCache::NewValue();  // recycled bytes
+      copy->assign(value);
+      owned = std::move(copy);
     }
     if (owned == nullptr) {
       fetch->view = value;
