@@ -34,18 +34,29 @@ class ValuePool {
     return current_;
   }
 
-  std::string* Take() {
-    if (free_.empty()) return new std::string();
-    std::string* s = free_.back();
-    free_.pop_back();
-    bytes_ -= s->capacity();
+  // A pooled string whose capacity fits size (at least size, at most a
+  // quarter more, so that a cached value never holds much more memory than
+  // the cache charges it), else a new one with room for size.
+  std::string* Take(size_t size) {
+    const size_t most = size + size / 4 + 64;
+    for (size_t i = free_.size(); i-- > 0;) {
+      std::string* s = free_[i];
+      const size_t capacity = s->capacity();
+      if (capacity < size || capacity > most) continue;
+      free_[i] = free_.back();
+      free_.pop_back();
+      bytes_ -= capacity;
+      return s;
+    }
+    auto* s = new std::string();
+    s->reserve(size);
     return s;
   }
 
   // Keeps s when it fits the bounds; frees it otherwise.
   void Give(std::string* s) {
     const size_t capacity = s->capacity();
-    if (capacity > ValueCache::kMaxPooledCapacity ||
+    if (capacity > ValueCache::kMaxPooledCapacity || free_.size() >= kMaxPooled ||
         bytes_ + capacity > ValueCache::kMaxPooledBytes) {
       delete s;
       return;
@@ -58,6 +69,8 @@ class ValuePool {
   size_t size() const { return free_.size(); }
 
  private:
+  // Strings kept at most (Take looks through them all).
+  static constexpr size_t kMaxPooled = 32;
   enum State : unsigned char { kNone, kLive, kGone };
   static thread_local State state_;
   static thread_local ValuePool* current_;
@@ -84,9 +97,15 @@ struct Recycle {
 
 }  // namespace
 
-std::shared_ptr<std::string> ValueCache::NewValue() {
+std::shared_ptr<std::string> ValueCache::NewValue(size_t size) {
   ValuePool* pool = ValuePool::Get(/*make=*/true);
-  std::string* s = pool != nullptr ? pool->Take() : new std::string();
+  std::string* s = nullptr;
+  if (pool != nullptr) {
+    s = pool->Take(size);
+  } else {
+    s = new std::string();
+    s->reserve(size);
+  }
   return std::shared_ptr<std::string>(s, Recycle());
 }
 

@@ -71,16 +71,19 @@ class ValueCache {
   // The charge of a value of value_size bytes.
   static size_t Charge(size_t value_size) { return value_size + kEntryOverhead; }
 
-  // An empty string to read or copy a value into before Insert, whose bytes
-  // are recycled: when the last reference to it goes (the cache evicts it
-  // and no reader holds it), its buffer joins a small pool of the thread
-  // that let go, instead of going back to malloc; the next NewValue on that
-  // thread takes it. A reader that fills the cache as it evicts from it (a
-  // scan, a stream of Gets) thus allocates nothing for the bytes of the
-  // values it caches. The pool keeps at most kMaxPooledBytes of buffers of
-  // at most kMaxPooledCapacity each per thread that has called NewValue,
-  // outside the cache's capacity (docs/decisions/20261205_recycled_value_buffers.md).
-  static std::shared_ptr<std::string> NewValue();
+  // An empty string with room for size bytes, to read or copy a value into
+  // before Insert, whose bytes are recycled: when the last reference to it
+  // goes (the cache evicts it and no reader holds it), its buffer joins a
+  // small pool of the thread that let go, instead of going back to malloc;
+  // a later NewValue on that thread takes it when its capacity fits (at
+  // least size, at most a quarter more: a cached value never holds much
+  // more memory than the cache charges it). A reader that fills the cache
+  // as it evicts from it (a scan, a stream of Gets) thus allocates nothing
+  // for the bytes of the values it caches. The pool keeps at most
+  // kMaxPooledBytes of buffers of at most kMaxPooledCapacity each per thread
+  // that has called NewValue, outside the cache's capacity
+  // (docs/decisions/20261205_recycled_value_buffers.md).
+  static std::shared_ptr<std::string> NewValue(size_t size);
   static constexpr size_t kMaxPooledCapacity = size_t{64} << 10;
   static constexpr size_t kMaxPooledBytes = size_t{256} << 10;
   // Buffers in this thread's pool now (for tests).

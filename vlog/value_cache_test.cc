@@ -143,17 +143,17 @@ TEST(ValueCacheTest, ConcurrentUseKeepsTheBound) {
 
 TEST(ValueCacheTest, NewValueTakesTheBytesOfAValueTheCacheEvicted) {
   ValueCache cache(ValueCache::Charge(4096), /*num_shard_bits=*/0);  // room for one
-  std::shared_ptr<std::string> first = ValueCache::NewValue();
+  std::shared_ptr<std::string> first = ValueCache::NewValue(4096);
   first->assign(4096, 'a');
   const char* bytes = first->data();
   cache.Insert(1, 0, std::move(first));
   const size_t pooled = ValueCache::PooledOnThisThread();
-  std::shared_ptr<std::string> second = ValueCache::NewValue();
+  std::shared_ptr<std::string> second = ValueCache::NewValue(4096);
   second->assign(4096, 'b');
   cache.Insert(1, 1, std::move(second));  // evicts the first; no one holds it
   EXPECT_EQ(cache.Lookup(1, 0), nullptr);
   EXPECT_EQ(ValueCache::PooledOnThisThread(), pooled + 1);
-  std::shared_ptr<std::string> third = ValueCache::NewValue();
+  std::shared_ptr<std::string> third = ValueCache::NewValue(4000);
   EXPECT_EQ(ValueCache::PooledOnThisThread(), pooled);
   EXPECT_TRUE(third->empty());
   EXPECT_GE(third->capacity(), 4096u);
@@ -163,13 +163,13 @@ TEST(ValueCacheTest, NewValueTakesTheBytesOfAValueTheCacheEvicted) {
 
 TEST(ValueCacheTest, AnEvictedValueAReaderHoldsKeepsItsBytesUntilTheReaderLetsGo) {
   ValueCache cache(ValueCache::Charge(4096), /*num_shard_bits=*/0);
-  std::shared_ptr<std::string> first = ValueCache::NewValue();
+  std::shared_ptr<std::string> first = ValueCache::NewValue(4096);
   first->assign(4096, 'a');
   cache.Insert(1, 0, std::move(first));
   std::shared_ptr<const std::string> held = cache.Lookup(1, 0);
   ASSERT_NE(held, nullptr);
   const size_t pooled = ValueCache::PooledOnThisThread();
-  std::shared_ptr<std::string> second = ValueCache::NewValue();
+  std::shared_ptr<std::string> second = ValueCache::NewValue(4096);
   second->assign(4096, 'b');
   cache.Insert(1, 1, std::move(second));
   EXPECT_EQ(cache.Lookup(1, 0), nullptr);
@@ -183,25 +183,28 @@ TEST(ValueCacheTest, AnEvictedValueAReaderHoldsKeepsItsBytesUntilTheReaderLetsGo
 }
 
 TEST(ValueCacheTest, ThePoolKeepsNeitherLargeBuffersNorMoreThanItsBound) {
-  // Fill this thread's pool to its bound with 64 KiB buffers, then one more.
-  std::vector<std::shared_ptr<std::string>> values;
-  for (size_t i = 0; i <= ValueCache::kMaxPooledBytes / ValueCache::kMaxPooledCapacity + 1; ++i) {
-    values.push_back(ValueCache::NewValue());
-    values.back()->reserve(ValueCache::kMaxPooledCapacity / 2 + 1);
-  }
-  std::shared_ptr<std::string> large = ValueCache::NewValue();
-  large->assign(ValueCache::kMaxPooledCapacity + 1, 'x');
-  const size_t pooled = ValueCache::PooledOnThisThread();
-  large.reset();  // above the largest kept: freed
-  EXPECT_EQ(ValueCache::PooledOnThisThread(), pooled);
-  values.clear();
-  EXPECT_LE(ValueCache::PooledOnThisThread(),
-            ValueCache::kMaxPooledBytes / (ValueCache::kMaxPooledCapacity / 2 + 1));
+  // On a thread of its own, whose pool starts empty.
+  std::thread t([] {
+    // Half-size buffers, more of them than the pool's bytes allow.
+    const size_t half = ValueCache::kMaxPooledCapacity / 2 + 1;
+    std::vector<std::shared_ptr<std::string>> values;
+    for (size_t i = 0; i < ValueCache::kMaxPooledBytes / half + 3; ++i) {
+      values.push_back(ValueCache::NewValue(half));
+    }
+    EXPECT_EQ(ValueCache::PooledOnThisThread(), 0u);
+    std::shared_ptr<std::string> large = ValueCache::NewValue(ValueCache::kMaxPooledCapacity + 1);
+    large->assign(ValueCache::kMaxPooledCapacity + 1, 'x');
+    large.reset();  // above the largest kept: freed
+    EXPECT_EQ(ValueCache::PooledOnThisThread(), 0u);
+    values.clear();
+    EXPECT_EQ(ValueCache::PooledOnThisThread(), ValueCache::kMaxPooledBytes / half);
+  });
+  t.join();
 }
 
 TEST(ValueCacheTest, AValueLetGoOnAThreadWithoutAPoolIsFreed) {
   ValueCache cache(1 << 20);
-  std::shared_ptr<std::string> v = ValueCache::NewValue();
+  std::shared_ptr<std::string> v = ValueCache::NewValue(4096);
   v->assign(4096, 'a');
   cache.Insert(1, 0, v);
   std::shared_ptr<const std::string> held = std::move(v);
@@ -212,12 +215,30 @@ TEST(ValueCacheTest, AValueLetGoOnAThreadWithoutAPoolIsFreed) {
     EXPECT_EQ(ValueCache::PooledOnThisThread(), 0u);
     held.reset();
     EXPECT_EQ(ValueCache::PooledOnThisThread(), 0u);
-    std::shared_ptr<std::string> mine = ValueCache::NewValue();
+    std::shared_ptr<std::string> mine = ValueCache::NewValue(100);
     mine->assign(100, 'b');
     mine.reset();
     EXPECT_EQ(ValueCache::PooledOnThisThread(), 1u);
   });
   other.join();
+}
+
+
+TEST(ValueCacheTest, ASmallValueNeverTakesALargeBuffer) {
+  // A cached value is charged its size: the buffer it takes from the pool
+  // may be at most a quarter larger, or the cache's memory would outgrow
+  // its capacity.
+  std::shared_ptr<std::string> large = ValueCache::NewValue(60000);
+  large->assign(60000, 'x');
+  const char* large_bytes = large->data();
+  large.reset();  // pooled
+  std::shared_ptr<std::string> small = ValueCache::NewValue(100);
+  EXPECT_NE(small->data(), large_bytes);
+  EXPECT_LT(small->capacity(), 1000u);
+  std::shared_ptr<std::string> fits = ValueCache::NewValue(50000);
+  EXPECT_EQ(fits->data(), large_bytes);
+  EXPECT_GE(fits->capacity(), 50000u);
+  EXPECT_LT(ValueCache::NewValue(20000)->capacity(), 30000u);
 }
 
 }  // namespace

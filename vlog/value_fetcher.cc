@@ -303,7 +303,7 @@ class ValueLogFetcher final : public ValueFetcher {
     if (value.data() == decompressed.data()) {
       owned = std::make_shared<const std::string>(std::move(decompressed));
     } else if (cached) {
-      std::shared_ptr<std::string> copy = ValueCache::NewValue();  // recycled bytes
+      std::shared_ptr<std::string> copy = ValueCache::NewValue(value.size());
       copy->assign(value);
       owned = std::move(copy);
     }

@@ -354,7 +354,7 @@ absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::s
     return absl::OkStatus();
   }
   if (cache_.capacity() == 0 || !fill_cache) return readers_.Read(ptr, key, value);
-  std::shared_ptr<std::string> read = ValueCache::NewValue();
+  std::shared_ptr<std::string> read = ValueCache::NewValue(ptr.size);
   CAIRN_RETURN_IF_ERROR(readers_.Read(ptr, key, read.get()));
   value->assign(*read);
   cache_.Insert(ptr.segment_id, ptr.offset, std::move(read));

@@ -19,7 +19,7 @@ absl::Status ValueLog::GetShared(std::string_view key, std::string_view stored,
   }
   if (cache_.capacity() == 0 || !fill_cache) return readers_.Read(ptr, key, owned);
   // Read into a string the cache can own, then share it: no copy.
-  std::shared_ptr<std::string> read = ValueCache::NewValue();
+  std::shared_ptr<std::string> read = ValueCache::NewValue(ptr.size);
   CAIRN_RETURN_IF_ERROR(readers_.Read(ptr, key, read.get()));
   cache_.Insert(ptr.segment_id, ptr.offset, read);
   *shared = std::move(read);
