@@ -259,6 +259,33 @@ TEST_F(ToolTest, DumpVlogPrintsRecordsAndATornTail) {
   EXPECT_THAT(r.output, HasSubstr("end: torn tail at offset"));
 }
 
+TEST_F(ToolTest, DumpVlogReportsADamagedRecordWithoutThePunchedRunHint) {
+  fs::create_directories(dir_);
+  auto file_system = io::NewFileSystem(io::IoBackend::kAuto);
+  ASSERT_OK(file_system);
+  const std::string path = lsm::ValueLogFileName(dir_, 43);
+  const std::string big(4096, 'v');
+  {
+    auto writer = vlog::SegmentWriter::Create(file_system->get(), path, 43, {});
+    ASSERT_OK(writer);
+    for (int i = 0; i < 10; ++i) ASSERT_OK((*writer)->Append(Key(i), big));
+    ASSERT_OK((*writer)->Close());
+  }
+  {
+    // One byte of the second record's value, flipped: later records are
+    // good, and no block is zeros.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    const std::streamoff at = 28 + (13 + Key(0).size() + big.size()) + 13 + Key(1).size() + 100;
+    f.seekp(at);
+    f.put('w');
+  }
+  RunResult r = RunTool({"dump-vlog", path});
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("1 records"));
+  EXPECT_THAT(r.output, HasSubstr("end: CORRUPTION"));
+  EXPECT_THAT(r.output, Not(HasSubstr("hint:")));
+}
+
 TEST_F(ToolTest, StatsPrintsTheReportAndJson) {
   CreateDatabase();
   // Name and contents of every file: stats opens read-only and changes none.
@@ -507,6 +534,18 @@ TEST_F(ToolTest, CheckStepsOverPunchedRunsAndFlagsAHoleNotListed) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("punched runs (from the manifest, stepped over): 1,"));
   EXPECT_THAT(r.output, HasSubstr("end: clean"));
+  // Copied out of its database, the segment has no manifest beside it: the
+  // dump stops at the run, and says what its zeros may be.
+  const std::string copy_dir = dir_ + "_copy";
+  fs::create_directories(copy_dir);
+  const std::string copy = copy_dir + "/" + fs::path(segment).filename().string();
+  fs::copy_file(segment, copy, fs::copy_options::overwrite_existing);
+  r = RunTool({"dump-vlog", copy});
+  fs::remove_all(copy_dir);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("end: CORRUPTION"));
+  EXPECT_THAT(r.output, HasSubstr("hint: whole blocks of zeros from offset"));
+  EXPECT_THAT(r.output, HasSubstr("GC punched out"));
   // A hole over the live records after the run, which no run lists.
   io::PosixFileSystem real;
   const uint64_t live_start = 28 + 40 * (13 + Key(0).size() + big.size() + Key(0).size());

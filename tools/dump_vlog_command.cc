@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,6 +69,27 @@ std::vector<vlog::PunchRun> ListedRuns(io::FileSystem* fs, const std::string& pa
   return segments.PunchedRuns(segment_id);
 }
 
+// Where a bad record's bytes give way to a whole zeroed 4 KiB block: the
+// first block boundary at or after offset, when that block reads as zeros
+// (a run GC punched out leaves whole blocks of zeros between record
+// boundaries); nullopt otherwise.
+std::optional<uint64_t> ZeroBlockAfter(io::FileSystem* fs, const std::string& path,
+                                       uint64_t offset, uint64_t file_size) {
+  constexpr uint64_t kBlock = vlog::kPunchBlockSize;
+  const uint64_t start = (offset + kBlock - 1) / kBlock * kBlock;
+  if (start + kBlock > file_size) return std::nullopt;
+  absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> file =
+      fs->NewRandomAccessFile(path, {.category = io::IoCategory::kOther});
+  if (!file.ok()) return std::nullopt;
+  std::string scratch(kBlock, '\1');
+  std::string_view got;
+  if (!(*file)->Read(start, kBlock, scratch.data(), &got).ok() || got.size() != kBlock) {
+    return std::nullopt;
+  }
+  if (got.find_first_not_of('\0') != std::string_view::npos) return std::nullopt;
+  return start;
+}
+
 }  // namespace
 
 int RunDumpVlog(const Args& args) {
@@ -102,9 +124,11 @@ int RunDumpVlog(const Args& args) {
   }
   const uint64_t max_entries = MaxEntries();
   uint64_t value_bytes = 0;
+  uint64_t good_end = vlog::kSegmentHeaderSize;  // past the last good record
   vlog::ScannedRecord r;
   while ((*scanner)->Next(&r)) {
     value_bytes += r.value.size();
+    good_end = r.offset + r.size;
     if ((*scanner)->records_read() <= max_entries) {
       absl::PrintF("offset %d size %d key '%s' value_len %d stored_len %d flags %s\n", r.offset,
                    r.size, Escape(r.key), r.value.size(), r.stored_value.size(),
@@ -118,6 +142,19 @@ int RunDumpVlog(const Args& args) {
   const absl::Status& status = (*scanner)->status();
   if (!status.ok()) {
     absl::PrintF("end: CORRUPTION: %s\n", status.ToString());
+    // Copied out of its database, a segment keeps its punched runs' zeros
+    // but not the manifest that lists them: say what the zeros may be.
+    if (options.skip_runs.empty()) {
+      if (std::optional<uint64_t> zeros = ZeroBlockAfter(
+              fs->get(), path, good_end, (*scanner)->file_size())) {
+        absl::PrintF(
+            "hint: whole blocks of zeros from offset %d: a run of dead records GC punched "
+            "out (docs/gc.md, \"Punched runs\")? Only the manifest of the segment's database "
+            "lists those; no manifest was found next to this file. Dump the segment in its "
+            "database's directory to step over them.\n",
+            *zeros);
+      }
+    }
     return kExitProblems;
   }
   if ((*scanner)->torn_tail()) {
