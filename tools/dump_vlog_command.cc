@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "io/aligned_buffer.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
 #include "lsm/version_set.h"
@@ -76,7 +77,7 @@ std::vector<vlog::PunchRun> ListedRuns(io::FileSystem* fs, const std::string& pa
 std::optional<uint64_t> ZeroBlockAfter(io::FileSystem* fs, const std::string& path,
                                        uint64_t offset, uint64_t file_size) {
   constexpr uint64_t kBlock = vlog::kPunchBlockSize;
-  const uint64_t start = (offset + kBlock - 1) / kBlock * kBlock;
+  const uint64_t start = io::AlignUp(offset, kBlock);
   if (start + kBlock > file_size) return std::nullopt;
   absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> file =
       fs->NewRandomAccessFile(path, {.category = io::IoCategory::kOther});

@@ -2,13 +2,11 @@
 
 #include <algorithm>
 
+#include "io/aligned_buffer.h"
+
 namespace cairn::vlog {
 
 namespace {
-
-uint64_t BlockUp(uint64_t x) { return (x + kPunchBlockSize - 1) / kPunchBlockSize * kPunchBlockSize; }
-uint64_t BlockDown(uint64_t x) { return x / kPunchBlockSize * kPunchBlockSize; }
-
 
 // Appends r to *runs (ascending), merging it into the last run when they
 // overlap or touch.
@@ -83,8 +81,8 @@ std::vector<std::pair<uint64_t, uint64_t>> PunchRanges(absl::Span<const PunchRun
     if (m == merged.size() || merged[m].begin > a.begin) continue;  // not covered: punch nothing
     const PunchRun& region = merged[m];
     // The whole blocks of the region that overlap the added run.
-    const uint64_t begin = std::max(BlockUp(region.begin), BlockDown(a.begin));
-    const uint64_t end = std::min(BlockDown(region.end), BlockUp(a.end));
+    const uint64_t begin = std::max(io::AlignUp(region.begin, kPunchBlockSize), io::AlignDown(a.begin, kPunchBlockSize));
+    const uint64_t end = std::min(io::AlignDown(region.end, kPunchBlockSize), io::AlignUp(a.end, kPunchBlockSize));
     if (end <= begin) continue;
     if (!out.empty() && begin <= out.back().first + out.back().second) {
       const uint64_t last = std::max(out.back().first + out.back().second, end);

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "io/aligned_buffer.h"
 #include "io/coding.h"
 
 namespace cairn::vlog {
@@ -52,8 +53,8 @@ void SegmentEdit::PunchRuns(uint64_t segment_id, std::vector<PunchRun> runs) {
 uint64_t PunchedBlockBytes(absl::Span<const PunchRun> runs) {
   uint64_t bytes = 0;
   for (const PunchRun& r : runs) {
-    const uint64_t first = (r.begin + kPunchBlockSize - 1) / kPunchBlockSize * kPunchBlockSize;
-    const uint64_t last = r.end / kPunchBlockSize * kPunchBlockSize;
+    const uint64_t first = io::AlignUp(r.begin, kPunchBlockSize);
+    const uint64_t last = io::AlignDown(r.end, kPunchBlockSize);
     if (last > first) bytes += last - first;
   }
   return bytes;

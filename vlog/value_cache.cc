@@ -15,20 +15,18 @@ namespace {
 class ValuePool {
  public:
   ~ValuePool() {
-    state_ = kGone;
+    gone_ = true;
+    current_ = nullptr;
     for (std::string* s : free_) delete s;
   }
 
   // This thread's pool, made when make and the thread has none yet; null
   // when it has none (or is exiting).
   static ValuePool* Get(bool make) {
-    if (state_ == kGone) return nullptr;
-    if (state_ == kNone) {
-      if (!make) return nullptr;
+    if (current_ == nullptr && make && !gone_) {
       // Constructed once per thread, destroyed at its exit, after which
-      // state_ (trivially destructible, so still readable) says so.
+      // gone_ (trivially destructible, so still readable) says so.
       thread_local ValuePool pool;
-      state_ = kLive;
       current_ = &pool;
     }
     return current_;
@@ -71,16 +69,15 @@ class ValuePool {
  private:
   // Strings kept at most (Take looks through them all).
   static constexpr size_t kMaxPooled = 32;
-  enum State : unsigned char { kNone, kLive, kGone };
-  static thread_local State state_;
-  static thread_local ValuePool* current_;
+  static thread_local ValuePool* current_;  // null until made, and once gone
+  static thread_local bool gone_;           // the thread is exiting
 
   std::vector<std::string*> free_;
   size_t bytes_ = 0;  // the capacity of the strings in free_
 };
 
-thread_local ValuePool::State ValuePool::state_ = ValuePool::kNone;
 thread_local ValuePool* ValuePool::current_ = nullptr;
+thread_local bool ValuePool::gone_ = false;
 
 // The deleter of NewValue's strings: the string's last owner runs it, on
 // its own thread, after shared_ptr's release ordering, so no reader still
