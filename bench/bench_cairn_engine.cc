@@ -155,6 +155,9 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   if (options.wal_bytes_per_sync >= 0) {
     db_options.wal_bytes_per_sync = static_cast<uint64_t>(options.wal_bytes_per_sync);
   }
+  if (options.wal_prefill_bytes >= 0) {
+    db_options.wal_prefill_bytes = static_cast<uint64_t>(options.wal_prefill_bytes);
+  }
   if (options.gc_bytes_per_sec >= 0) {
     db_options.gc_bytes_per_sec = static_cast<uint64_t>(options.gc_bytes_per_sec);
   }

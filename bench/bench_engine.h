@@ -63,6 +63,8 @@ struct EngineOptions {
   // Both engines: the same for the WAL (wal_bytes_per_sync on both). -1:
   // each engine's default (cairn 1 MiB, RocksDB 0).
   int64_t wal_bytes_per_sync = -1;
+  // cairn: Options::wal_prefill_bytes. -1: the default.
+  int64_t wal_prefill_bytes = -1;
   int64_t gc_bytes_per_sec = -1;
   int64_t memtable_value_bytes = -1;
   // cairn only: Options::value_log_segment_size; < 0 for the default.

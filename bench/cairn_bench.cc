@@ -76,6 +76,9 @@ ABSL_FLAG(int64_t, bytes_per_sync, -1,
 ABSL_FLAG(int64_t, wal_bytes_per_sync, -1,
           "both engines: start the WAL's writeback every N bytes written (wal_bytes_per_sync); "
           "-1: each engine's default");
+ABSL_FLAG(int64_t, wal_prefill_bytes, -1,
+          "cairn: zero-fill the WAL this many bytes at a time ahead of its appends "
+          "(Options::wal_prefill_bytes; 0: off); -1: the default");
 ABSL_FLAG(double, gc_trigger, -1,
           "cairn: Options::gc_space_amp_trigger (-1: the default; 0 turns GC off like --gc=false)");
 ABSL_FLAG(bool, gc_punch_holes, true,
@@ -114,6 +117,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.gc_jobs = absl::GetFlag(FLAGS_gc_jobs);
   o.bytes_per_sync = absl::GetFlag(FLAGS_bytes_per_sync);
   o.wal_bytes_per_sync = absl::GetFlag(FLAGS_wal_bytes_per_sync);
+  o.wal_prefill_bytes = absl::GetFlag(FLAGS_wal_prefill_bytes);
   o.subcompactions = absl::GetFlag(FLAGS_subcompactions);
   if (const int64_t mb = absl::GetFlag(FLAGS_gc_mb_per_sec); mb >= 0) o.gc_bytes_per_sec = mb << 20;
   if (const int64_t mb = absl::GetFlag(FLAGS_memtable_value_mb); mb >= 0) {

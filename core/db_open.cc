@@ -408,7 +408,8 @@ absl::Status DBImpl::Recover() {
       std::unique_ptr<io::WritableFile> file,
       fs_->NewWritableFile(lsm::LogFileName(dbname_, log_number),
                            {.category = io::IoCategory::kWal,
-                            .writeback_bytes = options_.wal_bytes_per_sync}));
+                            .writeback_bytes = options_.wal_bytes_per_sync,
+                            .prefill_bytes = options_.wal_prefill_bytes}));
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
                          lsm::LogWriter::Create(std::move(file), log_number));
   CAIRN_RETURN_IF_ERROR(log->Sync());

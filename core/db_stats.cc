@@ -50,6 +50,7 @@ Stats DBImpl::GetStats() {
   const auto io = fs_->stats().GetAll();
   auto cat = [&io](IoCategory c) { return io[static_cast<int>(c)]; };
   st.wal_bytes_written = cat(IoCategory::kWal).bytes_written;
+  st.wal_bytes_prefilled = cat(IoCategory::kWal).bytes_prefilled;
   st.vlog_bytes_written = cat(IoCategory::kValueLog).bytes_written;
   st.flush_bytes_written = cat(IoCategory::kFlush).bytes_written;
   st.compaction_bytes_written = cat(IoCategory::kCompaction).bytes_written;
@@ -183,6 +184,8 @@ std::string FormatStats(const Stats& st) {
                         st.vlog_bytes_written / 1048576.0, st.flush_bytes_written / 1048576.0,
                         st.compaction_bytes_written / 1048576.0, st.gc_bytes_written / 1048576.0,
                         st.manifest_bytes_written / 1048576.0);
+  absl::StrAppendFormat(&out, "wal zero-filled ahead of its appends: %.1f MiB (not counted above)\n",
+                        st.wal_bytes_prefilled / 1048576.0);
   absl::StrAppendFormat(&out,
                         "read amplification %.2f device reads/get: %d table reads (%.1f MiB), "
                         "%d vlog reads (%.1f MiB)\n",

@@ -656,7 +656,8 @@ absl::Status DBImpl::NewLog() {
     CAIRN_RETURN_IF_ERROR(vlog_->Sync());
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
                            fs_->NewWritableFile(path, {.category = io::IoCategory::kWal,
-                                                       .writeback_bytes = options_.wal_bytes_per_sync}));
+                                                       .writeback_bytes = options_.wal_bytes_per_sync,
+                                                       .prefill_bytes = options_.wal_prefill_bytes}));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
                            lsm::LogWriter::Create(std::move(file), number));
     // The new WAL's header and directory entry must be durable before any

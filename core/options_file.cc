@@ -86,6 +86,7 @@ std::string FormatOptionsFile(const Options& o) {
   add_bool("direct_writes", o.direct_writes);
   add("value_log_bytes_per_sync", o.value_log_bytes_per_sync);
   add("wal_bytes_per_sync", o.wal_bytes_per_sync);
+  add("wal_prefill_bytes", o.wal_prefill_bytes);
   if (o.value_separation_threshold == kInlineValues) {
     add("value_separation_threshold", "inline");
   } else {

@@ -30,6 +30,10 @@ absl::Status ValidateOptions(const Options& o) {
       o.io_backend != IoBackendOption::kPosix) {
     return absl::InvalidArgumentError("Options::io_backend is not an IoBackendOption value");
   }
+  if (o.wal_prefill_bytes % 4096 != 0 || o.wal_prefill_bytes > (uint64_t{64} << 20)) {
+    return absl::InvalidArgumentError(
+        "Options::wal_prefill_bytes must be a multiple of 4 KiB, at most 64 MiB (0: off)");
+  }
   if (o.separate_at_flush_below > (size_t{1} << 20)) {
     return absl::InvalidArgumentError("Options::separate_at_flush_below must be at most 1 MiB");
   }

@@ -33,6 +33,7 @@
 #include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
+#include "lsm/log_format.h"
 #include "lsm/log_reader.h"
 
 namespace cairn {
@@ -234,7 +235,7 @@ TEST_F(WalSwitchTest, EndRecordMatchesTheFormatDoc) {
   ASSERT_TRUE(lsm::ParseFileName(oldest, &number, &type));
   auto reader = lsm::LogReader::Open(base_.get(), io::JoinPath(kDb, oldest), number);
   ASSERT_TRUE(reader.ok()) << reader.status();
-  EXPECT_EQ((*reader)->format_version(), 2u);
+  EXPECT_EQ((*reader)->format_version(), lsm::kLogFormatVersion);
   std::string_view record;
   std::string scratch, last;
   uint64_t last_write_sequence = 0;

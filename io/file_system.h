@@ -50,6 +50,17 @@ struct FileOptions {
   // throttles it for seconds at a time. It promises nothing about
   // durability. 0: never.
   uint64_t writeback_bytes = 0;
+  // Buffered writes only: the file is written with zeros this many bytes
+  // at a time (one write per aligned chunk) ahead of its appends, so that
+  // each append overwrites page-cache pages that exist, blocks the file
+  // system has reserved and, once a sync has covered them, blocks already
+  // allocated, instead of adding a page, a reservation and an allocation
+  // for every few appends; a later fdatasync then writes data and no
+  // metadata. Until Close cuts it, the file ends in up to this many zero
+  // bytes past its last append (the WAL's format allows for them:
+  // docs/wal_format.md). Zero-filling that fails turns it off for the
+  // file; the append itself reports its own error. 0: never.
+  uint64_t prefill_bytes = 0;
 };
 
 // WritableFile appends bytes sequentially to one file through a write buffer

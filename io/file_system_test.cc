@@ -639,6 +639,70 @@ TEST_P(FileSystemTest, CountersAreChargedToTheFileCategory) {
   EXPECT_EQ(vlog.bytes_written + vlog.bytes_read + vlog.sync_ops, 0u);
 }
 
+// FileOptions::prefill_bytes: buffered files on a real file system are
+// zero-filled ahead of their appends in aligned chunks, uncounted as
+// writes; Close cuts the zeros, a crash leaves them. O_DIRECT and memory
+// files ignore it.
+TEST_P(FileSystemTest, PrefillWritesZerosAheadThatCloseCuts) {
+  constexpr uint64_t kChunk = 64 << 10;
+  const bool prefills = real() && !options_.direct;
+  options_.category = IoCategory::kWal;
+  options_.prefill_bytes = kChunk;
+  std::mt19937_64 rng(11);
+  std::string expected;
+  auto file = fs_->NewWritableFile(Path("f"), options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (size_t n : {size_t{24}, size_t{4100}, size_t{70000}, size_t{1}, size_t{200000}}) {
+    const std::string data = RandomBytes(rng, n);
+    expected += data;
+    ASSERT_TRUE((*file)->Append(data).ok());
+    ASSERT_TRUE((*file)->Flush().ok());
+    const uint64_t on_disk = *fs_->GetFileSize(Path("f"));
+    if (prefills) {
+      EXPECT_EQ(on_disk, AlignUp(expected.size(), kChunk)) << expected.size();
+      EXPECT_EQ(ContentsOf("f", expected.size()), expected);
+    } else {
+      EXPECT_EQ(on_disk, OnDisk(**file, expected.size()));
+    }
+  }
+  EXPECT_EQ((*file)->Size(), expected.size());
+  const IoCategoryCounters wal = fs_->stats().Get(IoCategory::kWal);
+  if (prefills) {
+    EXPECT_EQ(wal.bytes_written, expected.size());
+    EXPECT_EQ(wal.bytes_prefilled, AlignUp(expected.size(), kChunk));
+  } else {
+    EXPECT_EQ(wal.bytes_prefilled, 0u);
+  }
+  ASSERT_TRUE((*file)->Close().ok());
+  EXPECT_EQ(*fs_->GetFileSize(Path("f")), expected.size());
+  EXPECT_EQ(Contents("f"), expected);
+
+  if (!prefills) return;
+  // A crash: the appended bytes, then the zeros written ahead of them.
+  auto crashed = fs_->NewWritableFile(Path("g"), options_);
+  ASSERT_TRUE(crashed.ok()) << crashed.status();
+  ASSERT_TRUE((*crashed)->Append(expected.substr(0, 5000)).ok());
+  ASSERT_TRUE((*crashed)->Flush().ok());
+  auto* fd_file = dynamic_cast<FdWritableFile*>(crashed->get());
+  ASSERT_NE(fd_file, nullptr);
+  fd_file->AbandonForTesting();
+  EXPECT_EQ(*fs_->GetFileSize(Path("g")), kChunk);
+  EXPECT_EQ(ContentsOf("g", 5000), expected.substr(0, 5000));
+}
+
+TEST_P(FileSystemTest, PrefillOnAFullDiskLeavesTheAppendItsOwnError) {
+  if (!real()) GTEST_SKIP() << "needs /dev/full";
+  if (!fs_->FileExists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  options_.prefill_bytes = 64 << 10;
+  auto file = fs_->ReopenWritableFile("/dev/full", options_);
+  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE((*file)->Append("doomed").ok());
+  absl::Status s = (*file)->Flush();
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;  // The append's ENOSPC.
+  EXPECT_THAT(std::string(s.message()), HasSubstr("/dev/full"));
+  EXPECT_EQ((*file)->Close(), s);
+}
+
 TEST_P(FileSystemTest, SecondLockInProcessFailsUntilReleased) {
   auto lock = fs_->LockFile(Path("LOCK"));
   ASSERT_TRUE(lock.ok()) << lock.status();

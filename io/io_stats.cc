@@ -24,6 +24,7 @@ IoCategoryCounters IoStats::Get(IoCategory c) const {
   r.write_ops = s.write_ops.load(std::memory_order_relaxed);
   r.read_ops = s.read_ops.load(std::memory_order_relaxed);
   r.sync_ops = s.sync_ops.load(std::memory_order_relaxed);
+  r.bytes_prefilled = s.bytes_prefilled.load(std::memory_order_relaxed);
   return r;
 }
 

@@ -34,6 +34,10 @@ struct IoCategoryCounters {
   uint64_t write_ops = 0;
   uint64_t read_ops = 0;
   uint64_t sync_ops = 0;
+  // Zeros written ahead of the appends (FileOptions::prefill_bytes). Not
+  // in bytes_written: they hold no data, and the appends that overwrite
+  // them are charged there.
+  uint64_t bytes_prefilled = 0;
 };
 
 class IoStats {
@@ -48,6 +52,9 @@ class IoStats {
     s.bytes_read.fetch_add(bytes, std::memory_order_relaxed);
     s.read_ops.fetch_add(1, std::memory_order_relaxed);
   }
+  void AddPrefill(IoCategory c, uint64_t bytes) {
+    slots_[static_cast<int>(c)].bytes_prefilled.fetch_add(bytes, std::memory_order_relaxed);
+  }
   void AddSync(IoCategory c) {
     slots_[static_cast<int>(c)].sync_ops.fetch_add(1, std::memory_order_relaxed);
   }
@@ -61,6 +68,7 @@ class IoStats {
     std::atomic<uint64_t> write_ops{0};
     std::atomic<uint64_t> read_ops{0};
     std::atomic<uint64_t> sync_ops{0};
+    std::atomic<uint64_t> bytes_prefilled{0};
   };
   std::array<Slot, kNumIoCategories> slots_;
 };

@@ -90,14 +90,16 @@ int RetryOnEintr(int (*fn)(int), int fd) {
 // FdWritableFile
 
 FdWritableFile::FdWritableFile(int fd, std::string path, IoCategory category, bool direct,
-                               std::shared_ptr<IoStats> stats, uint64_t writeback_bytes)
+                               std::shared_ptr<IoStats> stats, uint64_t writeback_bytes,
+                               uint64_t prefill_bytes)
     : fd_(fd),
       path_(std::move(path)),
       category_(category),
       direct_(direct),
       stats_(std::move(stats)),
       buf_(kBufferSize),
-      writeback_bytes_(direct ? 0 : writeback_bytes) {}
+      writeback_bytes_(direct ? 0 : writeback_bytes),
+      prefill_bytes_(direct ? 0 : prefill_bytes) {}
 
 FdWritableFile::~FdWritableFile() {
   if (!closed_) Close().IgnoreError();
@@ -106,6 +108,7 @@ FdWritableFile::~FdWritableFile() {
 absl::Status FdWritableFile::InitAtEnd(uint64_t end_offset) {
   size_.store(end_offset, std::memory_order_relaxed);
   disk_size_ = end_offset;
+  prefilled_end_ = end_offset;
   writeback_from_ = AlignDown(end_offset, kDirectIoAlignment);
   tail_written_ = false;
   buf_.Clear();
@@ -210,6 +213,7 @@ absl::Status FdWritableFile::WriteVectorAt(uint64_t offset, absl::Span<iovec> io
   // kMaxBufferedWrite bytes (the header says why); the last iovec of a
   // piece is cut short for the call and restored after it.
   const size_t max_piece = direct_ ? n : kMaxBufferedWrite;
+  PrefillThrough(offset + n);
   size_t done = 0, first = 0;
   while (done < n) {
     size_t count = 0, piece = 0;
@@ -248,6 +252,29 @@ absl::Status FdWritableFile::WriteAndCharge(uint64_t offset, std::string_view da
   stats_->AddWrite(category_, data.size());
   StartWriteback(offset + data.size());
   return absl::OkStatus();
+}
+
+void FdWritableFile::PrefillThrough(uint64_t end) {
+  if (prefill_bytes_ == 0 || end <= prefilled_end_) return;
+  // Pieces of kMaxBufferedWrite, as every buffered write (the header says
+  // why); aligned chunks, so that the appends meet whole folios.
+  static constexpr char kZeros[kMaxBufferedWrite] = {};
+  const uint64_t to = (end + prefill_bytes_ - 1) / prefill_bytes_ * prefill_bytes_;
+  uint64_t at = prefilled_end_;
+  while (at < to) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(to - at, sizeof(kZeros)));
+    const ssize_t r = ::pwrite(fd_, kZeros, n, static_cast<off_t>(at));
+    if (r <= 0) {
+      if (r < 0 && errno == EINTR) continue;
+      // Full disk or an I/O error: the zeros are only a head start for the
+      // appends, which go on without them and report their own errors.
+      prefill_bytes_ = 0;
+      break;
+    }
+    at += static_cast<uint64_t>(r);
+  }
+  stats_->AddPrefill(category_, at - prefilled_end_);
+  prefilled_end_ = at;
 }
 
 void FdWritableFile::StartWriteback(uint64_t end) {
@@ -375,6 +402,13 @@ absl::Status FdWritableFile::Close() {
     } else {
       s = DataSync();
       if (!s.ok()) s = Poison(s);
+    }
+  }
+  if (s.ok() && prefilled_end_ > logical) {
+    // The zeros ahead go, so that a closed file is its bytes. Not synced,
+    // and a failure is left alone: a crash or a failed cut leaves zeros
+    // past the last append, which the formats that prefill allow for.
+    while (::ftruncate(fd_, static_cast<off_t>(logical)) < 0 && errno == EINTR) {
     }
   }
   if (::close(fd_) < 0 && s.ok()) {
@@ -513,7 +547,7 @@ std::unique_ptr<FdWritableFile> PosixFileSystem::MakeWritableFile(int fd, const 
                                                                   const FileOptions& options,
                                                                   bool direct) {
   return std::make_unique<FdWritableFile>(fd, path, options.category, direct, stats_,
-                                          options.writeback_bytes);
+                                          options.writeback_bytes, options.prefill_bytes);
 }
 
 std::unique_ptr<FdRandomAccessFile> PosixFileSystem::MakeRandomAccessFile(int fd,

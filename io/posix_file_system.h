@@ -66,9 +66,10 @@ class FdWritableFile : public WritableFile {
   static constexpr size_t kGatherBytes = 16 << 10;
 
   // Takes ownership of fd. direct says whether fd was opened with O_DIRECT.
-  // writeback_bytes: FileOptions::writeback_bytes.
+  // writeback_bytes, prefill_bytes: FileOptions' (buffered files only).
   FdWritableFile(int fd, std::string path, IoCategory category, bool direct,
-                 std::shared_ptr<IoStats> stats, uint64_t writeback_bytes = 0);
+                 std::shared_ptr<IoStats> stats, uint64_t writeback_bytes = 0,
+                 uint64_t prefill_bytes = 0);
   ~FdWritableFile() override;  // Closes if Close was not called.
 
   // Positions the file at end_offset, an existing file's size (reopen). With
@@ -131,6 +132,10 @@ class FdWritableFile : public WritableFile {
   absl::Status WriteVectorAt(uint64_t offset, absl::Span<iovec> iov, size_t n);
   // WriteAt, then charges the write or poisons the file.
   absl::Status WriteAndCharge(uint64_t offset, std::string_view data);
+  // Buffered files with prefill_bytes: zero-fills from where the zeros end
+  // through the chunk that holds the byte before end, before an append
+  // reaches it (FileOptions::prefill_bytes). A failed write turns it off.
+  void PrefillThrough(uint64_t end);
   // Buffered files: starts writeback up to end (FileOptions::writeback_bytes).
   void StartWriteback(uint64_t end);
   // O_DIRECT: the buffer's bytes padded to whole blocks, as the next write
@@ -164,6 +169,8 @@ class FdWritableFile : public WritableFile {
   // as it is (padded), so Flush has nothing to write.
   bool tail_written_ = false;
   const uint64_t writeback_bytes_;
+  uint64_t prefill_bytes_;  // 0 once a zero-fill failed
+  uint64_t prefilled_end_ = 0;  // where the zeros written ahead end
   uint64_t writeback_from_ = 0;  // where the next writeback starts
   std::atomic<uint64_t> size_{0};
   absl::Status error_;

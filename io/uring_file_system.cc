@@ -578,7 +578,7 @@ std::unique_ptr<FdWritableFile> UringFileSystem::MakeWritableFile(int fd, const 
                                                                   const FileOptions& options,
                                                                   bool direct) {
   return std::make_unique<UringWritableFile>(fd, path, options.category, direct, shared_stats(),
-                                             options.writeback_bytes);
+                                             options.writeback_bytes, options.prefill_bytes);
 }
 
 std::unique_ptr<FdRandomAccessFile> UringFileSystem::MakeRandomAccessFile(int fd,

@@ -22,8 +22,13 @@ inline constexpr uint64_t kLogMagic = 0x4c41574e52494143ull;  // "CAIRNWAL" as f
 // Version 2 (the framing of version 1) adds one rule for WALs: a WAL that
 // a newer one replaced ends with an end record (an empty write batch), so
 // that recovery can tell a WAL closed whole from one a crash cut before it
-// was synced (docs/wal_format.md, "End records"). Readers take both.
-inline constexpr uint32_t kLogFormatVersion = 2;
+// was synced (docs/wal_format.md, "End records"). Version 3 adds that a
+// log may end in zeros its writer filled ahead of its appends
+// (FileOptions::prefill_bytes): zeros from where a fragment would start to
+// the end of the file are its clean end ("Zeros written ahead"). Readers
+// take all three.
+inline constexpr uint32_t kLogFormatVersion = 3;
+inline constexpr uint32_t kPrefilledLogFormatVersion = 3;
 inline constexpr uint32_t kOldestLogFormatVersion = 1;
 inline constexpr size_t kLogFileHeaderSize = 8 + 4 + 8 + 4;
 

@@ -114,6 +114,13 @@ bool LogReader::FragmentVerifiesAt(uint64_t offset) const {
                              std::string_view(p + kLogFragmentHeaderSize, length));
 }
 
+bool LogReader::ZeroTailAt(uint64_t offset) const {
+  // A fragment header starts with its checksum, so the first byte decides
+  // almost always.
+  return std::all_of(contents_.begin() + static_cast<ptrdiff_t>(offset), contents_.end(),
+                     [](char c) { return c == 0; });
+}
+
 std::optional<uint64_t> LogReader::FindValidFragment(uint64_t from) const {
   // Byte by byte: after a bad fragment its length cannot be trusted, so the
   // next fragment could start anywhere. The cheap tests (type, bounds) reject
@@ -154,6 +161,10 @@ bool LogReader::ReadRecord(std::string_view* record, std::string* scratch) {
     }
     const uint64_t offset = pos_;
     const uint64_t in_block = offset % kLogBlockSize;
+    if (!in_record && version_ >= kPrefilledLogFormatVersion && ZeroTailAt(offset)) {
+      done_ = true;  // Clean end: the zeros the writer filled ahead.
+      return false;
+    }
     // A bad fragment inside a record makes the whole record bad.
     const uint64_t bad_record_offset = in_record ? record_offset : offset;
     if (size - offset < kLogFragmentHeaderSize) {

@@ -1,7 +1,8 @@
 // LogReader reads back the records of one write-ahead log (format:
 // docs/wal_format.md) and tells how the log ends:
 //
-// - clean end: every byte belongs to a good record;
+// - clean end: every byte belongs to a good record, or (format version 3)
+//   the bytes after the last one are all zeros, filled ahead by the writer;
 // - torn tail: a bad or incomplete record with no valid fragment anywhere
 //   after it, which is what a crash during an unsynced append leaves. It is
 //   ignored; status() stays OK, hit_torn_tail() is true and
@@ -67,6 +68,8 @@ class LogReader {
 
   // Checks the file header; a non-OK result refuses the file.
   absl::Status CheckHeader();
+  // True when every byte from offset to the end of the file is zero.
+  bool ZeroTailAt(uint64_t offset) const;
   // True when a fragment that verifies against this log starts at offset.
   bool FragmentVerifiesAt(uint64_t offset) const;
   // The first offset at or after `from` where a fragment verifies.

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <memory>
@@ -88,6 +89,9 @@ class LogTest : public ::testing::Test {
   static inline const std::string kPath = "/000007.log";
   io::MemoryFileSystem fs_;
 };
+
+// A file header as the writer makes it, with any magic, version and number.
+std::string Header(uint64_t magic, uint32_t version, uint64_t number);
 
 std::vector<std::string> Prefix(const std::vector<std::string>& v, size_t n) {
   return std::vector<std::string>(v.begin(), v.begin() + n);
@@ -228,15 +232,83 @@ TEST_F(LogTest, HeaderCutShortReadsAsAnEmptyTornLog) {
   }
 }
 
-TEST_F(LogTest, ZeroFilledSpaceAfterTheLastRecordIsATornTail) {
+TEST_F(LogTest, ZeroFilledSpaceAfterTheLastRecordIsATornTailBeforeVersionThree) {
   Write({"one", "two"});
-  SetContents(Contents() + std::string(5000, '\0'));
+  const std::string whole = Contents();
+  for (uint32_t version : {1u, 2u}) {
+    SCOPED_TRACE(version);
+    SetContents(Header(kLogMagic, version, kLogNumber) + whole.substr(kLogFileHeaderSize) +
+                std::string(5000, '\0'));
+    ReadResult r = Read();
+    ASSERT_TRUE(r.open_status.ok());
+    EXPECT_EQ(Records{r.records}, (Records{{"one", "two"}}));
+    EXPECT_TRUE(r.status.ok());
+    EXPECT_TRUE(r.torn);
+    EXPECT_EQ(r.valid_end, whole.size());
+  }
+}
+
+// Version 3: a writer may fill zeros ahead of its appends
+// (FileOptions::prefill_bytes), and a crash leaves them after the last
+// record. Any length of them, across block boundaries, is the clean end.
+TEST_F(LogTest, ZerosFromAFragmentStartToTheEndAreTheCleanEndInVersionThree) {
+  const std::vector<std::string> records = {"one", std::string(40000, 'b'), "three"};
+  Write(records);
+  const std::string whole = Contents();
+  for (size_t zeros : {size_t{1}, size_t{6}, size_t{7}, size_t{5000}, size_t{3 * kLogBlockSize}}) {
+    SCOPED_TRACE(zeros);
+    SetContents(whole + std::string(zeros, '\0'));
+    ReadResult r = Read();
+    ASSERT_TRUE(r.open_status.ok());
+    EXPECT_EQ(Records{r.records}, Records{records});
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    EXPECT_FALSE(r.torn);
+    EXPECT_EQ(r.valid_end, whole.size());
+  }
+  // A log with no record, only its header and the zeros after it.
+  Write({});
+  SetContents(Contents() + std::string(256 << 10, '\0'));
+  ReadResult empty = Read();
+  ASSERT_TRUE(empty.open_status.ok());
+  EXPECT_TRUE(empty.records.empty());
+  EXPECT_TRUE(empty.status.ok());
+  EXPECT_FALSE(empty.torn);
+  EXPECT_EQ(empty.valid_end, kLogFileHeaderSize);
+}
+
+TEST_F(LogTest, ZerosAfterAPartOfARecordAreStillATornTail) {
+  // A record whose last fragment never arrived, then the writer's zeros.
+  const std::vector<uint64_t> starts = Write({"one", std::string(40000, 'b')});
+  const std::string whole = Contents();
+  SetContents(whole.substr(0, kLogBlockSize + 100) + std::string(kLogBlockSize, '\0'));
   ReadResult r = Read();
   ASSERT_TRUE(r.open_status.ok());
-  EXPECT_EQ(Records{r.records}, (Records{{"one", "two"}}));
+  EXPECT_EQ(Records{r.records}, (Records{{"one"}}));
   EXPECT_TRUE(r.status.ok());
   EXPECT_TRUE(r.torn);
-  EXPECT_EQ(r.valid_end, Contents().size() - 5000);
+  EXPECT_EQ(r.valid_end, starts[1]);
+  // A fragment cut inside its payload, zeros after: torn, not clean.
+  const std::vector<uint64_t> two = Write({"one", std::string(1000, 'c')});
+  SetContents(Contents().substr(0, two[1] + 500) + std::string(5000, '\0'));
+  r = Read();
+  EXPECT_EQ(Records{r.records}, (Records{{"one"}}));
+  EXPECT_TRUE(r.status.ok());
+  EXPECT_TRUE(r.torn);
+  EXPECT_EQ(r.valid_end, two[1]);
+}
+
+TEST_F(LogTest, ZerosFollowedByAValidFragmentAreCorruption) {
+  const std::vector<uint64_t> starts = Write({"first", "second", "third"});
+  std::string bytes = Contents();
+  // "second" zeroed out whole, "third" after it intact.
+  std::fill(bytes.begin() + static_cast<ptrdiff_t>(starts[1]),
+            bytes.begin() + static_cast<ptrdiff_t>(starts[2]), '\0');
+  SetContents(bytes + std::string(5000, '\0'));
+  ReadResult r = Read();
+  ASSERT_TRUE(r.open_status.ok());
+  EXPECT_EQ(Records{r.records}, (Records{{"first"}}));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(r.status.message(), HasSubstr(absl::StrCat("offset ", starts[1])));
 }
 
 TEST_F(LogTest, BadRecordFollowedByAGoodOneIsDataLossNamingFileAndOffset) {
@@ -338,10 +410,11 @@ std::string Header(uint64_t magic, uint32_t version, uint64_t number) {
 
 TEST_F(LogTest, UnknownVersionIsRefusedWithFailedPrecondition) {
   Write({"record"});
-  SetContents(Header(kLogMagic, 3, kLogNumber) + Contents().substr(kLogFileHeaderSize));
+  SetContents(Header(kLogMagic, kLogFormatVersion + 1, kLogNumber) +
+              Contents().substr(kLogFileHeaderSize));
   ReadResult r = Read();
   EXPECT_EQ(r.open_status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(r.open_status.message(), HasSubstr("version 3"));
+  EXPECT_THAT(r.open_status.message(), HasSubstr(absl::StrCat("version ", kLogFormatVersion + 1)));
   EXPECT_THAT(r.open_status.message(), HasSubstr(kPath));
   // Even with no record after it, an unknown version is never read as empty.
   SetContents(Header(kLogMagic, 9, kLogNumber));

@@ -83,6 +83,7 @@ std::string StatsToJson(const Stats& s) {
       .Add("gets", s.gets)
       .Add("gets_found", s.gets_found)
       .Add("wal_bytes_written", s.wal_bytes_written)
+      .Add("wal_bytes_prefilled", s.wal_bytes_prefilled)
       .Add("vlog_bytes_written", s.vlog_bytes_written)
       .Add("flush_bytes_written", s.flush_bytes_written)
       .Add("compaction_bytes_written", s.compaction_bytes_written)

@@ -104,6 +104,16 @@ struct Options {
   // SyncWAL) then waits for. 0 turns it off. Default: 0
   // (docs/decisions/20261203_unsynced_wal_switches.md).
   uint64_t wal_bytes_per_sync = 0;
+  // The WAL is written with zeros this many bytes at a time ahead of its
+  // appends (one write per chunk), so that each append overwrites page-cache
+  // pages and file blocks that exist instead of adding them, and a sync of
+  // such appends writes no file-system metadata. A WAL closed whole has no
+  // zeros; one a crash cut ends in them, which recovery reads as its clean
+  // end (docs/wal_format.md, "Zeros written ahead"). The zeros are not
+  // counted in write amplification (Stats::wal_bytes_prefilled counts
+  // them). 0 turns it off; otherwise a multiple of 4 KiB, at most 64 MiB.
+  // Default: 256 KiB (docs/decisions/20261205_wal_zero_fill_ahead.md).
+  uint64_t wal_prefill_bytes = 256 << 10;
   // Values of at least this many bytes are stored in the value log; the
   // LSM keeps a pointer of about 10 bytes. kInlineValues stores every value
   // in the LSM and never creates a value-log file. Default: 4 KiB, where

@@ -52,6 +52,9 @@ struct Stats {
 
   // Bytes written to disk by component (from the io layer's counters).
   uint64_t wal_bytes_written = 0;
+  // Zeros written ahead of the WAL's appends (Options::wal_prefill_bytes).
+  // Not in write_amplification: the appends that overwrite them are.
+  uint64_t wal_bytes_prefilled = 0;
   uint64_t vlog_bytes_written = 0;
   uint64_t flush_bytes_written = 0;
   uint64_t compaction_bytes_written = 0;
