@@ -75,7 +75,13 @@ void WalSeeds(Corpus* c) {
     auto bytes = fs.ReadFileToString("/000007.log");
     Check(bytes.status(), "read wal");
     c->Add("wal_reader_fuzz", *bytes);
-    if (variant == 1) c->Add("wal_reader_fuzz", bytes->substr(0, bytes->size() - 5));  // torn
+    if (variant == 1) {
+      c->Add("wal_reader_fuzz", bytes->substr(0, bytes->size() - 5));  // torn
+      // Format 3: the zeros a writer fills ahead of its appends, left by a
+      // crash (a clean end), and zeros after a record cut short (torn).
+      c->Add("wal_reader_fuzz", *bytes + std::string(4096, '\0'));
+      c->Add("wal_reader_fuzz", bytes->substr(0, bytes->size() - 5) + std::string(4096, '\0'));
+    }
   }
 }
 
