@@ -390,25 +390,22 @@ absl::Status FdWritableFile::Close() {
   if (s.ok()) s = WriteBuffer();
   closed_ = true;
   const uint64_t logical = size_.load(std::memory_order_relaxed);
-  if (s.ok() && disk_size_ > logical) {
-    // O_DIRECT's zero padding goes, durably, so that a closed file is
-    // exactly its bytes after a crash too.
+  const bool padded = disk_size_ > logical;         // O_DIRECT's tail padding
+  const bool prefilled = prefilled_end_ > logical;  // zeros written ahead
+  if (s.ok() && (padded || prefilled)) {
+    // The zeros past the last append go, so that a closed file is exactly
+    // its bytes. O_DIRECT's padding goes durably, so that this holds after
+    // a crash too; zeros written ahead need no sync, since the formats that
+    // prefill read them as the end.
     int r;
     do {
       r = ::ftruncate(fd_, static_cast<off_t>(logical));
     } while (r < 0 && errno == EINTR);
     if (r < 0) {
       s = Poison(ErrnoError(errno, absl::StrCat("ftruncate ", path_, " to ", logical)));
-    } else {
+    } else if (padded) {
       s = DataSync();
       if (!s.ok()) s = Poison(s);
-    }
-  }
-  if (s.ok() && prefilled_end_ > logical) {
-    // The zeros ahead go, so that a closed file is its bytes. Not synced,
-    // and a failure is left alone: a crash or a failed cut leaves zeros
-    // past the last append, which the formats that prefill allow for.
-    while (::ftruncate(fd_, static_cast<off_t>(logical)) < 0 && errno == EINTR) {
     }
   }
   if (::close(fd_) < 0 && s.ok()) {

@@ -81,8 +81,10 @@ std::vector<std::pair<uint64_t, uint64_t>> PunchRanges(absl::Span<const PunchRun
     if (m == merged.size() || merged[m].begin > a.begin) continue;  // not covered: punch nothing
     const PunchRun& region = merged[m];
     // The whole blocks of the region that overlap the added run.
-    const uint64_t begin = std::max(io::AlignUp(region.begin, kPunchBlockSize), io::AlignDown(a.begin, kPunchBlockSize));
-    const uint64_t end = std::min(io::AlignDown(region.end, kPunchBlockSize), io::AlignUp(a.end, kPunchBlockSize));
+    const uint64_t begin = std::max(io::AlignUp(region.begin, kPunchBlockSize),
+                                    io::AlignDown(a.begin, kPunchBlockSize));
+    const uint64_t end = std::min(io::AlignDown(region.end, kPunchBlockSize),
+                                  io::AlignUp(a.end, kPunchBlockSize));
     if (end <= begin) continue;
     if (!out.empty() && begin <= out.back().first + out.back().second) {
       const uint64_t last = std::max(out.back().first + out.back().second, end);
