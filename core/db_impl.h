@@ -469,6 +469,18 @@ class DBImpl final : public DB {
   // Options::gc_space_amp_trigger without GC seeing it (docs/gc.md,
   // "Counting garbage in time").
   bool NeedsGarbageCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A settle step: whether the garbage the memtables and L0 may hide (every
+  // pointer they name taken to hide a live record, deletions at their
+  // estimate) could put the value log past mark. False without GC.
+  bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A settle step: flushes the memtable and compacts L0 into L1, so that
+  // every pointer they hide below is counted as garbage.
+  absl::Status CountHiddenGarbage() ABSL_LOCKS_EXCLUDED(mu_);
+  // Compacts the tables of level in [begin, end] (null: unbounded) into the
+  // level below, one compaction after another, waiting for automatic ones
+  // that hold its files. Releases mu_ while each runs.
+  absl::Status CompactLevelLocked(int level, const std::string* begin, const std::string* end)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The most compaction-worthy job: PickCompaction's, else the compaction
   // NeedsGarbageCompaction asks for; null when neither.
   std::unique_ptr<lsm::Compaction> PickBackgroundCompaction(const lsm::Version& v)

@@ -1,5 +1,6 @@
 // Background value-log GC through the DB (issue 12): the space bound under
-// sustained overwrites and after a settle step, a close or a second job
+// sustained overwrites and after a settle step (one that counts the
+// garbage an estimate misses), a close or a second job
 // during a collection leaving nothing uncounted, a small key set
 // overwritten before any flush, and short sessions that leave no segment
 // each behind.
@@ -18,6 +19,7 @@
 #include "core/testing/gc_helpers.h"
 #include "gtest/gtest.h"
 #include "io/fault_file_system.h"
+#include "io/status_macros.h"
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
 
@@ -36,6 +38,14 @@ void PrintStats(DB* db) {
   std::string text;
   db->GetProperty("cairn.stats", &text);
   std::printf("%s\n", text.c_str());
+}
+
+// Puts key00000 .. key<n-1>, key i with Value(seed + i, size).
+absl::Status PutEach(DB* db, int n, size_t size, int seed) {
+  for (int i = 0; i < n; ++i) {
+    CAIRN_RETURN_IF_ERROR(db->Put({}, absl::StrFormat("key%05d", i), Value(seed + i, size)));
+  }
+  return absl::OkStatus();
 }
 
 // Issue 6's space bound: a fixed live set overwritten 5 times, in a fresh
@@ -334,6 +344,43 @@ INSTANTIATE_TEST_SUITE_P(SegmentSizes, SmallKeySetTest,
                                                   : std::string("segment_1mib");
                          });
 
+// A settle step counts the garbage the memtable and L0 hide instead of
+// trusting the estimate of it. A load whose L0 compactions counted no
+// garbage leaves the estimate's yield at 0; one overwrite of every key,
+// held in the memtable (too few superseded bytes there to flush it),
+// doubles the value log while the estimate still says 1.0x. Before, the
+// settle step read that estimate and left 2x behind.
+TEST(GcSpaceTest, ASettleCountsWhatTheEstimateMisses) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o;
+  o.value_log_segment_size = 1 << 20;
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  std::unique_ptr<DB> db = std::move(*opened);
+  constexpr int kKeys = 300;
+  constexpr size_t kValueSize = 16 << 10;
+  const double live = kKeys * (kValueSize + 8 + 13);
+  ASSERT_TRUE(PutEach(db.get(), kKeys, kValueSize, 0).ok());
+  ASSERT_TRUE(db->CompactRange(nullptr, nullptr).ok());  // a load: nothing counted
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  ASSERT_TRUE(PutEach(db.get(), kKeys, kValueSize, kKeys).ok());
+  EXPECT_GE(static_cast<double>(SegmentBytes(fs.get())), 1.9 * live);
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  const double settled = static_cast<double>(SegmentBytes(fs.get()));
+  std::printf("settled at %.2f of live\n", settled / live);
+  if (settled > 1.3 * live) PrintStats(db.get());
+  EXPECT_LE(settled, 1.3 * live);
+  for (int i = 0; i < kKeys; ++i) {
+    std::string v;
+    ASSERT_TRUE(db->Get({}, absl::StrFormat("key%05d", i), &v).ok());
+    ASSERT_EQ(v, Value(kKeys + i, kValueSize)) << i;
+  }
+  db.reset();
+  opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ((*opened)->GetStats().gc_recounted_bytes, 0u);
+}
+
 // RunGC alone (no background GC): it seals an active segment that holds
 // most of the garbage, and collects it.
 TEST(GcLedgerTest, RunGcSealsAnActiveSegmentFullOfGarbage) {
@@ -391,9 +438,7 @@ TEST(GcLedgerTest, DeletingMostKeysGivesTheirSpaceBack) {
   std::unique_ptr<DB> db = std::move(*opened);
   constexpr int kKeys = 2000;
   constexpr size_t kValueSize = 8 << 10;
-  for (int i = 0; i < kKeys; ++i) {
-    ASSERT_TRUE(db->Put({}, absl::StrFormat("key%05d", i), Value(i, kValueSize)).ok());
-  }
+  ASSERT_TRUE(PutEach(db.get(), kKeys, kValueSize, 0).ok());
   ASSERT_TRUE(db->Flush().ok());
   ASSERT_TRUE(db->WaitForBackgroundWork().ok());
   const uint64_t full = SegmentBytes(fs.get());
