@@ -182,8 +182,12 @@ class DBImpl::GcIndex final : public gc::IndexView {
     return std::exchange(deferred_victims_, {});
   }
 
-  std::vector<uint64_t> KnownDeadOffsets(uint64_t segment_id) override {
-    return db_->dead_records_.Offsets(segment_id);
+  std::vector<vlog::PunchRun> KnownDeadRecords(uint64_t segment_id) override {
+    std::vector<vlog::PunchRun> runs;
+    for (const vlog::DeadRecords::Record& r : db_->dead_records_.Records(segment_id)) {
+      runs.push_back({r.offset, r.offset + r.size});
+    }
+    return runs;
   }
 
   std::vector<vlog::PunchRun> PunchedRuns(uint64_t segment_id) override {

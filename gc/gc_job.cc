@@ -182,29 +182,36 @@ class GcJob {
     so.uncompress_values = false;
     so.read_ahead = true;  // the next chunk arrives while liveness is checked
     so.skip_runs = index_->PunchedRuns(victim_id);
+    // Records a flush or compaction dropped need no lookup, no copy, and no
+    // checksum: the scan steps over them.
+    so.known_dead = index_->KnownDeadRecords(victim_id);
     CAIRN_ASSIGN_OR_RETURN(
         std::unique_ptr<vlog::SegmentScanner> scanner,
         vlog::SegmentScanner::Open(fs_, segment_path_(victim_id), victim_id, so));
     Charge(vlog::kSegmentHeaderSize, &result_->bytes_read);
-    // Records a flush or compaction dropped need no lookup (nor a copy).
-    const std::vector<uint64_t> dead = index_->KnownDeadOffsets(victim_id);
-    auto next_dead = dead.begin();
+    uint64_t dead_seen = 0, dead_bytes_seen = 0;
+    const auto count_dead = [&] {
+      const uint64_t n = scanner->known_dead_skipped() - dead_seen;
+      const uint64_t bytes = scanner->known_dead_skipped_bytes() - dead_bytes_seen;
+      dead_seen += n;
+      dead_bytes_seen += bytes;
+      result_->records_scanned += n;
+      result_->records_dropped += n;
+      result_->records_known_dead += n;
+      if (bytes > 0) Charge(bytes, &result_->bytes_read);
+    };
     std::vector<Record> batch;
     batch.reserve(options_.liveness_batch_size);
     vlog::ScannedRecord rec;
     while (scanner->Next(&rec)) {
+      count_dead();
       ++result_->records_scanned;
       Charge(rec.size, &result_->bytes_read);
-      while (next_dead != dead.end() && *next_dead < rec.offset) ++next_dead;
-      if (next_dead != dead.end() && *next_dead == rec.offset) {
-        ++result_->records_dropped;
-        ++result_->records_known_dead;
-        continue;
-      }
       batch.push_back(Record{std::string(rec.bytes), static_cast<uint32_t>(rec.key.size()),
                              rec.flags, rec.pointer(victim_id), {}});
       if (batch.size() >= options_.liveness_batch_size) CAIRN_RETURN_IF_ERROR(KeepLive(&batch));
     }
+    count_dead();
     CAIRN_RETURN_IF_ERROR(scanner->status());
     return KeepLive(&batch);
   }

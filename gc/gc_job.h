@@ -7,8 +7,8 @@
 //   1. Scan each victim front to back with large sequential reads (a sealed
 //      segment: any bad record is DataLoss, and nothing is written).
 //   2. Check liveness in batches through IndexView::CheckLive, but for the
-//      records IndexView::KnownDeadOffsets names: those are dropped without
-//      a lookup or a copy.
+//      records IndexView::KnownDeadRecords names: the scan steps over those
+//      without a lookup, a copy or a checksum.
 //   3. Sort the live records by key. They are buffered in memory as stored
 //      (compressed values stay compressed), so the job holds at most the
 //      live bytes of its victims (the DB bounds the victims' total size);
@@ -82,7 +82,7 @@ struct GcJobResult {
   uint64_t live_records = 0;       // copied to the output
   uint64_t bytes_relocated = 0;    // record bytes appended to the output
   uint64_t records_dropped = 0;    // dead in the victim, not copied
-  uint64_t records_known_dead = 0; // of which IndexView::KnownDeadOffsets named
+  uint64_t records_known_dead = 0; // of which IndexView::KnownDeadRecords named
   uint64_t rewrites_lost = 0;      // copies a newer write made garbage
   uint64_t garbage_bytes_lost = 0; // their record bytes, logged as garbage
   uint64_t micros = 0;             // wall time of the job

@@ -96,9 +96,9 @@ class FakeIndex : public IndexView {
 
   uint64_t NewFileNumber() override { return next_file++; }
 
-  std::vector<uint64_t> KnownDeadOffsets(uint64_t segment_id) override {
+  std::vector<vlog::PunchRun> KnownDeadRecords(uint64_t segment_id) override {
     auto it = known_dead.find(segment_id);
-    return it == known_dead.end() ? std::vector<uint64_t>{} : it->second;
+    return it == known_dead.end() ? std::vector<vlog::PunchRun>{} : it->second;
   }
 
   std::map<std::string, ValuePointer> map;
@@ -114,7 +114,7 @@ class FakeIndex : public IndexView {
   uint64_t next_file = 20;
   int check_calls = 0;
   size_t records_checked = 0;  // records CheckLive was asked about
-  std::map<uint64_t, std::vector<uint64_t>> known_dead;  // KnownDeadOffsets' answers
+  std::map<uint64_t, std::vector<vlog::PunchRun>> known_dead;  // KnownDeadRecords' answers
   int calls = 0;
   // Crash injection: the call numbered die_at (from 0) kills the process,
   // before it takes effect or, with die_after_effect, after.
@@ -333,12 +333,20 @@ TEST_F(GcJobTest, RecordsKnownDeadAreDroppedWithoutALivenessCheck) {
   WriteVictim();
   // The three dead records of the victim (k003's first, k001's and k002's),
   // as a flush or compaction that dropped their pointers would list them.
-  std::vector<uint64_t> dead;
+  // Their bytes are zeroed: the scan steps over them by their pointers'
+  // sizes without verifying them (only the header's lengths are read).
+  std::vector<vlog::PunchRun> dead;
+  std::string bytes = base_->ReadFileToString(SegmentPath(kVictim)).value();
   for (const ValuePointer& p : dead_pointers_) {
-    if (p.segment_id == kVictim) dead.push_back(p.offset);
+    if (p.segment_id != kVictim) continue;
+    dead.push_back({p.offset, p.offset + p.size});
+    std::fill(bytes.begin() + p.offset + vlog::kRecordHeaderSize, bytes.begin() + p.offset + p.size,
+              '\0');
   }
+  ASSERT_TRUE(base_->WriteFileFromString(SegmentPath(kVictim), bytes).ok());
   ASSERT_EQ(dead.size(), 3u);
-  std::sort(dead.begin(), dead.end());
+  std::sort(dead.begin(), dead.end(),
+            [](const vlog::PunchRun& a, const vlog::PunchRun& b) { return a.begin < b.begin; });
   index_.known_dead[kVictim] = dead;
   ASSERT_TRUE(RunJob().ok());
   ExpectNoDanglingPointer("after gc");
@@ -351,16 +359,20 @@ TEST_F(GcJobTest, RecordsKnownDeadAreDroppedWithoutALivenessCheck) {
   EXPECT_TRUE(index_.set.Get(kVictim)->obsolete);
 }
 
-TEST_F(GcJobTest, KnownDeadOffsetsThatNameNoRecordStartChangeNothing) {
+TEST_F(GcJobTest, KnownDeadRecordsThatNameNoRecordChangeNothing) {
   WriteVictim();
-  // Offsets inside records, or past the end: no record starts there, so
-  // every record is checked as usual and every live one moves.
-  std::vector<uint64_t> dead;
+  // Entries inside records, past the end, or at a record's start with
+  // another size than its header gives: no record is stepped over there,
+  // so every record is checked as usual and every live one moves.
+  std::vector<vlog::PunchRun> dead;
   for (const auto& [key, p] : index_.map) {
-    if (p.segment_id == kVictim) dead.push_back(p.offset + 1);
+    if (p.segment_id != kVictim) continue;
+    dead.push_back({p.offset, p.offset + p.size + 1});
+    dead.push_back({p.offset + 1, p.offset + p.size});
   }
-  dead.push_back(victim_size_ + 100);
-  std::sort(dead.begin(), dead.end());
+  dead.push_back({victim_size_ + 100, victim_size_ + 200});
+  std::sort(dead.begin(), dead.end(),
+            [](const vlog::PunchRun& a, const vlog::PunchRun& b) { return a.begin < b.begin; });
   index_.known_dead[kVictim] = dead;
   ASSERT_TRUE(RunJob().ok());
   ExpectNoDanglingPointer("after gc");

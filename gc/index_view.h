@@ -69,12 +69,13 @@ class IndexView {
   // A new file number (the DB's shared number space) for an output segment.
   virtual uint64_t NewFileNumber() = 0;
 
-  // Offsets of segment_id's records that are dead for good, ascending: no
-  // key's current value points at them, and none ever will again (a flush
-  // or compaction dropped their pointers). The collector drops these
-  // records without CheckLive. The list may miss dead records (those are
-  // checked) but must never name a live one.
-  virtual std::vector<uint64_t> KnownDeadOffsets(uint64_t /*segment_id*/) { return {}; }
+  // segment_id's records that are dead for good, ascending by offset, each
+  // [begin, end) as its pointer named it: no key's current value points at
+  // them, and none ever will again (a flush or compaction dropped their
+  // pointers). The collector's scan steps over these records without
+  // verifying them, and drops them without CheckLive. The list may miss
+  // dead records (those are checked) but must never name a live one.
+  virtual std::vector<vlog::PunchRun> KnownDeadRecords(uint64_t /*segment_id*/) { return {}; }
 
   // The segment's punched runs (vlog::SegmentSet::PunchedRuns), which the
   // scan of the victim steps over: its blocks read as zeros. None may be

@@ -54,11 +54,11 @@ SegmentScanner::SegmentScanner(std::unique_ptr<io::RandomAccessFile> file, std::
 
 void SegmentScanner::StartReadAhead() {
   if (queue_ == nullptr || ahead_in_flight_ || ahead_ready_) return;
-  const uint64_t from = window_offset_ + window_.size();
+  const uint64_t from = window_offset_ + window_len_;
   if (from >= file_size_) return;
   const size_t n = static_cast<size_t>(std::min<uint64_t>(options_.read_size, file_size_ - from));
-  ahead_buf_.resize(n);
-  ahead_ = io::ReadRequest{from, n, ahead_buf_.data(), 0, absl::OkStatus()};
+  if (ahead_buf_.size() < kAheadHeadroom + n) ahead_buf_.resize(kAheadHeadroom + n);
+  ahead_ = io::ReadRequest{from, n, ahead_buf_.data() + kAheadHeadroom, 0, absl::OkStatus()};
   io::FileReadRequest request{file_.get(), &ahead_};
   queue_->Submit(absl::MakeConstSpan(&request, 1));
   ahead_in_flight_ = true;
@@ -79,7 +79,7 @@ absl::Status SegmentScanner::ReadInto(uint64_t offset, size_t n, char* dst, size
     // (an error is met again, and reported, by the read below).
     if (ahead_.offset == offset && ahead_.status.ok()) {
       const size_t have = std::min(n, ahead_.result);
-      std::memcpy(dst, ahead_buf_.data(), have);
+      std::memcpy(dst, ahead_buf_.data() + kAheadHeadroom, have);
       *got = have;
       if (have == n || ahead_.result < ahead_.len) return absl::OkStatus();  // or end of file
       size_t more = 0;
@@ -97,34 +97,55 @@ absl::Status SegmentScanner::ReadInto(uint64_t offset, size_t n, char* dst, size
 
 absl::StatusOr<std::string_view> SegmentScanner::Bytes(uint64_t offset, uint64_t n) {
   n = std::min(n, file_size_ - offset);
-  const uint64_t window_end = window_offset_ + window_.size();
+  const uint64_t window_end = window_offset_ + window_len_;
   if (offset >= window_offset_ && offset + n <= window_end) {
-    return std::string_view(window_).substr(offset - window_offset_, n);
+    return std::string_view(window_.data() + window_pos_ + (offset - window_offset_), n);
   }
   // Keep the bytes from offset that the window already has (the start of a
   // record that straddles two reads), then read the rest.
   size_t keep = 0;
-  if (offset >= window_offset_ && offset < window_end) {
-    keep = window_end - offset;
-    std::memmove(window_.data(), window_.data() + (offset - window_offset_), keep);
+  if (offset >= window_offset_ && offset < window_end) keep = window_end - offset;
+  const char* const kept =
+      keep > 0 ? window_.data() + window_pos_ + (offset - window_offset_) : window_.data();
+  // The read-ahead holds the rest: it becomes the window, the kept bytes
+  // copied into its headroom. A scan that steps over records may land past
+  // the window's end, inside the read-ahead: it is used from there.
+  FinishReadAhead();
+  const uint64_t from = offset + keep;  // the first byte wanted from a read
+  if (ahead_ready_ && ahead_.status.ok() && keep <= kAheadHeadroom && from >= ahead_.offset &&
+      (keep == 0 || from == ahead_.offset) && from - ahead_.offset <= ahead_.result) {
+    const size_t skip = static_cast<size_t>(from - ahead_.offset);
+    if (keep + (ahead_.result - skip) >= n) {
+      ahead_ready_ = false;
+      std::memcpy(ahead_buf_.data() + kAheadHeadroom + skip - keep, kept, keep);
+      window_.swap(ahead_buf_);
+      window_pos_ = kAheadHeadroom + skip - keep;
+      window_len_ = keep + (ahead_.result - skip);
+      window_offset_ = offset;
+      StartReadAhead();
+      return std::string_view(window_.data() + window_pos_, n);
+    }
   }
+  if (keep > 0) std::memmove(window_.data(), kept, keep);
   const uint64_t want = std::min<uint64_t>(std::max<uint64_t>(n, options_.read_size),
                                            file_size_ - offset);
-  window_.resize(want);
+  if (window_.size() < want) window_.resize(want);
+  window_pos_ = 0;
+  window_len_ = want;
   window_offset_ = offset;
   size_t got = 0;
   absl::Status s = ReadInto(offset + keep, want - keep, window_.data() + keep, &got);
   if (!s.ok()) {
-    window_.clear();
+    window_len_ = 0;
     return s;
   }
   if (got < want - keep) {
     // The file shrank under us: scan only what is there.
-    window_.resize(keep + got);
-    file_size_ = offset + window_.size();
+    window_len_ = keep + got;
+    file_size_ = offset + window_len_;
   }
   StartReadAhead();
-  return std::string_view(window_).substr(0, std::min<uint64_t>(n, window_.size()));
+  return std::string_view(window_.data(), std::min<uint64_t>(n, window_len_));
 }
 
 absl::StatusOr<RecordCheck> SegmentScanner::CheckAt(uint64_t offset, ParsedRecord* record) {
@@ -171,23 +192,52 @@ void SegmentScanner::HandleBadRecord(uint64_t offset, RecordCheck check) {
   valid_end_ = offset;
 }
 
-bool SegmentScanner::Next(ScannedRecord* out) {
-  if (done_) return false;
+bool SegmentScanner::SkipKnownDead() {
   const std::vector<PunchRun>& runs = options_.skip_runs;
-  while (next_run_ < runs.size() && runs[next_run_].begin <= pos_) {
-    const PunchRun& r = runs[next_run_];
-    if (r.begin < pos_ || r.end > file_size_) {
-      Stop(absl::DataLossError(absl::StrCat(
-          path_, ": punched run ", r.begin, "-", r.end,
-          r.begin < pos_ ? " does not start where a record does (the scan is at offset "
-                         : " ends past the file (the scan is at offset ",
-          pos_, ", the file holds ", file_size_, " bytes)")));
+  const std::vector<PunchRun>& dead = options_.known_dead;
+  while (true) {
+    while (next_run_ < runs.size() && runs[next_run_].begin <= pos_) {
+      const PunchRun& r = runs[next_run_];
+      if (r.begin < pos_ || r.end > file_size_) {
+        Stop(absl::DataLossError(absl::StrCat(
+            path_, ": punched run ", r.begin, "-", r.end,
+            r.begin < pos_ ? " does not start where a record does (the scan is at offset "
+                           : " ends past the file (the scan is at offset ",
+            pos_, ", the file holds ", file_size_, " bytes)")));
+        return false;
+      }
+      pos_ = r.end;
+      skipped_bytes_ += r.end - r.begin;
+      ++next_run_;
+    }
+    while (next_dead_ < dead.size() && dead[next_dead_].begin < pos_) ++next_dead_;
+    if (next_dead_ == dead.size() || dead[next_dead_].begin != pos_) return true;
+    const PunchRun& d = dead[next_dead_];
+    if (d.end <= d.begin || d.end > file_size_) return true;  // parsed as any record
+    // The header's lengths must give the size the pointer did; the rest of
+    // the record, checksum included, is not looked at.
+    absl::StatusOr<std::string_view> head = Bytes(pos_, kRecordHeaderSize);
+    if (!head.ok()) {
+      Stop(head.status());
       return false;
     }
-    pos_ = r.end;
-    skipped_bytes_ += r.end - r.begin;
-    ++next_run_;
+    if (head->size() < kRecordHeaderSize) return true;
+    const uint64_t key_len = io::DecodeFixed32(head->data() + 4);
+    const uint64_t value_len = io::DecodeFixed32(head->data() + 8);
+    if (key_len > kMaxRecordKeySize || value_len > kMaxRecordValueSize ||
+        RecordSize(key_len, value_len) != d.end - d.begin) {
+      return true;
+    }
+    pos_ = d.end;
+    ++next_dead_;
+    ++known_dead_skipped_;
+    known_dead_skipped_bytes_ += d.end - d.begin;
   }
+}
+
+bool SegmentScanner::Next(ScannedRecord* out) {
+  if (done_) return false;
+  if (!SkipKnownDead()) return false;
   if (pos_ == file_size_) {
     done_ = true;
     valid_end_ = pos_;

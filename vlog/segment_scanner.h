@@ -61,6 +61,13 @@ struct SegmentScannerOptions {
   // without parsing it: its blocks were punched out and read as zeros. A
   // run that does not start where a record does is DataLoss.
   std::vector<PunchRun> skip_runs;
+  // Records known dead (GC's list, vlog::DeadRecords), ascending by
+  // offset, each [begin, end) a whole record as its pointer names it. The
+  // scan steps over each one that starts where a record does and whose
+  // header gives the same size, without verifying its checksum: the caller
+  // would drop it anyway. One whose header disagrees is parsed as any other
+  // record; entries that start inside a record are passed over.
+  std::vector<PunchRun> known_dead;
 };
 
 // One record. The views stay valid until the next call to Next.
@@ -106,6 +113,10 @@ class SegmentScanner {
   uint64_t records_read() const { return records_read_; }
   // Bytes of punched runs stepped over (SegmentScannerOptions::skip_runs).
   uint64_t skipped_bytes() const { return skipped_bytes_; }
+  // Records known dead stepped over, and their bytes
+  // (SegmentScannerOptions::known_dead).
+  uint64_t known_dead_skipped() const { return known_dead_skipped_; }
+  uint64_t known_dead_skipped_bytes() const { return known_dead_skipped_bytes_; }
   // The file's size when the scan started.
   uint64_t file_size() const { return file_size_; }
   // The segment's header; version 0 when it was torn (short file).
@@ -129,6 +140,9 @@ class SegmentScanner {
   void FinishReadAhead();
   // Parses the record at offset (views into the window).
   absl::StatusOr<RecordCheck> CheckAt(uint64_t offset, ParsedRecord* record);
+  // Steps over the records known dead that start at pos_ (and the punched
+  // runs after them); false when the scan stopped on an error.
+  bool SkipKnownDead();
   // Decides between torn tail and corruption for a bad record at offset.
   void HandleBadRecord(uint64_t offset, RecordCheck check);
   void Stop(absl::Status status);
@@ -139,12 +153,19 @@ class SegmentScanner {
   uint64_t file_size_;
   SegmentHeader header_{0, SegmentKind::kFresh, 0};  // version 0: not read
 
-  std::string window_;         // file bytes [window_offset_, + window_.size())
+  // File bytes [window_offset_, + window_len_), at window_.data() + window_pos_.
+  std::string window_;
+  size_t window_pos_ = 0;
+  size_t window_len_ = 0;
   uint64_t window_offset_ = 0;
   std::string value_;          // uncompressed value of the current record
 
-  // Read-ahead: the bytes after the window, in flight or arrived. The buffer
+  // Read-ahead: the bytes after the window, in flight or arrived, at
+  // ahead_buf_.data() + kAheadHeadroom. The headroom takes the start of a
+  // record the window ends in, so that the read-ahead becomes the next
+  // window by a swap of buffers, not a copy of read_size bytes. The buffer
   // is declared before the queue, whose destructor waits for its reads.
+  static constexpr size_t kAheadHeadroom = 64u << 10;
   std::string ahead_buf_;
   io::ReadRequest ahead_;
   bool ahead_in_flight_ = false;
@@ -155,6 +176,9 @@ class SegmentScanner {
   uint64_t records_read_ = 0;
   size_t next_run_ = 0;  // index in options_.skip_runs
   uint64_t skipped_bytes_ = 0;
+  size_t next_dead_ = 0;  // in options_.known_dead
+  uint64_t known_dead_skipped_ = 0;
+  uint64_t known_dead_skipped_bytes_ = 0;
   bool done_ = false;
   bool torn_tail_ = false;
   uint64_t valid_end_ = 0;

@@ -176,6 +176,89 @@ TEST_F(SegmentScannerTest, ReadAheadYieldsTheSameScanAtEveryCut) {
   }
 }
 
+// A read-ahead becomes the next window by a swap of buffers, with the start
+// of the record the window ends in copied into its headroom (64 KiB). Records
+// from a few bytes to past the headroom and past a read, straddling windows
+// at every size: the same scan as without read-ahead.
+TEST_F(SegmentScannerTest, ReadAheadSwapsInWindowsWhateverTheRecordsStraddle) {
+  std::mt19937_64 rng(13);
+  std::vector<Written> entries;
+  for (int i = 0; i < 60; ++i) {
+    const size_t size = i % 5 == 0 ? 40000 + rng() % 160000 : rng() % 9000;
+    entries.push_back({"k" + std::to_string(i), RandomBytes(rng, size), {}});
+  }
+  const std::string bytes = Write(&entries);
+  for (const size_t read_size : {size_t{4096}, size_t{96} << 10, size_t{1} << 20}) {
+    SegmentScannerOptions plain;
+    plain.read_size = read_size;
+    SegmentScannerOptions ahead = plain;
+    ahead.read_ahead = true;
+    const ScanResult a = Scan(plain);
+    const ScanResult b = Scan(ahead);
+    ASSERT_TRUE(b.status.ok()) << b.status;
+    ASSERT_EQ(a.kvs, b.kvs) << "read_size " << read_size;
+    ASSERT_EQ(b.kvs.size(), entries.size());
+    for (size_t i = 0; i < entries.size(); ++i) EXPECT_EQ(b.kvs[i].second, entries[i].value);
+    EXPECT_EQ(b.valid_end, bytes.size());
+  }
+}
+
+// Records known dead (SegmentScannerOptions::known_dead) are stepped over by
+// the sizes their pointers give, unverified: here their bodies are zeroed,
+// which would be DataLoss if they were parsed. Runs of them carry the scan
+// past the window's end into the read-ahead. An entry whose size is not
+// the one its header gives, or that starts inside a record, steps over
+// nothing: that record is parsed and returned as any other.
+TEST_F(SegmentScannerTest, StepsOverRecordsKnownDeadWithoutVerifyingThem) {
+  std::mt19937_64 rng(17);
+  std::vector<Written> entries;
+  for (int i = 0; i < 200; ++i) {
+    entries.push_back({"k" + std::to_string(i), RandomBytes(rng, 100 + rng() % 3000), {}});
+  }
+  std::string bytes = Write(&entries);
+  std::vector<PunchRun> dead;
+  std::vector<size_t> expected;  // indices of the records the scan returns
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const ValuePointer& p = entries[i].pointer;
+    const bool is_dead = (i / 7) % 2 == 0 || i % 5 == 0;  // runs past a 4 KiB window
+    if (i % 31 == 0) {
+      dead.push_back({p.offset, p.offset + p.size - 1});  // the wrong size
+      expected.push_back(i);
+    } else if (i % 37 == 0) {
+      dead.push_back({p.offset + 3, p.offset + p.size});  // not a record's start
+      expected.push_back(i);
+    } else if (is_dead) {
+      dead.push_back({p.offset, p.offset + p.size});
+      std::fill(bytes.begin() + p.offset + kRecordHeaderSize, bytes.begin() + p.offset + p.size,
+                '\0');
+    } else {
+      expected.push_back(i);
+    }
+  }
+  ASSERT_TRUE(fs_.WriteFileFromString(kPath, bytes).ok());
+  for (const bool read_ahead : {false, true}) {
+    SegmentScannerOptions options;
+    options.allow_torn_tail = false;
+    options.read_size = 4096;
+    options.read_ahead = read_ahead;
+    options.known_dead = dead;
+    auto scanner = SegmentScanner::Open(&fs_, kPath, kId, options);
+    ASSERT_TRUE(scanner.ok()) << scanner.status();
+    std::vector<std::string> keys;
+    ScannedRecord rec;
+    while ((*scanner)->Next(&rec)) keys.emplace_back(rec.key);
+    ASSERT_TRUE((*scanner)->status().ok()) << (*scanner)->status();
+    ASSERT_EQ(keys.size(), expected.size()) << "read_ahead " << read_ahead;
+    for (size_t j = 0; j < expected.size(); ++j) EXPECT_EQ(keys[j], entries[expected[j]].key);
+    EXPECT_EQ((*scanner)->known_dead_skipped(), entries.size() - expected.size());
+    EXPECT_EQ((*scanner)->valid_end_offset(), bytes.size());
+  }
+  // Without the list the zeroed records are damage.
+  SegmentScannerOptions blind;
+  blind.allow_torn_tail = false;
+  EXPECT_TRUE(absl::IsDataLoss(Scan(blind).status));
+}
+
 // The same on io_uring with O_DIRECT, where the read-ahead really is in
 // flight on the ring while records are parsed.
 TEST(SegmentScannerUringTest, ReadAheadOnTheRingWithDirectReads) {
