@@ -136,6 +136,9 @@ class DB {
   // left as they are: GC spends no write amplification below it. Files
   // made obsolete are gone on return, collected segments waiting for
   // their rewrites' durability included (a WAL sync, when one waits).
+  // Where the garbage the memtable and level 0 may hide could decide
+  // either question, it flushes the memtable and compacts level 0 first,
+  // so that the figure it goes by is counted, not estimated.
   virtual absl::Status WaitForBackgroundWork() = 0;
 
   // Writes an openable copy of the database to the new directory dir (on
