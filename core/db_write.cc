@@ -21,6 +21,10 @@ namespace cairn {
 using lsm::SequenceNumber;
 using lsm::ValueType;
 
+// The value bytes a memtable names before the worst case of what they hide
+// may flush it (DBImpl::MemTableValueBytesFull).
+constexpr uint64_t kMinHiddenValueFlushBytes = uint64_t{1} << 20;
+
 // One entry of the write queue, tagged with what it is.
 struct DBImpl::Writer {
   enum class Kind : uint8_t {
@@ -496,6 +500,21 @@ bool DBImpl::MemTableValueBytesFull() {
   const uint64_t deletions = mem_deletions_.load(std::memory_order_relaxed);
   if (named == 0 && deletions == 0) return false;
   if (named >= options_.max_memtable_value_bytes) return true;
+  // What the pointers hide below is known only once a flush and an L0
+  // compaction count it, and the estimate's yield lags a load that turned
+  // into overwrites (it reads 0 until L0 compactions count garbage). So,
+  // past 1 MiB, the memtable is flushed once the worst case of what it
+  // hides alone (every value it names hides a live one below) is more
+  // garbage than the trigger allows over the rest: in a small database a
+  // few overwrites of each key otherwise sat in the memtable, unseen, at
+  // 2-3x live. Garbage already counted is left out, or a value log at the
+  // trigger would flush every 1 MiB of GC's rewrites.
+  if (options_.gc_space_amp_trigger > 1 && named >= kMinHiddenValueFlushBytes) {
+    const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
+    const uint64_t uncounted = space.bytes - std::min(space.bytes, space.garbage);
+    const double rest = static_cast<double>(uncounted - std::min(uncounted, named));
+    if (static_cast<double>(named) > 0.25 * (options_.gc_space_amp_trigger - 1) * rest) return true;
+  }
   // Garbage the memtable holds itself (a small set of keys overwritten
   // again and again) is invisible to GC until a flush counts it: flush
   // once it passes a quarter of the garbage the trigger allows over the
