@@ -311,8 +311,9 @@ TEST_P(SmallKeySetTest, OverwrittenBeforeAnyFlushStaysBounded) {
   if (final_bytes > 1.5 * live + (1 << 20)) PrintStats(db.get());  // for the failure below
   // Before memtables were flushed by the garbage they hide, this workload
   // grew the value log to 20x live. Segments of 1 MiB over 2.4 MB live
-  // leave GC a coarse unit, so the peak is measured at 2.3-3.6x live; once
-  // settled it is back within the 1.5x target.
+  // leave GC a coarse unit: the peak was measured at 2.2-3.6x live, and at
+  // 1.8-2.2x since a memtable is flushed for the worst case of what its
+  // pointers hide; once settled it is back within the 1.5x target.
   EXPECT_LE(max_bytes, 5.0 * live + (1 << 20));
   EXPECT_LE(final_bytes, 1.5 * live + (1 << 20));
   // The space figures count a victim waiting for its rewrites' durability
@@ -346,10 +347,11 @@ INSTANTIATE_TEST_SUITE_P(SegmentSizes, SmallKeySetTest,
 
 // A settle step counts the garbage the memtable and L0 hide instead of
 // trusting the estimate of it. A load whose L0 compactions counted no
-// garbage leaves the estimate's yield at 0; one overwrite of every key,
-// held in the memtable (too few superseded bytes there to flush it),
-// doubles the value log while the estimate still says 1.0x. Before, the
-// settle step read that estimate and left 2x behind.
+// garbage leaves the estimate's yield at 0; an overwrite of 60 of its 100
+// keys, held in the memtable (under the 1 MiB of named values that may
+// flush it for what it hides, and no key twice), takes the value log to
+// 1.6x live while the estimate still says 1.0x. Before, the settle step
+// read that estimate and left 1.6x behind.
 TEST(GcSpaceTest, ASettleCountsWhatTheEstimateMisses) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
   Options o;
@@ -357,14 +359,14 @@ TEST(GcSpaceTest, ASettleCountsWhatTheEstimateMisses) {
   auto opened = OpenWithFileSystem(o, "/db", fs);
   ASSERT_TRUE(opened.ok()) << opened.status();
   std::unique_ptr<DB> db = std::move(*opened);
-  constexpr int kKeys = 300;
+  constexpr int kKeys = 100, kOverwritten = 60;
   constexpr size_t kValueSize = 16 << 10;
   const double live = kKeys * (kValueSize + 8 + 13);
   ASSERT_TRUE(PutEach(db.get(), kKeys, kValueSize, 0).ok());
   ASSERT_TRUE(db->CompactRange(nullptr, nullptr).ok());  // a load: nothing counted
   ASSERT_TRUE(db->WaitForBackgroundWork().ok());
-  ASSERT_TRUE(PutEach(db.get(), kKeys, kValueSize, kKeys).ok());
-  EXPECT_GE(static_cast<double>(SegmentBytes(fs.get())), 1.9 * live);
+  ASSERT_TRUE(PutEach(db.get(), kOverwritten, kValueSize, kKeys).ok());
+  EXPECT_GE(static_cast<double>(SegmentBytes(fs.get())), 1.55 * live);
   ASSERT_TRUE(db->WaitForBackgroundWork().ok());
   const double settled = static_cast<double>(SegmentBytes(fs.get()));
   std::printf("settled at %.2f of live\n", settled / live);
@@ -373,7 +375,7 @@ TEST(GcSpaceTest, ASettleCountsWhatTheEstimateMisses) {
   for (int i = 0; i < kKeys; ++i) {
     std::string v;
     ASSERT_TRUE(db->Get({}, absl::StrFormat("key%05d", i), &v).ok());
-    ASSERT_EQ(v, Value(kKeys + i, kValueSize)) << i;
+    ASSERT_EQ(v, Value(i < kOverwritten ? kKeys + i : i, kValueSize)) << i;
   }
   db.reset();
   opened = OpenWithFileSystem(o, "/db", fs);
