@@ -316,7 +316,8 @@ absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
   enum class Action { kNone, kSwitch, kSync } action = Action::kNone;
   {
     absl::MutexLock l(&mu_);
-    if (gc_pending_victims_.empty()) return absl::OkStatus();
+    // None waiting here can still mean another thread has taken them and
+    // is logging them: the wait for obsolete_mu_ below covers that.
     lsm::SequenceNumber newest = 0;
     for (const PendingVictims& p : gc_pending_victims_) newest = std::max(newest, p.durable_at);
     if (how != VictimRelease::kWhenDurable && newest > versions_->LastSequence()) {
@@ -347,6 +348,7 @@ absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
     CAIRN_RETURN_IF_ERROR(SwitchMemTableInQueue());
     gc_victim_switches_.fetch_add(1, std::memory_order_relaxed);
   }
+  absl::MutexLock release(&obsolete_mu_);
   std::vector<PendingVictims> ready;
   {
     absl::MutexLock l(&mu_);
@@ -404,6 +406,7 @@ DBImpl::PendingVictims DBImpl::PendingVictimTotals() const {
 }
 
 void DBImpl::DeleteObsoleteSegments() {
+  absl::MutexLock deleting(&obsolete_mu_);
   std::vector<uint64_t> deletable;
   {
     absl::MutexLock l(&mu_);

@@ -383,7 +383,7 @@ class DBImpl final : public DB {
   // a scan of every table (docs/gc.md, "The space ledger").
   absl::Status CountUnaccountedGarbage();
   // Deletes the collected segments no reader or snapshot can reach any more.
-  void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_);
+  void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_, obsolete_mu_);
   // Marks obsolete the victims of finished background jobs whose
   // superseding writes are durable now (synced, or flushed to a table).
   // kNow syncs the WAL first so that all of them are. kSoon makes them
@@ -391,7 +391,7 @@ class DBImpl final : public DB {
   // flush covers them, a memtable switch while the live memtable holds
   // their writes (and a quarter of its budget), a sync otherwise.
   enum class VictimRelease { kWhenDurable, kSoon, kNow };
-  absl::Status ReleasePendingVictims(VictimRelease how) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status ReleasePendingVictims(VictimRelease how) ABSL_LOCKS_EXCLUDED(mu_, obsolete_mu_);
   // Victims the manifest now marks obsolete: they wait for the readers of
   // the current read epoch (and older snapshots), and a new epoch begins.
   void RetireCollectedLocked(absl::Span<const uint64_t> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -666,6 +666,13 @@ class DBImpl final : public DB {
   // (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments
   // deletes the files).
   gc::ObsoleteSegments obsolete_segments_ ABSL_GUARDED_BY(mu_);
+  // Held by ReleasePendingVictims from taking the ready victims until they
+  // are retired, and by DeleteObsoleteSegments from taking the deletable
+  // segments until their files are queued on the deleter: a caller that
+  // finds the list empty because another thread took it waits for that
+  // thread's work, so a settle step that returns has seen every victim GC
+  // released beside it marked obsolete and handed to the deleter.
+  absl::Mutex obsolete_mu_ ABSL_ACQUIRED_AFTER(gc_mu_) ABSL_ACQUIRED_BEFORE(mu_);
   // Records flushes and compactions dropped, which GC skips without a
   // liveness check (2 Mi records, 8 MiB at most; docs/gc.md, "Records
   // known dead").
