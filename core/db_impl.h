@@ -129,6 +129,12 @@ class DBImpl final : public DB {
   std::vector<vlog::SegmentInfo> ValueLogSegmentsForTesting() const {
     return vlog_->segment_set().Segments();
   }
+  // Tests only: the value log's space amplification as GC and the write
+  // throttle read it (with the estimate of what the memtables and L0 hide),
+  // or counted garbage alone.
+  double ValueLogSpaceAmplificationForTesting(bool with_estimate) {
+    return GetValueLogSpace(with_estimate).amplification();
+  }
 
  private:
   struct Writer;
@@ -283,9 +289,10 @@ class DBImpl final : public DB {
   // by its pointer.
   absl::Status PlaceGroup(absl::Span<const PreparedBatch* const> members, WriteBatch* group);
   // Write leader only: inserts group into mem, adding the value-log bytes
-  // its pointers name to mem_value_bytes_, and those of the pointers in mem
-  // that its entries supersede to mem_superseded_bytes_.
-  absl::Status InsertGroup(lsm::MemTable* mem, const WriteBatch& group);
+  // its pointers name to mem_value_bytes_ (and, for GC's rewrites, to
+  // mem_gc_value_bytes_), and those of the pointers in mem that its entries
+  // supersede to mem_superseded_bytes_.
+  absl::Status InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bool gc_rewrite);
   // Write leader only: *record becomes the members' entries as the callers
   // gave them, values included (the WAL record of a synced group of small
   // values); the caller sets its sequence.
@@ -496,12 +503,14 @@ class DBImpl final : public DB {
   // gets its AddSegment and SealSegment (for the caller's edit, ahead of
   // the garbage counts). Without it they stay inline in the table. at_open:
   // the flush of replayed WALs, which keeps a few of them inline
-  // (kMinFlushSegmentBytes).
+  // (kMinFlushSegmentBytes). *gc_value_bytes: of *value_bytes, the bytes
+  // named by pointers into GC's output segments (GC's rewrites, which hide
+  // no garbage below them).
   absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
                                 GarbageMeter* garbage,
                                 uint64_t* value_bytes = nullptr,
                                 vlog::SegmentEdit* new_segment = nullptr, bool at_open = false,
-                                uint64_t* deletions = nullptr);
+                                uint64_t* deletions = nullptr, uint64_t* gc_value_bytes = nullptr);
   void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs and tells the listeners when the write stall condition changes.
@@ -631,6 +640,17 @@ class DBImpl final : public DB {
   // value-log bytes its pointers name, and bytes of pointers in it that
   // newer entries in it superseded (garbage once it is flushed).
   std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
+  // Of mem_value_bytes_, the bytes GC's rewrites name. They hide no garbage:
+  // the record each supersedes is in a victim GC has collected already. So
+  // every estimate of hidden garbage leaves them out (HiddenValueBytes), and
+  // so does the yield that scales it; only the named-bytes cap counts them.
+  std::atomic<uint64_t> mem_gc_value_bytes_{0};
+  // Value-log bytes the current memtable names that may hide garbage below
+  // it: mem_value_bytes_ less GC's rewrites.
+  uint64_t MemHiddenValueBytes() const {
+    const uint64_t named = mem_value_bytes_.load(std::memory_order_relaxed);
+    return named - std::min(named, mem_gc_value_bytes_.load(std::memory_order_relaxed));
+  }
   // Of the current memtable, likewise: its deletions (separated mode only),
   // each of which may hide a value in the tables below.
   std::atomic<uint64_t> mem_deletions_{0};

@@ -72,7 +72,7 @@ uint64_t DBImpl::MemTableGarbageEstimate() {
   // What the mutable memtable's entries made garbage: at least the pointers
   // they superseded in it (exact), and under overwrites about the value
   // bytes they name (the yield), whichever is more.
-  const double named = static_cast<double>(mem_value_bytes_.load(std::memory_order_relaxed));
+  const double named = static_cast<double>(MemHiddenValueBytes());
   return std::max(mem_superseded_bytes_.load(std::memory_order_relaxed),
                   static_cast<uint64_t>(garbage_yield_ * named)) +
          DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));

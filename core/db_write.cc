@@ -354,7 +354,9 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
         wal_names_unsynced_values_ = true;
       }
     }
-    if (status.ok()) status = InsertGroup(mem.get(), *group);
+    if (status.ok()) {
+      status = InsertGroup(mem.get(), *group, leader->kind == Writer::Kind::kGcRewrite);
+    }
     if (status.ok()) {
       uint64_t user_bytes = 0, puts = 0, deletes = 0;
       for (const PreparedBatch* m : members) {
@@ -456,7 +458,7 @@ void DBImpl::BuildValuesRecord(absl::Span<const PreparedBatch* const> members,
   WriteBatchInternal::SetCount(record, count);
 }
 
-absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
+absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bool gc_rewrite) {
   // Only a memtable that holds pointers can hide value-log garbage; inline
   // mode pays nothing here.
   const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
@@ -490,6 +492,7 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group) {
         return absl::OkStatus();
       });
   if (named > 0) mem_value_bytes_.fetch_add(named, std::memory_order_relaxed);
+  if (named > 0 && gc_rewrite) mem_gc_value_bytes_.fetch_add(named, std::memory_order_relaxed);
   if (superseded > 0) mem_superseded_bytes_.fetch_add(superseded, std::memory_order_relaxed);
   if (deletions > 0) mem_deletions_.fetch_add(deletions, std::memory_order_relaxed);
   return s;
@@ -508,12 +511,16 @@ bool DBImpl::MemTableValueBytesFull() {
   // garbage than the trigger allows over the rest: in a small database a
   // few overwrites of each key otherwise sat in the memtable, unseen, at
   // 2-3x live. Garbage already counted is left out, or a value log at the
-  // trigger would flush every 1 MiB of GC's rewrites.
-  if (options_.gc_space_amp_trigger > 1 && named >= kMinHiddenValueFlushBytes) {
+  // trigger would flush every 1 MiB of GC's rewrites; so are the bytes
+  // those rewrites name, which hide nothing.
+  const uint64_t hiding = MemHiddenValueBytes();
+  if (options_.gc_space_amp_trigger > 1 && hiding >= kMinHiddenValueFlushBytes) {
     const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
     const uint64_t uncounted = space.bytes - std::min(space.bytes, space.garbage);
-    const double rest = static_cast<double>(uncounted - std::min(uncounted, named));
-    if (static_cast<double>(named) > 0.25 * (options_.gc_space_amp_trigger - 1) * rest) return true;
+    const double rest = static_cast<double>(uncounted - std::min(uncounted, hiding));
+    if (static_cast<double>(hiding) > 0.25 * (options_.gc_space_amp_trigger - 1) * rest) {
+      return true;
+    }
   }
   // Garbage the memtable holds itself (a small set of keys overwritten
   // again and again) is invisible to GC until a flush counts it: flush
@@ -708,13 +715,13 @@ absl::Status DBImpl::NewLog() {
   std::shared_ptr<lsm::LogWriter> closed(std::move(log_));
   log_ = *std::move(created);
   const uint64_t deleted = DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
-  imm_.push_back({std::move(mem_), log_number_,
-                  mem_value_bytes_.load(std::memory_order_relaxed) + deleted, deleted,
+  imm_.push_back({std::move(mem_), log_number_, MemHiddenValueBytes() + deleted, deleted,
                   std::move(closed), last_sequence_.load()});
   log_number_ = number;
   mem_ = NewMemTable();
   InstallSuperVersionLocked();
   mem_value_bytes_.store(0, std::memory_order_relaxed);
+  mem_gc_value_bytes_.store(0, std::memory_order_relaxed);
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);
   mem_deletions_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();
