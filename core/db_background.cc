@@ -659,6 +659,17 @@ absl::Status DBImpl::CountHiddenGarbage() {
   return s;
 }
 
+absl::Status DBImpl::WaitWhileLocked(absl::FunctionRef<bool()> busy) {
+  // Background work signals as it finishes; the timeout re-reads figures
+  // (GC's among them) that flushes and compactions move without a signal.
+  while (bg_error_.ok() && !shutting_down_ && busy()) {
+    background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
+  }
+  if (!bg_error_.ok()) return bg_error_;
+  if (shutting_down_) return absl::AbortedError("the database is closing");
+  return absl::OkStatus();
+}
+
 absl::Status DBImpl::WaitForBackgroundWork() {
   CAIRN_RETURN_IF_ERROR(CheckNotClosed());
   if (read_only_) return absl::OkStatus();  // it runs none
@@ -689,16 +700,11 @@ absl::Status DBImpl::WaitForBackgroundWork() {
   for (int settle = 0;; ++settle) {
     {
       absl::MutexLock l(&mu_);
-      // GC signals after each victim; the timeout re-reads the figure it
-      // steers by, which flushes and compactions move without a signal. A
-      // GC job under way finishes first: its victim would be left waiting.
-      while (bg_error_.ok() && !shutting_down_ &&
-             (!imm_.empty() || flush_running_ || switch_running_ || compactions_running_ > 0 ||
-              gc_jobs_running_ > 0 || NeedsCompaction() || GcBehind())) {
-        background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
-      }
-      if (!bg_error_.ok()) return bg_error_;
-      if (shutting_down_) return absl::AbortedError("the database is closing");
+      // A GC job under way finishes first: its victim would be left waiting.
+      CAIRN_RETURN_IF_ERROR(WaitWhileLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !imm_.empty() || flush_running_ || switch_running_ || compactions_running_ > 0 ||
+               gc_jobs_running_ > 0 || NeedsCompaction() || GcBehind();
+      }));
     }
     DeleteObsoleteSegments();
     if (!settle_gc) {
@@ -763,12 +769,11 @@ absl::Status DBImpl::WaitForBackgroundWork() {
     PunchReadyRuns(/*wait=*/true);
     deleter_->WaitIdle();
     absl::MutexLock l(&mu_);
-    if (round == 3 || !(gc_jobs_running_ > 0 || GcBehind())) break;
-    while (bg_error_.ok() && !shutting_down_ && (gc_jobs_running_ > 0 || GcBehind())) {
-      background_cv_.WaitWithTimeout(&mu_, absl::Milliseconds(100));
-    }
-    if (!bg_error_.ok()) return bg_error_;
-    if (shutting_down_) return absl::AbortedError("the database is closing");
+    const auto gc_busy = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return gc_jobs_running_ > 0 || GcBehind();
+    };
+    if (round == 3 || !gc_busy()) break;
+    CAIRN_RETURN_IF_ERROR(WaitWhileLocked(gc_busy));
   }
   return absl::OkStatus();
 }

@@ -29,6 +29,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
+#include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "cairn/db.h"
@@ -479,6 +480,9 @@ class DBImpl final : public DB {
   // A settle step: whether the garbage the memtables and L0 may hide (every
   // pointer they name taken to hide a live record, deletions at their
   // estimate) could put the value log past mark. False without GC.
+  // Waits on background_cv_ while busy() holds, re-asking at least every
+  // 100 ms; the background error, or Aborted once the DB is closing.
+  absl::Status WaitWhileLocked(absl::FunctionRef<bool()> busy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A settle step: flushes the memtable and compacts L0 into L1, so that
   // every pointer they hide below is counted as garbage.
