@@ -15,7 +15,9 @@ markdown table per size and, with --json_out, every raw record.
                        [--engines cairn,inline,rocksdb,blobdb]
 
 An engine "cairn@N" is cairn separated with --value_separation_threshold=N
-(values of at least N bytes separated; "cairn" keeps the default).
+(values of at least N bytes separated; "cairn" keeps the default); any
+engine followed by ":flag=value" pairs gets those cairn_bench flags too
+(e.g. "cairn:separate_at_flush_below=0").
 
 Run it on a quiet machine (no compile, no other benchmark): it compares
 engines measured one after the other.
@@ -36,6 +38,10 @@ ENGINE_FLAGS = {
 
 
 def engine_flags(engine):
+    if ":" in engine:
+        # "cairn:flag=value:flag2=value2": an engine with flags of its own.
+        base, *extra = engine.split(":")
+        return engine_flags(base) + [f"--{kv}" for kv in extra]
     if engine.startswith("cairn@"):
         return ENGINE_FLAGS["cairn"] + [f"--value_separation_threshold={int(engine[6:])}"]
     if engine not in ENGINE_FLAGS:
@@ -96,7 +102,9 @@ def main():
                 phases[name] = run(bench, common, flags + extra + [
                     "--use_existing_db", f"--duration={a.read_secs}"])
             shutil.rmtree(a.db, ignore_errors=True)
-            label = load["engine"] + (f" (threshold {engine[6:]})" if "@" in engine else "")
+            label = load["engine"] + (f" (threshold {engine[6:].split(':')[0]})" if "@" in engine else "")
+            if ":" in engine:
+                label += " (" + ", ".join(engine.split(":")[1:]) + ")"
             rows.append((label, phases))
             raw.append({"value_size": size, "engine": load["engine"], "phases": phases})
         print(f"\n### {size} B values, {a.live_mb} MiB loaded, {a.cache_mb} MiB cache\n")
