@@ -640,7 +640,8 @@ bool DBImpl::HiddenGarbageMayPass(double mark) {
   const std::shared_ptr<const lsm::Version> v = versions_->current();
   uint64_t hidden = Level0HiddenBytes(*v).value_or(Level0Hidden{}).value_bytes;
   for (const ImmutableMemTable& imm : imm_) hidden += imm.value_bytes;
-  hidden += MemHiddenValueBytes() + DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
+  hidden += MemHiddenValueBytes() +
+            DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
   if (hidden == 0) return false;
   // The worst case: every pointer above L1 hides a live record.
   ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);

@@ -480,10 +480,10 @@ class DBImpl final : public DB {
   // A settle step: whether the garbage the memtables and L0 may hide (every
   // pointer they name taken to hide a live record, deletions at their
   // estimate) could put the value log past mark. False without GC.
+  bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits on background_cv_ while busy() holds, re-asking at least every
   // 100 ms; the background error, or Aborted once the DB is closing.
   absl::Status WaitWhileLocked(absl::FunctionRef<bool()> busy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A settle step: flushes the memtable and compacts L0 into L1, so that
   // every pointer they hide below is counted as garbage.
   absl::Status CountHiddenGarbage() ABSL_LOCKS_EXCLUDED(mu_);
@@ -646,7 +646,7 @@ class DBImpl final : public DB {
   std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
   // Of mem_value_bytes_, the bytes GC's rewrites name. They hide no garbage:
   // the record each supersedes is in a victim GC has collected already. So
-  // every estimate of hidden garbage leaves them out (HiddenValueBytes), and
+  // every estimate of hidden garbage leaves them out (MemHiddenValueBytes), and
   // so does the yield that scales it; only the named-bytes cap counts them.
   std::atomic<uint64_t> mem_gc_value_bytes_{0};
   // Value-log bytes the current memtable names that may hide garbage below
