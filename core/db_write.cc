@@ -22,8 +22,10 @@ using lsm::SequenceNumber;
 using lsm::ValueType;
 
 // The value bytes a memtable names before the worst case of what they hide
-// may flush it (DBImpl::MemTableValueBytesFull).
-constexpr uint64_t kMinHiddenValueFlushBytes = uint64_t{1} << 20;
+// may flush it (DBImpl::MemTableValueBytesFull). 1 MiB until the 37th
+// session: over a live set of a few MiB that let the value log climb a
+// third of live between flushes (docs/gc.md, "Counting garbage in time").
+constexpr uint64_t kMinHiddenValueFlushBytes = uint64_t{256} << 10;
 
 // One entry of the write queue, tagged with what it is.
 struct DBImpl::Writer {
@@ -506,12 +508,12 @@ bool DBImpl::MemTableValueBytesFull() {
   // What the pointers hide below is known only once a flush and an L0
   // compaction count it, and the estimate's yield lags a load that turned
   // into overwrites (it reads 0 until L0 compactions count garbage). So,
-  // past 1 MiB, the memtable is flushed once the worst case of what it
+  // past 256 KiB, the memtable is flushed once the worst case of what it
   // hides alone (every value it names hides a live one below) is more
   // garbage than the trigger allows over the rest: in a small database a
   // few overwrites of each key otherwise sat in the memtable, unseen, at
   // 2-3x live. Garbage already counted is left out, or a value log at the
-  // trigger would flush every 1 MiB of GC's rewrites; so are the bytes
+  // trigger would flush every 256 KiB of GC's rewrites; so are the bytes
   // those rewrites name, which hide nothing.
   const uint64_t hiding = MemHiddenValueBytes();
   if (options_.gc_space_amp_trigger > 1 && hiding >= kMinHiddenValueFlushBytes) {

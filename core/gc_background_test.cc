@@ -311,9 +311,11 @@ TEST_P(SmallKeySetTest, OverwrittenBeforeAnyFlushStaysBounded) {
   if (final_bytes > 1.5 * live + (1 << 20)) PrintStats(db.get());  // for the failure below
   // Before memtables were flushed by the garbage they hide, this workload
   // grew the value log to 20x live. Segments of 1 MiB over 2.4 MB live
-  // leave GC a coarse unit: the peak was measured at 2.2-3.6x live, and at
-  // 1.8-2.2x since a memtable is flushed for the worst case of what its
-  // pointers hide; once settled it is back within the 1.5x target.
+  // leave GC a coarse unit: the peak was measured at 2.2-3.6x live, at
+  // 1.8-2.7x since a memtable is flushed for the worst case of what its
+  // pointers hide, and at 1.6-2.4x (median 1.66) since that flush comes
+  // past 256 KiB of named values instead of 1 MiB; once settled it is back
+  // within the 1.5x target.
   EXPECT_LE(max_bytes, 5.0 * live + (1 << 20));
   EXPECT_LE(final_bytes, 1.5 * live + (1 << 20));
   // The space figures count a victim waiting for its rewrites' durability
@@ -348,10 +350,11 @@ INSTANTIATE_TEST_SUITE_P(SegmentSizes, SmallKeySetTest,
 // A settle step counts the garbage the memtable and L0 hide instead of
 // trusting the estimate of it. A load whose L0 compactions counted no
 // garbage leaves the estimate's yield at 0; an overwrite of 60 of its 100
-// keys, held in the memtable (under the 1 MiB of named values that may
-// flush it for what it hides, and no key twice), takes the value log to
-// 1.6x live while the estimate still says 1.0x. Before, the settle step
-// read that estimate and left 1.6x behind.
+// keys, held in the memtable and L0 (a flush for what the memtable may
+// hide comes past 256 KiB of named values, but the L0 compaction that
+// would count it only once L0's worst case passes the trigger; no key
+// twice), takes the value log to 1.6x live while the estimate still says
+// 1.0x. Before, the settle step read that estimate and left 1.6x behind.
 TEST(GcSpaceTest, ASettleCountsWhatTheEstimateMisses) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
   Options o;
