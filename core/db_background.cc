@@ -361,6 +361,10 @@ std::unique_ptr<lsm::Compaction> DBImpl::PickBackgroundCompaction(const lsm::Ver
   return c;
 }
 
+// The value bytes L0's tables name before what they are estimated to hide
+// may compact them (DBImpl::NeedsGarbageCompaction).
+constexpr uint64_t kMinHiddenGarbageCompactionBytes = uint64_t{256} << 10;
+
 bool DBImpl::NeedsGarbageCompaction() {
   if (options_.gc_space_amp_trigger <= 0) return false;  // nobody would act on the counts
   // Garbage is counted when a flush or compaction drops a pointer. An L0
@@ -377,6 +381,24 @@ bool DBImpl::NeedsGarbageCompaction() {
   if (!l0.has_value() || l0->value_bytes == 0) return false;
   ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
   if (space.bytes == 0) return false;
+  // The same lag in a small log that GC has just brought down: counted
+  // garbage is low, so L0's worst case passes the trigger only once L0
+  // names a third of the log, and the garbage it hides meanwhile is in
+  // nobody's count. So L0 is also compacted once what it is estimated to
+  // hide (its deletions' share, and the yield of its pointers' share) is
+  // more than a quarter of the garbage the trigger allows over the rest of
+  // the log, as a memtable is flushed (MemTableValueBytesFull); past a
+  // floor, so that a few small tables are not compacted one by one. Over a
+  // large log the worst case comes first. During a load the yield is
+  // about 0 and this adds no compaction.
+  if (l0->value_bytes >= kMinHiddenGarbageCompactionBytes && options_.gc_space_amp_trigger > 1) {
+    const uint64_t deleted = std::min(l0->deleted_bytes, l0->value_bytes);
+    const double hidden =
+        garbage_yield_ * static_cast<double>(l0->value_bytes - deleted) + static_cast<double>(deleted);
+    const uint64_t uncounted = space.bytes - std::min(space.bytes, space.garbage);
+    const double rest = static_cast<double>(uncounted - std::min(uncounted, l0->value_bytes));
+    if (hidden > 0.25 * (options_.gc_space_amp_trigger - 1) * rest) return true;
+  }
   space.uncounted = l0->value_bytes;
   return space.amplification() > options_.gc_space_amp_trigger;
 }
