@@ -314,9 +314,13 @@ TEST_P(SmallKeySetTest, OverwrittenBeforeAnyFlushStaysBounded) {
   // leave GC a coarse unit: the peak was measured at 2.2-3.6x live, at
   // 1.8-2.7x since a memtable is flushed for the worst case of what its
   // pointers hide, and at 1.6-2.4x (median 1.66) since that flush comes
-  // past 256 KiB of named values instead of 1 MiB; once settled it is back
-  // within the 1.5x target.
-  EXPECT_LE(max_bytes, 5.0 * live + (1 << 20));
+  // past 256 KiB of named values instead of 1 MiB, and at 1.44-1.92x
+  // (median 1.50) since L0 is compacted for what it is estimated to hide
+  // (docs/decisions/20261206_small_log_counting_lag.md): issue 12's "1.5x
+  // live plus one segment" (1.93x here) held in all of 24 runs, but a busy
+  // machine stretches the tail, so the bound asserted is twice the
+  // allowance over live. Once settled it is back within the 1.5x target.
+  EXPECT_LE(max_bytes, 2.0 * live + static_cast<double>(segment));
   EXPECT_LE(final_bytes, 1.5 * live + (1 << 20));
   // The space figures count a victim waiting for its rewrites' durability
   // as collected; a settle gives it its sync, so none is left on disk. In
