@@ -361,48 +361,6 @@ std::unique_ptr<lsm::Compaction> DBImpl::PickBackgroundCompaction(const lsm::Ver
   return c;
 }
 
-// The value bytes L0's tables name before what they are estimated to hide
-// may compact them (DBImpl::NeedsGarbageCompaction).
-constexpr uint64_t kMinHiddenGarbageCompactionBytes = uint64_t{256} << 10;
-
-bool DBImpl::NeedsGarbageCompaction() {
-  if (options_.gc_space_amp_trigger <= 0) return false;  // nobody would act on the counts
-  // Garbage is counted when a flush or compaction drops a pointer. An L0
-  // table's pointers may each hide an older version below, whose record is
-  // garbage that no count shows until L0 is compacted into the levels
-  // below. When that garbage could put the value log past the GC trigger
-  // (worst case: every pointer in L0 hides a live record; the yield is not
-  // used here, as it lags when a load turns into overwrites), compact L0
-  // now so that GC steers by counted garbage. Tables
-  // hold keys and pointers only, so this costs little next to the value
-  // bytes it accounts for.
-  const std::shared_ptr<const lsm::Version> v = versions_->current();
-  const std::optional<Level0Hidden> l0 = Level0HiddenBytes(*v);
-  if (!l0.has_value() || l0->value_bytes == 0) return false;
-  ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
-  if (space.bytes == 0) return false;
-  // The same lag in a small log that GC has just brought down: counted
-  // garbage is low, so L0's worst case passes the trigger only once L0
-  // names a third of the log, and the garbage it hides meanwhile is in
-  // nobody's count. So L0 is also compacted once what it is estimated to
-  // hide (its deletions' share, and the yield of its pointers' share) is
-  // more than a quarter of the garbage the trigger allows over the rest of
-  // the log, as a memtable is flushed (MemTableValueBytesFull); past a
-  // floor, so that a few small tables are not compacted one by one. Over a
-  // large log the worst case comes first. During a load the yield is
-  // about 0 and this adds no compaction.
-  if (l0->value_bytes >= kMinHiddenGarbageCompactionBytes && options_.gc_space_amp_trigger > 1) {
-    const uint64_t deleted = std::min(l0->deleted_bytes, l0->value_bytes);
-    const double hidden =
-        garbage_yield_ * static_cast<double>(l0->value_bytes - deleted) + static_cast<double>(deleted);
-    const uint64_t uncounted = space.bytes - std::min(space.bytes, space.garbage);
-    const double rest = static_cast<double>(uncounted - std::min(uncounted, l0->value_bytes));
-    if (hidden > 0.25 * (options_.gc_space_amp_trigger - 1) * rest) return true;
-  }
-  space.uncounted = l0->value_bytes;
-  return space.amplification() > options_.gc_space_amp_trigger;
-}
-
 void DBImpl::ListDeadRecords(vlog::DeadRecords::Batch dead) {
   // Only segments still to be collected: an old pointer a compaction drops
   // may name a segment GC collected and deleted long ago.
@@ -417,29 +375,6 @@ void DBImpl::ListDeadRecords(vlog::DeadRecords::Batch dead) {
   // sweep such leftovers whenever the list passes half its bound.
   if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
   PlanPunches(dead);
-}
-
-std::optional<DBImpl::Level0Hidden> DBImpl::Level0HiddenBytes(const lsm::Version& v) {
-  Level0Hidden sum;
-  for (const auto& f : v.files(0)) {
-    if (f->being_compacted) return std::nullopt;
-    auto it = l0_hidden_.find(f->number);
-    if (it != l0_hidden_.end()) {
-      sum.value_bytes += it->second.value_bytes;
-      sum.deleted_bytes += it->second.deleted_bytes;
-      continue;
-    }
-    if (recovered_average_record_ == 0) {  // a table flushed before this open
-      uint64_t bytes = 0, records = 0;
-      for (const vlog::SegmentInfo& s : vlog_->segment_set().Segments()) {
-        bytes += s.size;
-        records += s.records;
-      }
-      recovered_average_record_ = records == 0 ? 1 : std::max<uint64_t>(1, bytes / records);
-    }
-    sum.value_bytes += f->num_entries * recovered_average_record_;
-  }
-  return sum;
 }
 
 void DBImpl::CompactionThread() {
@@ -655,20 +590,6 @@ bool DBImpl::GcBehind() {
   // Collecting until the stop mark, or about to start.
   return gc_controller_.collecting() ? amp > gc_controller_.collect_until()
                                      : amp > gc_controller_.start_mark();
-}
-
-bool DBImpl::HiddenGarbageMayPass(double mark) {
-  if (!gc_controller_.enabled()) return false;
-  const std::shared_ptr<const lsm::Version> v = versions_->current();
-  uint64_t hidden = Level0HiddenBytes(*v).value_or(Level0Hidden{}).value_bytes;
-  for (const ImmutableMemTable& imm : imm_) hidden += imm.value_bytes;
-  hidden += MemHiddenValueBytes() +
-            DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
-  if (hidden == 0) return false;
-  // The worst case: every pointer above L1 hides a live record.
-  ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
-  space.uncounted = hidden;
-  return space.amplification() > mark;
 }
 
 absl::Status DBImpl::CountHiddenGarbage() {

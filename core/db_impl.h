@@ -422,6 +422,17 @@ class DBImpl final : public DB {
   // The garbage the mutable memtable hides: max(the pointers its entries
   // superseded in it, garbage_yield_ times the value bytes it names).
   uint64_t MemTableGarbageEstimate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The garbage value_bytes named by pointers may hide, of which
+  // deleted_bytes are deletions' estimate: the pointers' share at
+  // garbage_yield_, the deletions' at full weight.
+  uint64_t HiddenEstimate(uint64_t value_bytes, uint64_t deleted_bytes) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether hidden, the garbage that named value-log bytes (a memtable's,
+  // or L0's) may hide, is more than a quarter of the garbage the trigger
+  // allows over the rest of the uncounted log: time to flush or compact
+  // them so it gets counted. False under 256 KiB named or without a
+  // trigger.
+  bool HidesQuarterOfAllowance(uint64_t named, uint64_t hidden) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The value-log bytes that deletions may hide: each is taken to hide one
   // value of the mean size per table entry (live value-log bytes over the
   // entries of every table), since which value a deletion hides, if any,
@@ -455,6 +466,16 @@ class DBImpl final : public DB {
   // compacted.
   std::optional<Level0Hidden> Level0HiddenBytes(const lsm::Version& v)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A compaction of every L0 file into the base level is due so that the
+  // value log's garbage gets counted: the pointers in L0 may hide enough
+  // older versions that the value log's space amplification could be past
+  // Options::gc_space_amp_trigger without GC seeing it (docs/gc.md,
+  // "Counting garbage in time").
+  bool NeedsGarbageCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A settle step: whether the garbage the memtables and L0 may hide (every
+  // pointer they name taken to hide a live record, deletions at their
+  // estimate) could put the value log past mark. False without GC.
+  bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GcThread();
 
   // db_checkpoint.cc
@@ -471,16 +492,6 @@ class DBImpl final : public DB {
   bool NeedsCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Background GC is (or is about to start) collecting, and can.
   bool GcBehind() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A compaction of every L0 file into the base level is due so that the
-  // value log's garbage gets counted: the pointers in L0 may hide enough
-  // older versions that the value log's space amplification could be past
-  // Options::gc_space_amp_trigger without GC seeing it (docs/gc.md,
-  // "Counting garbage in time").
-  bool NeedsGarbageCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A settle step: whether the garbage the memtables and L0 may hide (every
-  // pointer they name taken to hide a live record, deletions at their
-  // estimate) could put the value log past mark. False without GC.
-  bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits on background_cv_ while busy() holds, re-asking at least every
   // 100 ms; the background error, or Aborted once the DB is closing.
   absl::Status WaitWhileLocked(absl::FunctionRef<bool()> busy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

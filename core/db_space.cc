@@ -8,6 +8,13 @@
 
 namespace cairn {
 
+// The value bytes a memtable or L0 names before the garbage they may hide
+// can flush or compact them for it (DBImpl::HidesQuarterOfAllowance). 1 MiB
+// until the 37th session: over a live set of a few MiB that let the value
+// log climb a third of live between counts (docs/gc.md, "Counting garbage
+// in time").
+constexpr uint64_t kMinHiddenNamedBytes = uint64_t{256} << 10;
+
 double DBImpl::ValueLogSpaceAmplification() const {
   const vlog::ValueLog::Totals t = vlog_->GetTotals();
   // Punched bytes are garbage that takes no space any more.
@@ -61,11 +68,25 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
     hidden += imm.value_bytes;
     deleted += imm.deleted_bytes;
   }
-  deleted = std::min(deleted, hidden);
-  space.uncounted =
-      static_cast<uint64_t>(garbage_yield_ * static_cast<double>(hidden - deleted)) + deleted +
-      MemTableGarbageEstimate();
+  space.uncounted = HiddenEstimate(hidden, deleted) + MemTableGarbageEstimate();
   return space;
+}
+
+uint64_t DBImpl::HiddenEstimate(uint64_t value_bytes, uint64_t deleted_bytes) const {
+  const uint64_t deleted = std::min(deleted_bytes, value_bytes);
+  return static_cast<uint64_t>(garbage_yield_ * static_cast<double>(value_bytes - deleted)) +
+         deleted;
+}
+
+bool DBImpl::HidesQuarterOfAllowance(uint64_t named, uint64_t hidden) {
+  if (options_.gc_space_amp_trigger <= 1 || named < kMinHiddenNamedBytes) return false;
+  // Garbage already counted is left out of the rest: a value log at the
+  // trigger would otherwise flush or compact at every floor's worth of
+  // GC's rewrites.
+  const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
+  const uint64_t uncounted = space.bytes - std::min(space.bytes, space.garbage);
+  const double rest = static_cast<double>(uncounted - std::min(uncounted, named));
+  return static_cast<double>(hidden) > 0.25 * (options_.gc_space_amp_trigger - 1) * rest;
 }
 
 uint64_t DBImpl::MemTableGarbageEstimate() {
@@ -94,6 +115,76 @@ uint64_t DBImpl::DeletedValueEstimate(uint64_t deletions) {
   const double live = static_cast<double>(space.bytes - std::min(space.bytes, space.garbage));
   return static_cast<uint64_t>(static_cast<double>(deletions) * live /
                                static_cast<double>(table_entries_));
+}
+
+bool DBImpl::NeedsGarbageCompaction() {
+  if (options_.gc_space_amp_trigger <= 0) return false;  // nobody would act on the counts
+  // Garbage is counted when a flush or compaction drops a pointer. An L0
+  // table's pointers may each hide an older version below, whose record is
+  // garbage that no count shows until L0 is compacted into the levels
+  // below. When that garbage could put the value log past the GC trigger
+  // (worst case: every pointer in L0 hides a live record; the yield is not
+  // used here, as it lags when a load turns into overwrites), compact L0
+  // now so that GC steers by counted garbage. Tables
+  // hold keys and pointers only, so this costs little next to the value
+  // bytes it accounts for.
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  const std::optional<Level0Hidden> l0 = Level0HiddenBytes(*v);
+  if (!l0.has_value() || l0->value_bytes == 0) return false;
+  ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
+  if (space.bytes == 0) return false;
+  // The same lag in a small log that GC has just brought down: counted
+  // garbage is low, so L0's worst case passes the trigger only once L0
+  // names a third of the log, and the garbage it hides meanwhile is in
+  // nobody's count. So L0 is also compacted once what it is estimated to
+  // hide (its deletions' share, and the yield of its pointers' share) is
+  // more than a quarter of the garbage the trigger allows over the rest of
+  // the log, as a memtable is flushed (MemTableValueBytesFull). Over a
+  // large log the worst case comes first. During a load the yield is
+  // about 0 and this adds no compaction.
+  if (HidesQuarterOfAllowance(l0->value_bytes,
+                              HiddenEstimate(l0->value_bytes, l0->deleted_bytes))) {
+    return true;
+  }
+  space.uncounted = l0->value_bytes;
+  return space.amplification() > options_.gc_space_amp_trigger;
+}
+
+std::optional<DBImpl::Level0Hidden> DBImpl::Level0HiddenBytes(const lsm::Version& v) {
+  Level0Hidden sum;
+  for (const auto& f : v.files(0)) {
+    if (f->being_compacted) return std::nullopt;
+    auto it = l0_hidden_.find(f->number);
+    if (it != l0_hidden_.end()) {
+      sum.value_bytes += it->second.value_bytes;
+      sum.deleted_bytes += it->second.deleted_bytes;
+      continue;
+    }
+    if (recovered_average_record_ == 0) {  // a table flushed before this open
+      uint64_t bytes = 0, records = 0;
+      for (const vlog::SegmentInfo& s : vlog_->segment_set().Segments()) {
+        bytes += s.size;
+        records += s.records;
+      }
+      recovered_average_record_ = records == 0 ? 1 : std::max<uint64_t>(1, bytes / records);
+    }
+    sum.value_bytes += f->num_entries * recovered_average_record_;
+  }
+  return sum;
+}
+
+bool DBImpl::HiddenGarbageMayPass(double mark) {
+  if (!gc_controller_.enabled()) return false;
+  const std::shared_ptr<const lsm::Version> v = versions_->current();
+  uint64_t hidden = Level0HiddenBytes(*v).value_or(Level0Hidden{}).value_bytes;
+  for (const ImmutableMemTable& imm : imm_) hidden += imm.value_bytes;
+  hidden += MemHiddenValueBytes() +
+            DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
+  if (hidden == 0) return false;
+  // The worst case: every pointer above L1 hides a live record.
+  ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
+  space.uncounted = hidden;
+  return space.amplification() > mark;
 }
 
 }  // namespace cairn

@@ -21,12 +21,6 @@ namespace cairn {
 using lsm::SequenceNumber;
 using lsm::ValueType;
 
-// The value bytes a memtable names before the worst case of what they hide
-// may flush it (DBImpl::MemTableValueBytesFull). 1 MiB until the 37th
-// session: over a live set of a few MiB that let the value log climb a
-// third of live between flushes (docs/gc.md, "Counting garbage in time").
-constexpr uint64_t kMinHiddenValueFlushBytes = uint64_t{256} << 10;
-
 // One entry of the write queue, tagged with what it is.
 struct DBImpl::Writer {
   enum class Kind : uint8_t {
@@ -512,18 +506,10 @@ bool DBImpl::MemTableValueBytesFull() {
   // hides alone (every value it names hides a live one below) is more
   // garbage than the trigger allows over the rest: in a small database a
   // few overwrites of each key otherwise sat in the memtable, unseen, at
-  // 2-3x live. Garbage already counted is left out, or a value log at the
-  // trigger would flush every 256 KiB of GC's rewrites; so are the bytes
-  // those rewrites name, which hide nothing.
+  // 2-3x live. The bytes GC's rewrites name are left out: they hide
+  // nothing.
   const uint64_t hiding = MemHiddenValueBytes();
-  if (options_.gc_space_amp_trigger > 1 && hiding >= kMinHiddenValueFlushBytes) {
-    const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/false);
-    const uint64_t uncounted = space.bytes - std::min(space.bytes, space.garbage);
-    const double rest = static_cast<double>(uncounted - std::min(uncounted, hiding));
-    if (static_cast<double>(hiding) > 0.25 * (options_.gc_space_amp_trigger - 1) * rest) {
-      return true;
-    }
-  }
+  if (HidesQuarterOfAllowance(hiding, hiding)) return true;
   // Garbage the memtable holds itself (a small set of keys overwritten
   // again and again) is invisible to GC until a flush counts it: flush
   // once it passes a quarter of the garbage the trigger allows over the
