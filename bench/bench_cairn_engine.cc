@@ -149,6 +149,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   if (options.gc_trigger >= 0) db_options.gc_space_amp_trigger = options.gc_trigger;
   db_options.gc_punch_holes = options.gc_punch_holes;
   if (options.gc_jobs >= 1) db_options.max_background_gc = options.gc_jobs;
+  if (options.gc_nice != 99) db_options.gc_nice_adjustment = options.gc_nice;
   if (options.bytes_per_sync >= 0) {
     db_options.value_log_bytes_per_sync = static_cast<uint64_t>(options.bytes_per_sync);
   }

@@ -55,6 +55,8 @@ struct EngineOptions {
   // cairn only: GC jobs at once (Options::max_background_gc); < 1 for the
   // default.
   int gc_jobs = -1;
+  // cairn only: Options::gc_nice_adjustment; 99 for the default.
+  int gc_nice = 99;
   // Both engines: start writeback every this many bytes written (cairn:
   // Options::value_log_bytes_per_sync; RocksDB: bytes_per_sync, which
   // covers its tables and blob files). -1: each engine's default (cairn

@@ -85,6 +85,9 @@ ABSL_FLAG(bool, gc_punch_holes, true,
           "cairn: Options::gc_punch_holes, free dead runs' blocks without a copy");
 ABSL_FLAG(int32_t, gc_jobs, -1,
           "cairn: Options::max_background_gc, GC jobs at once (-1: the default)");
+ABSL_FLAG(int32_t, gc_nice, 99,
+          "cairn: Options::gc_nice_adjustment, added to the GC threads' nice value (99: the "
+          "default)");
 ABSL_FLAG(int64_t, gc_mb_per_sec, -1, "cairn: GC's byte budget in MiB/s (-1: the default; 0: none)");
 ABSL_FLAG(int64_t, memtable_value_mb, -1,
           "cairn: flush a memtable once it points to this many MiB of values (-1: the default)");
@@ -115,6 +118,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
   o.gc_trigger = absl::GetFlag(FLAGS_gc_trigger);
   o.gc_punch_holes = absl::GetFlag(FLAGS_gc_punch_holes);
   o.gc_jobs = absl::GetFlag(FLAGS_gc_jobs);
+  o.gc_nice = absl::GetFlag(FLAGS_gc_nice);
   o.bytes_per_sync = absl::GetFlag(FLAGS_bytes_per_sync);
   o.wal_bytes_per_sync = absl::GetFlag(FLAGS_wal_bytes_per_sync);
   o.wal_prefill_bytes = absl::GetFlag(FLAGS_wal_prefill_bytes);

@@ -6,6 +6,11 @@
 #include <cmath>
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/base/call_once.h"
 #include "absl/strings/escaping.h"
@@ -32,6 +37,27 @@ namespace {
 // Linux keeps 15 characters of a thread's name; a failure only loses the
 // name.
 void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
+
+// Adds adjustment to this thread's nice value (Options::gc_nice_adjustment),
+// before the thread's first I/O, so that the io_uring workers its ring
+// starts inherit it. Returns the nice value the thread runs at, or why the
+// change was refused (a raise past RLIMIT_NICE without CAP_SYS_NICE).
+absl::StatusOr<int> AdjustThisThreadNice(int adjustment) {
+  const pid_t tid = gettid();
+  errno = 0;
+  const int now = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+  if (now == -1 && errno != 0) {
+    return absl::InternalError(absl::StrCat("getpriority: ", std::strerror(errno)));
+  }
+  if (adjustment == 0) return now;
+  const int want = std::clamp(now + adjustment, -20, 19);
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(tid), want) != 0) {
+    const int e = errno;
+    return absl::PermissionDeniedError(absl::StrCat("setpriority from nice ", now, " to ", want,
+                                                    ": ", std::strerror(e)));
+  }
+  return want;
+}
 
 // A writer that switches WALs, flushes or compacts while the open reads
 // creates or deletes files; the open then retries on a fresh DBImpl, at
@@ -455,8 +481,22 @@ absl::Status DBImpl::Recover() {
   }
   const int gc_threads = options_.gc_space_amp_trigger > 0 ? options_.max_background_gc : 0;
   for (int i = 0; i < gc_threads; ++i) {
-    background_threads_.emplace_back([this] {
+    background_threads_.emplace_back([this, i] {
       NameThisThread("cairn:gc");
+      // Above the writers, GC gets the CPU as soon as it is ready; they run
+      // on what it leaves (docs/decisions/20261206_gc_thread_priority.md).
+      const absl::StatusOr<int> nice = AdjustThisThreadNice(options_.gc_nice_adjustment);
+      if (i == 0 && options_.gc_nice_adjustment != 0) {
+        if (nice.ok()) {
+          info_log_->Log("gc: threads at nice %d (Options::gc_nice_adjustment %d)", *nice,
+                         options_.gc_nice_adjustment);
+        } else {
+          info_log_->Log(
+              "gc: threads keep their nice value, Options::gc_nice_adjustment %d refused: %s "
+              "(a raise needs CAP_SYS_NICE or RLIMIT_NICE)",
+              options_.gc_nice_adjustment, nice.status().message());
+        }
+      }
       GcThread();
     });
   }

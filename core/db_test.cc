@@ -354,6 +354,8 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
        }},
       {"max_background_gc", [](Options& o) { o.max_background_gc = 0; }},
       {"max_background_gc", [](Options& o) { o.max_background_gc = 17; }},
+      {"gc_nice_adjustment", [](Options& o) { o.gc_nice_adjustment = -21; }},
+      {"gc_nice_adjustment", [](Options& o) { o.gc_nice_adjustment = 20; }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 0; }},
       {"max_background_compactions", [](Options& o) { o.max_background_compactions = 65; }},
       {"max_subcompactions", [](Options& o) { o.max_subcompactions = 0; }},

@@ -108,6 +108,7 @@ std::string FormatOptionsFile(const Options& o) {
   add("gc_bytes_per_sec", o.gc_bytes_per_sec);
   add_bool("gc_punch_holes", o.gc_punch_holes);
   add("max_background_gc", o.max_background_gc);
+  add("gc_nice_adjustment", o.gc_nice_adjustment);
   add("max_background_compactions", o.max_background_compactions);
   add("max_subcompactions", o.max_subcompactions);
   add("compaction_readahead_size", o.compaction_readahead_size);

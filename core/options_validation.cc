@@ -66,6 +66,9 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.max_background_gc < 1 || o.max_background_gc > 16) {
     return absl::InvalidArgumentError("Options::max_background_gc must be in [1, 16]");
   }
+  if (o.gc_nice_adjustment < -20 || o.gc_nice_adjustment > 19) {
+    return absl::InvalidArgumentError("Options::gc_nice_adjustment must be in [-20, 19]");
+  }
   if (o.max_background_compactions < 1 || o.max_background_compactions > 64) {
     return absl::InvalidArgumentError("Options::max_background_compactions must be in [1, 64]");
   }
