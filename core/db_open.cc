@@ -2,15 +2,16 @@
 // the LOCK, creating or recovering the manifest, replaying the WALs, and
 // closing.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <future>
+#include <memory>
 
 #include <pthread.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "absl/base/call_once.h"
 #include "absl/strings/escaping.h"
@@ -480,25 +481,32 @@ absl::Status DBImpl::Recover() {
     });
   }
   const int gc_threads = options_.gc_space_amp_trigger > 0 ? options_.max_background_gc : 0;
+  // Each GC thread sets its own priority before its first I/O, so that the
+  // io_uring workers its ring starts inherit it. The open waits for the
+  // first to say how that went, so that LOG says it before Open returns.
+  auto first_nice = std::make_shared<std::promise<absl::StatusOr<int>>>();
+  std::future<absl::StatusOr<int>> first_nice_done = first_nice->get_future();
   for (int i = 0; i < gc_threads; ++i) {
-    background_threads_.emplace_back([this, i] {
+    background_threads_.emplace_back([this, i, first_nice] {
       NameThisThread("cairn:gc");
       // Above the writers, GC gets the CPU as soon as it is ready; they run
       // on what it leaves (docs/decisions/20261206_gc_thread_priority.md).
-      const absl::StatusOr<int> nice = AdjustThisThreadNice(options_.gc_nice_adjustment);
-      if (i == 0 && options_.gc_nice_adjustment != 0) {
-        if (nice.ok()) {
-          info_log_->Log("gc: threads at nice %d (Options::gc_nice_adjustment %d)", *nice,
-                         options_.gc_nice_adjustment);
-        } else {
-          info_log_->Log(
-              "gc: threads keep their nice value, Options::gc_nice_adjustment %d refused: %s "
-              "(a raise needs CAP_SYS_NICE or RLIMIT_NICE)",
-              options_.gc_nice_adjustment, nice.status().message());
-        }
-      }
+      absl::StatusOr<int> nice = AdjustThisThreadNice(options_.gc_nice_adjustment);
+      if (i == 0) first_nice->set_value(std::move(nice));
       GcThread();
     });
+  }
+  if (gc_threads > 0 && options_.gc_nice_adjustment != 0) {
+    const absl::StatusOr<int> nice = first_nice_done.get();
+    if (nice.ok()) {
+      info_log_->Log("gc: threads at nice %d (Options::gc_nice_adjustment %d)", *nice,
+                     options_.gc_nice_adjustment);
+    } else {
+      info_log_->Log(
+          "gc: threads keep their nice value, Options::gc_nice_adjustment %d refused: %s "
+          "(a raise needs CAP_SYS_NICE or RLIMIT_NICE)",
+          options_.gc_nice_adjustment, nice.status().message());
+    }
   }
   return absl::OkStatus();
 }
