@@ -119,7 +119,10 @@ TEST(PunchPlanTest, RandomPlansPunchOnlyDeadBytes) {
           punched.push_back(r);
         }
       }
-      for (const auto& [offset, length] : PunchRanges(punched, added)) {
+      for (const auto& range : PunchRanges(punched, added)) {
+        // Named copies: clang before 16 cannot capture structured bindings.
+        const uint64_t offset = range.first;
+        const uint64_t length = range.second;
         ASSERT_EQ(offset % kPunchBlockSize, 0u);
         ASSERT_EQ(length % kPunchBlockSize, 0u);
         const bool inside = std::any_of(punched.begin(), punched.end(), [&](const PunchRun& r) {
