@@ -6,7 +6,8 @@
 // Files: db_open.cc (open, recovery, close), db_write.cc (write queue, group
 // commit, memtable switch, stalls), db_read.cc (Get, MultiGet, iterators,
 // snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
-// db_stats.cc (stats and properties), db_checkpoint.cc (checkpoints).
+// db_stats.cc (stats and properties), db_checkpoint.cc (checkpoints),
+// db_threads.cc (starting the background threads, GC's priority).
 //
 // Thread safety: mu_ guards the mutable state below; the WAL is written by
 // the write-group leader alone, outside mu_.
@@ -113,6 +114,9 @@ class DBImpl final : public DB {
 
   // Opening: db_open.cc (db_read_only.cc for a read-only DB).
   absl::Status Recover();
+  // Starts the flush, compaction and GC threads (db_threads.cc); the last
+  // step of Recover. Returns once LOG says the GC threads' priority.
+  void StartBackgroundThreads();
   // Writes the open's summary to the info log.
   void LogOpen(uint64_t micros);
 
