@@ -289,7 +289,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   return absl::OkStatus();
 }
 
-void DBImpl::RemoveObsoleteFiles() {
+void DBImpl::RemoveObsoleteFiles(bool at_open) {
   // List first: a file created after the listing is not seen, and one
   // created before it is already a pending output or in a version by the
   // time the live set is read below (pending before versions, because an
@@ -320,6 +320,13 @@ void DBImpl::RemoveObsoleteFiles() {
       default: break;
     }
     if (keep) continue;
+    if (at_open) {
+      info_log_->Log("open: removing %s: %s", name,
+                     type == FileType::kLog        ? "a WAL whose writes the tables hold"
+                     : type == FileType::kManifest ? "a manifest a newer one replaced"
+                     : type == FileType::kTable    ? "a table no version names"
+                                                   : "a temporary file");
+    }
     if (type == FileType::kTable) table_cache_->Evict(number);
     // Off this thread (an unlink may wait for the device's discard); a
     // file that fails to go stays until the next attempt.

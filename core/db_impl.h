@@ -530,7 +530,9 @@ class DBImpl final : public DB {
                                 uint64_t* value_bytes = nullptr,
                                 vlog::SegmentEdit* new_segment = nullptr, bool at_open = false,
                                 uint64_t* deletions = nullptr, uint64_t* gc_value_bytes = nullptr);
-  void RemoveObsoleteFiles() ABSL_LOCKS_EXCLUDED(mu_);
+  // at_open: each file removed is named in the info log (the open's
+  // cleanup of what a crashed or closed session left).
+  void RemoveObsoleteFiles(bool at_open = false) ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs and tells the listeners when the write stall condition changes.
   void SetStallCondition(StallCondition condition, std::string_view cause)

@@ -428,7 +428,7 @@ absl::Status DBImpl::Recover() {
   }
   CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
   recovered_ = true;
-  RemoveObsoleteFiles();
+  RemoveObsoleteFiles(/*at_open=*/true);
   DeleteObsoleteSegments();
   deleter_->WaitIdle();  // the open leaves no file it found obsolete
   {

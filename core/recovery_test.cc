@@ -13,12 +13,15 @@
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "core/db_impl.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
 
 namespace cairn {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr char kDb[] = "/db";
 
@@ -109,6 +112,13 @@ class RecoveryTest : public ::testing::Test {
     return files;
   }
 
+  // The info log of the last open.
+  std::string InfoLog() {
+    absl::StatusOr<std::string> log = fs_->ReadFileToString(Path("LOG"));
+    EXPECT_TRUE(log.ok()) << log.status();
+    return log.ok() ? *std::move(log) : std::string();
+  }
+
   std::shared_ptr<io::MemoryFileSystem> fs_ = std::make_shared<io::MemoryFileSystem>();
 };
 
@@ -183,6 +193,9 @@ TEST_F(RecoveryTest, UnsyncedTailOfTheActiveSegmentIsDroppedAfterACrash) {
     EXPECT_EQ(v, Value(i));
   }
   EXPECT_TRUE(absl::IsNotFound((*reopened)->Get(ReadOptions(), Key(30), &v)));
+  // The info log says what the open cut, and where.
+  EXPECT_THAT(InfoLog(), HasSubstr(absl::StrCat("open: ", Path(segment), ": cutting 7 bytes after "
+                                                "its last whole record at ", synced)));
 }
 
 TEST_F(RecoveryTest, ManifestCutByOneByteAfterASyncedAddSegmentFailsTheOpen) {
@@ -302,6 +315,31 @@ TEST_F(RecoveryTest, UnknownOlderTableIsAnOrphanWhenTheManifestEndsCleanly) {
   auto db = Open();
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_FALSE(fs_->FileExists(Path("000002.sst")));
+  EXPECT_THAT(InfoLog(), HasSubstr("open: removing 000002.sst: a table no version names"));
+}
+
+TEST_F(RecoveryTest, SegmentTheManifestNeverNamedIsRemovedAndNamedInTheInfoLog) {
+  // A segment file a session created and crashed before logging: no WAL
+  // record and no table can point into it, so the open removes it, and the
+  // info log says so.
+  {
+    auto db = Open();
+    ASSERT_TRUE(db.ok()) << db.status();
+    PutSync(db->get(), 0, 10);
+  }
+  const std::string segment = Names(lsm::FileType::kValueLog).at(0);
+  ASSERT_TRUE(fs_->WriteFileFromString(Path("000900.vlog"), *fs_->ReadFileToString(Path(segment))).ok());
+  auto db = Open();
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_FALSE(fs_->FileExists(Path("000900.vlog")));
+  EXPECT_TRUE(fs_->FileExists(Path(segment)));
+  EXPECT_THAT(InfoLog(), HasSubstr("open: removing 000900.vlog: a value-log segment the manifest "
+                                   "never named"));
+  std::string v;
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE((*db)->Get(ReadOptions(), Key(i), &v).ok()) << i;
+    EXPECT_EQ(v, Value(i));
+  }
 }
 
 TEST_F(RecoveryTest, MissingTableFailsTheOpenNamingIt) {

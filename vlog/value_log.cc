@@ -82,7 +82,14 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
       CAIRN_RETURN_IF_ERROR(scanner->status());
       end = scanner->valid_end_offset();
       version = scanner->header().version;
-      if (end < scanner->file_size()) CAIRN_RETURN_IF_ERROR(fs_->TruncateFile(path, end));
+      if (end < scanner->file_size()) {
+        if (options_.note) {
+          options_.note(absl::StrCat("open: ", path, ": cutting ", scanner->file_size() - end,
+                                     " bytes after its last whole record at ", end,
+                                     " (a write the crash interrupted)"));
+        }
+        CAIRN_RETURN_IF_ERROR(fs_->TruncateFile(path, end));
+      }
     }
     // Appends go on in a segment of this build's format only: an older
     // segment keeps the records its version allows.
@@ -116,7 +123,13 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
         edit->changes().begin(), edit->changes().end(), [number](const vlog::SegmentEdit::Change& c) {
           return c.tag == vlog::SegmentEditTag::kNewSegment && c.segment_id == number;
         });
-    if (!added) CAIRN_RETURN_IF_ERROR(fs_->RemoveFile(io::JoinPath(dbname_, name)));
+    if (added) continue;
+    if (options_.note) {
+      options_.note(absl::StrCat("open: removing ", name,
+                                 ": a value-log segment the manifest never named (created by a "
+                                 "session that ended before logging it)"));
+    }
+    CAIRN_RETURN_IF_ERROR(fs_->RemoveFile(io::JoinPath(dbname_, name)));
   }
   return absl::OkStatus();
 }
