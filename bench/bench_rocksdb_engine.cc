@@ -1,9 +1,11 @@
 // RocksDbEngine: BenchEngine over RocksDB, plain or with integrated BlobDB,
 // configured like cairn (docs/bench.md, "Equivalent settings"). Byte counts
-// come from rocksdb::Statistics tickers; disk usage is the directory's size.
+// come from rocksdb::Statistics tickers, but for the user bytes, counted here
+// as cairn counts them; disk usage is the directory's size.
 // Built only when CMake found RocksDB (CAIRN_HAVE_ROCKSDB).
 #ifdef CAIRN_HAVE_ROCKSDB
 
+#include <atomic>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -63,7 +65,9 @@ class RocksDbEngine : public BenchEngine {
   std::string Name() const override { return blob_ ? "blobdb" : "rocksdb"; }
 
   absl::Status Put(std::string_view key, std::string_view value) override {
-    return FromRocks(db_->Put(write_options_, Slice(key), Slice(value)));
+    absl::Status s = FromRocks(db_->Put(write_options_, Slice(key), Slice(value)));
+    if (s.ok()) user_bytes_.fetch_add(key.size() + value.size(), std::memory_order_relaxed);
+    return s;
   }
   absl::Status Get(std::string_view key, std::string* value) override {
     return FromRocks(db_->Get(rocksdb::ReadOptions(), Slice(key), value));
@@ -80,7 +84,9 @@ class RocksDbEngine : public BenchEngine {
     return out;
   }
   absl::Status Delete(std::string_view key) override {
-    return FromRocks(db_->Delete(write_options_, Slice(key)));
+    absl::Status s = FromRocks(db_->Delete(write_options_, Slice(key)));
+    if (s.ok()) user_bytes_.fetch_add(key.size(), std::memory_order_relaxed);
+    return s;
   }
   std::unique_ptr<BenchCursor> NewCursor() override {
     return std::make_unique<RocksCursor>(
@@ -121,7 +127,11 @@ class RocksDbEngine : public BenchEngine {
   EngineStats Stats() override {
     auto t = [this](rocksdb::Tickers ticker) { return statistics_->getTickerCount(ticker); };
     EngineStats out;
-    out.user_bytes_written = t(rocksdb::BYTES_WRITTEN);
+    // Keys and values as given, as cairn counts them: RocksDB's BYTES_WRITTEN
+    // is the write batches' size, with each batch's 12-byte header and each
+    // entry's tag and length varints (6% more than the keys and values at
+    // 256 B, 1.5% at 1 KiB), which made its write amplification read lower.
+    out.user_bytes_written = user_bytes_.load(std::memory_order_relaxed);
     out.wal_bytes = t(rocksdb::WAL_FILE_BYTES);
     out.vlog_bytes = t(rocksdb::BLOB_DB_BLOB_FILE_BYTES_WRITTEN);
     out.flush_bytes = t(rocksdb::FLUSH_WRITE_BYTES);
@@ -158,6 +168,7 @@ class RocksDbEngine : public BenchEngine {
   const std::shared_ptr<rocksdb::Statistics> statistics_;
   const std::string path_;
   const bool blob_;
+  std::atomic<uint64_t> user_bytes_{0};  // keys and values the puts and deletes gave
   rocksdb::WriteOptions write_options_;
   uint64_t live_bytes_ = 0;
 };
