@@ -482,6 +482,11 @@ class DBImpl final : public DB {
   bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GcThread();
 
+  // db_stats.cc
+  // Writes the statistics to the info log every
+  // Options::stats_dump_period_sec until the close.
+  void StatsDumpThread();
+
   // db_checkpoint.cc
   // Opens and closes a checkpoint built in dir, which settles its space
   // ledger (see the definition).

@@ -1,5 +1,6 @@
 // Stats and properties: the engine's own measurements, from the io layer's
-// byte counters and the read path's counters.
+// byte counters and the read path's counters; and their dump to the info log
+// every Options::stats_dump_period_sec.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -9,6 +10,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "core/db_impl.h"
 #include "core/options_file.h"
 #include "io/status_macros.h"
@@ -331,6 +334,25 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     return true;
   }
   return false;
+}
+
+void DBImpl::StatsDumpThread() {
+  const absl::Duration period = absl::Seconds(options_.stats_dump_period_sec);
+  absl::Time next = absl::Now() + period;
+  for (;;) {
+    {
+      absl::MutexLock l(&mu_);
+      // The close signals background_cv_; so does every flush, compaction
+      // and GC round, after which the wait goes on to the same deadline.
+      while (!shutting_down_ && absl::Now() < next) background_cv_.WaitWithDeadline(&mu_, next);
+      if (shutting_down_) return;
+    }
+    // A dump that comes late (a machine that slept) is not followed by the
+    // ones it missed.
+    next = std::max(next + period, absl::Now());
+    info_log_->Log("stats (every %d s):\n%s", options_.stats_dump_period_sec,
+                   FormatStats(GetStats()));
+  }
 }
 
 }  // namespace cairn

@@ -1,11 +1,12 @@
-// The background threads: the flush, the compactions and GC, each named,
-// and GC's above the writers' priority (Options::gc_nice_adjustment,
+// The background threads: the flush, the compactions, GC and the stats
+// dump, each named, and GC's above the writers' priority (Options::gc_nice_adjustment,
 // docs/decisions/20261206_gc_thread_priority.md).
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <future>
 #include <memory>
+#include <thread>
 
 #include <pthread.h>
 #include <sys/resource.h>
@@ -17,9 +18,10 @@
 namespace cairn {
 namespace {
 
-// Linux keeps 15 characters of a thread's name; a failure only loses the
-// name.
-void NameThisThread(const char* name) { pthread_setname_np(pthread_self(), name); }
+// Named by the opening thread, so that every name is set when the open
+// returns. Linux keeps 15 characters of a thread's name; a failure only
+// loses the name.
+void NameThread(std::thread& t, const char* name) { pthread_setname_np(t.native_handle(), name); }
 
 // Adds adjustment to this thread's nice value (Options::gc_nice_adjustment),
 // before the thread's first I/O, so that the io_uring workers its ring
@@ -47,15 +49,15 @@ absl::StatusOr<int> AdjustThisThreadNice(int adjustment) {
 void DBImpl::StartBackgroundThreads() {
   // Named as RocksDB names its pools' threads, so that top, perf and a
   // debugger tell the engine's work apart from the embedding application's.
-  background_threads_.emplace_back([this] {
-    NameThisThread("cairn:flush");
-    BackgroundThread();
-  });
+  background_threads_.emplace_back([this] { BackgroundThread(); });
+  NameThread(background_threads_.back(), "cairn:flush");
   for (int i = 0; i < options_.max_background_compactions; ++i) {
-    background_threads_.emplace_back([this] {
-      NameThisThread("cairn:compact");
-      CompactionThread();
-    });
+    background_threads_.emplace_back([this] { CompactionThread(); });
+    NameThread(background_threads_.back(), "cairn:compact");
+  }
+  if (options_.stats_dump_period_sec > 0) {
+    background_threads_.emplace_back([this] { StatsDumpThread(); });
+    NameThread(background_threads_.back(), "cairn:stats");
   }
   const int gc_threads = options_.gc_space_amp_trigger > 0 ? options_.max_background_gc : 0;
   if (gc_threads == 0) return;
@@ -66,13 +68,13 @@ void DBImpl::StartBackgroundThreads() {
   std::future<absl::StatusOr<int>> first_nice_done = first_nice->get_future();
   for (int i = 0; i < gc_threads; ++i) {
     background_threads_.emplace_back([this, i, first_nice] {
-      NameThisThread("cairn:gc");
       // Above the writers, GC gets the CPU as soon as it is ready; they run
       // on what it leaves (docs/decisions/20261206_gc_thread_priority.md).
       absl::StatusOr<int> nice = AdjustThisThreadNice(options_.gc_nice_adjustment);
       if (i == 0) first_nice->set_value(std::move(nice));
       GcThread();
     });
+    NameThread(background_threads_.back(), "cairn:gc");
   }
   if (options_.gc_nice_adjustment == 0) return;
   const absl::StatusOr<int> nice = first_nice_done.get();

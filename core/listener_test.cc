@@ -2,6 +2,8 @@
 // the order the work happened, with their figures; LOG records them and is
 // rotated by size, keeping InfoLog::kKeptOldLogs old ones.
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "cairn/db.h"
 #include "cairn/file_system.h"
 #include "cairn/listener.h"
@@ -216,6 +220,68 @@ TEST(ListenerTest, NoInfoLogWhenTheSizeIsZero) {
   ASSERT_OK(DB::Open(o, "/db").status());
   EXPECT_TRUE(PathExists(*fs, "/db/CURRENT"));
   EXPECT_FALSE(PathExists(*fs, "/db/LOG"));
+}
+
+// Options::stats_dump_period_sec: the statistics reach LOG every period
+// (waited for, up to a deadline far past it, never timed), and never at 0.
+TEST(ListenerTest, InfoLogGetsTheStatsEveryPeriod) {
+  std::shared_ptr<FileSystem> fs = NewMemoryFileSystem();
+  auto recorder = std::make_shared<Recorder>();
+  Options o = ListenerOptions(fs, recorder);
+  o.stats_dump_period_sec = 1;
+  auto db = DB::Open(o, "/db");
+  ASSERT_OK(db.status());
+  Fill(db->get(), 20, 'a');
+  auto dumps = [&] {
+    absl::StatusOr<std::string> log = io::ReadFileToString(fs.get(), "/db/LOG");
+    EXPECT_OK(log.status());
+    if (!log.ok()) return 0;
+    int n = 0;
+    for (size_t at = log->find("stats (every 1 s):\n** cairn stats **"); at != std::string::npos;
+         at = log->find("stats (every 1 s):", at + 1)) {
+      ++n;
+    }
+    return n;
+  };
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (dumps() < 2 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(50));
+  EXPECT_GE(dumps(), 2);
+  absl::StatusOr<std::string> log = io::ReadFileToString(fs.get(), "/db/LOG");
+  ASSERT_OK(log.status());
+  EXPECT_NE(log->find("user: 20 puts"), std::string::npos) << *log;
+  // The close does not wait for the next period.
+  ASSERT_OK((*db)->Close());
+}
+
+// The threads of this process named name (Linux keeps the names in
+// /proc/self/task/*/comm).
+int ThreadsNamed(const std::string& name) {
+  int n = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string line;
+    if (std::getline(comm, line) && line == name) ++n;
+  }
+  return n;
+}
+
+TEST(ListenerTest, NoStatsDumpThreadAtPeriodZero) {
+  std::shared_ptr<FileSystem> fs = NewMemoryFileSystem();
+  auto recorder = std::make_shared<Recorder>();
+  Options o = ListenerOptions(fs, recorder);
+  for (uint32_t period : {0u, 600u}) {
+    o.stats_dump_period_sec = period;
+    auto db = DB::Open(o, "/db");
+    ASSERT_OK(db.status());
+    EXPECT_EQ(ThreadsNamed("cairn:stats"), period == 0 ? 0 : 1) << period;
+    Fill(db->get(), 20, 'a');
+    // A close does not wait out the period.
+    ASSERT_OK((*db)->Close());
+    EXPECT_EQ(ThreadsNamed("cairn:stats"), 0) << period;
+  }
+  absl::StatusOr<std::string> log = io::ReadFileToString(fs.get(), "/db/LOG");
+  ASSERT_OK(log.status());
+  EXPECT_EQ(log->find("stats (every"), std::string::npos) << *log;
 }
 
 }  // namespace

@@ -113,6 +113,7 @@ std::string FormatOptionsFile(const Options& o) {
   add("max_subcompactions", o.max_subcompactions);
   add("compaction_readahead_size", o.compaction_readahead_size);
   add("max_info_log_size", o.max_info_log_size);
+  add("stats_dump_period_sec", o.stats_dump_period_sec);
   return out;
 }
 

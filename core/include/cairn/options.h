@@ -227,6 +227,11 @@ struct Options {
   // once it passes this many bytes (and at each open); the three newest
   // old ones are kept. 0 writes no info log. Default: 4 MiB.
   uint64_t max_info_log_size = uint64_t{4} << 20;
+  // Every this many seconds a read-write database writes its statistics
+  // (the text of GetProperty("cairn.stats")) to the info log, as RocksDB's
+  // stats_dump_period_sec does, so that a LOG shows how the amplifications,
+  // stalls and caches moved over a database's life. 0: never. Default: 600.
+  uint32_t stats_dump_period_sec = 600;
 };
 
 struct ReadOptions {
