@@ -203,6 +203,23 @@ TEST_F(ToolTest, DumpWalReportsATornTail) {
   EXPECT_THAT(r.output, HasSubstr("end: torn tail at offset"));
 }
 
+TEST_F(ToolTest, DumpWalOfAFileThatIsNoWalSaysSo) {
+  CreateDatabase();
+  // A WAL copied under another name is still read, by its header's number.
+  const std::string copy = dir_ + "/copied-wal";
+  fs::copy_file(Files(lsm::FileType::kLog).back(), copy);
+  RunResult r = RunTool({"dump-wal", copy});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("end: clean"));
+  // Anything else is not taken for a WAL that never synced.
+  const std::string other = dir_ + "/not-a-wal";
+  fs::copy_file(OnlyFile(lsm::FileType::kTable), other);
+  RunResult bad = RunTool({"dump-wal", other});
+  EXPECT_NE(bad.exit_code, 0) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr("not a WAL: bad magic"));
+  EXPECT_THAT(bad.output, Not(HasSubstr("torn tail")));
+}
+
 TEST_F(ToolTest, DumpSstPrintsPropertiesEntriesAndVerifies) {
   CreateDatabase();
   const std::string sst = OnlyFile(lsm::FileType::kTable);

@@ -14,6 +14,7 @@
 #include "io/coding.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
+#include "lsm/log_format.h"
 #include "lsm/log_reader.h"
 #include "tools/commands.h"
 #include "vlog/value_pointer.h"
@@ -40,6 +41,15 @@ absl::StatusOr<uint64_t> LogNumberOf(io::FileSystem* fs, const std::string& path
   if (header.size() < sizeof(scratch)) {
     return absl::DataLossError(
         absl::StrCat(path, ": too short for a WAL header, and its name is not NNNNNN.log"));
+  }
+  // Without the name to go by, only the magic says the file is a WAL at
+  // all: a reader of anything else would take whatever bytes 12..19 hold
+  // as the log number and report a log that never synced.
+  const uint64_t magic = io::DecodeFixed64(header.data());
+  if (magic != lsm::kLogMagic) {
+    return absl::DataLossError(absl::StrFormat(
+        "%s: not a WAL: bad magic 0x%016x at offset 0, and its name is not NNNNNN.log", path,
+        magic));
   }
   return io::DecodeFixed64(header.data() + 12);
 }
