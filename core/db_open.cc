@@ -410,7 +410,11 @@ absl::Status DBImpl::Recover() {
   CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
   // The options of this open, numbered before the edit below so that the
   // manifest's next file number covers it.
-  CAIRN_RETURN_IF_ERROR(WriteOptionsFile(fs_.get(), dbname_, versions_->NewFileNumber(), options_));
+  const uint64_t options_number = versions_->NewFileNumber();
+  CAIRN_RETURN_IF_ERROR(WriteOptionsFile(fs_.get(), dbname_, options_number, options_));
+  // LOG shows what the database runs with, as RocksDB's does at each open.
+  info_log_->Log("open: options, as recorded in OPTIONS-%06d:\n%s", options_number,
+                 FormatOptionsFile(options_));
   edit.SetLogNumber(log_number);
   versions_->SetLastSequence(max_sequence);
   CAIRN_RETURN_IF_ERROR(LogAndApply(&edit, &segment_edit));

@@ -145,6 +145,8 @@ TEST(ListenerTest, InfoLogRecordsEventsAndRotatesBySize) {
   ASSERT_OK(log.status());
   EXPECT_NE(log->find("open: /db on memory (recovering the database)"), std::string::npos) << *log;
   EXPECT_NE(log->find("open: done in"), std::string::npos) << *log;
+  EXPECT_NE(log->find("open: options, as recorded in OPTIONS-"), std::string::npos) << *log;
+  EXPECT_NE(log->find("max_info_log_size=1048576"), std::string::npos) << *log;
 }
 
 TEST(ListenerTest, FirstBackgroundErrorIsReportedOnce) {
