@@ -482,9 +482,7 @@ class DBImpl final : public DB {
   bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GcThread();
 
-  // db_stats.cc
-  // Writes the statistics to the info log every
-  // Options::stats_dump_period_sec until the close.
+  // db_stats.cc: the statistics to LOG every stats_dump_period_sec.
   void StatsDumpThread();
 
   // db_checkpoint.cc
@@ -535,8 +533,7 @@ class DBImpl final : public DB {
                                 uint64_t* value_bytes = nullptr,
                                 vlog::SegmentEdit* new_segment = nullptr, bool at_open = false,
                                 uint64_t* deletions = nullptr, uint64_t* gc_value_bytes = nullptr);
-  // at_open: each file removed is named in the info log (the open's
-  // cleanup of what a crashed or closed session left).
+  // at_open: LOG names each file removed (what an earlier session left).
   void RemoveObsoleteFiles(bool at_open = false) ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs and tells the listeners when the write stall condition changes.

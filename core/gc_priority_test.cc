@@ -14,38 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "cairn/db.h"
 #include "gtest/gtest.h"
+#include "io/testing/process_threads.h"
 
 namespace cairn {
 namespace {
 
-struct Thread {
-  pid_t tid;
-  std::string name;
-  int nice;
-};
-
-// This process's threads, their names and nice values, from /proc.
-std::vector<Thread> Threads() {
-  std::vector<Thread> out;
-  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
-    int tid = 0;
-    if (!absl::SimpleAtoi(entry.path().filename().string(), &tid)) continue;
-    std::ifstream in(entry.path() / "comm");
-    std::string name;
-    std::getline(in, name);
-    errno = 0;
-    const int nice = getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
-    if (nice == -1 && errno != 0) continue;  // the thread ended meanwhile
-    out.push_back({tid, name, nice});
-  }
-  return out;
-}
+using Thread = io::testing::ProcessThread;
+using io::testing::ProcessThreads;
 
 int OwnNice() { return getpriority(PRIO_PROCESS, static_cast<id_t>(gettid())); }
 
@@ -76,7 +56,7 @@ class GcPriorityTest : public ::testing::Test {
   // iou-wrk-<tid of the thread that owns the ring>).
   static std::vector<int> GcNices() {
     std::vector<int> nices;
-    const std::vector<Thread> threads = Threads();
+    const std::vector<Thread> threads = ProcessThreads();
     for (const Thread& t : threads) {
       if (t.name != "cairn:gc") continue;
       nices.push_back(t.nice);

@@ -2,8 +2,6 @@
 // the order the work happened, with their figures; LOG records them and is
 // rotated by size, keeping InfoLog::kKeptOldLogs old ones.
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +20,7 @@
 #include "io/fault_file_system.h"
 #include "io/file_system.h"
 #include "io/memory_file_system.h"
+#include "io/testing/process_threads.h"
 #include "io/testing/status_matchers.h"
 
 namespace cairn {
@@ -255,15 +254,10 @@ TEST(ListenerTest, InfoLogGetsTheStatsEveryPeriod) {
   ASSERT_OK((*db)->Close());
 }
 
-// The threads of this process named name (Linux keeps the names in
-// /proc/self/task/*/comm).
+// The threads of this process named name.
 int ThreadsNamed(const std::string& name) {
   int n = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    std::ifstream comm(task.path() / "comm");
-    std::string line;
-    if (std::getline(comm, line) && line == name) ++n;
-  }
+  for (const io::testing::ProcessThread& t : io::testing::ProcessThreads()) n += t.name == name;
   return n;
 }
 
