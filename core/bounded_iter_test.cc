@@ -299,16 +299,9 @@ TEST_F(ScanReadsTest, AReadOfAValueAtARandomPlaceTakesOnlyItsRecord) {
   EXPECT_EQ(bytes, kValues * record);
 }
 
-TEST_F(ScanReadsTest, ShortUnboundedScanReadsNoValueAhead) {
-  // A quarter of three values' bytes is less than a value: nothing ahead.
-  EXPECT_EQ(ScanReads(30, 1, false), 1u);
-  EXPECT_EQ(ScanReads(30, 2, false), 2u);
-  EXPECT_EQ(ScanReads(30, 3, false), 3u);
-}
-
 // The reads a scan of n values of kRecordBytes each (at random places, a
-// read each) may start: one per kUnboundedValuesPerPrefetch values, plus a
-// quarter of the bytes taken (at most kUnboundedPrefetchBytes) in reads.
+// read each) may start: one per kUnboundedValuesPerPrefetch values, plus
+// half the bytes taken (at most kUnboundedPrefetchBytes) in reads.
 uint64_t UnboundedReadBound(int n) {
   constexpr uint64_t kRecordBytes = 3000;  // and a few bytes of header and key
   const uint64_t ahead_bytes = std::min<uint64_t>(kUnboundedPrefetchBytes,
@@ -316,14 +309,23 @@ uint64_t UnboundedReadBound(int n) {
   return n + n / kUnboundedValuesPerPrefetch + ahead_bytes / kRecordBytes;
 }
 
-TEST_F(ScanReadsTest, LongerUnboundedScanReadsAheadAQuarterOfItsBytesAndFivePercentMore) {
+TEST_F(ScanReadsTest, ShortUnboundedScanReadsLittleAhead) {
+  // Half of one value's bytes is less than a value: nothing ahead. Two and
+  // three values read at most one more.
+  EXPECT_EQ(ScanReads(30, 1, false), 1u);
+  EXPECT_LE(ScanReads(30, 2, false), UnboundedReadBound(2));
+  EXPECT_LE(ScanReads(30, 3, false), UnboundedReadBound(3));
+  EXPECT_EQ(UnboundedReadBound(3), 4u);
+}
+
+TEST_F(ScanReadsTest, LongerUnboundedScanReadsAheadHalfItsBytesAndFivePercentMore) {
   for (int n : {10, 21, 40, 100, 250}) {
     const uint64_t reads = ScanReads(30, n, false);
     // Some records may fall inside an earlier read's readahead by chance
     // (placement is random here): never more reads than the bound.
     EXPECT_GE(reads, static_cast<uint64_t>(n / 2)) << n;
     EXPECT_LE(reads, UnboundedReadBound(n)) << n;
-    EXPECT_LE(static_cast<double>(reads) / n, 1.30) << n;
+    EXPECT_LE(static_cast<double>(reads) / n, 1.55) << n;
     if (n >= 40) {
       EXPECT_GT(reads, static_cast<uint64_t>(n)) << n << ": nothing read ahead";
     }

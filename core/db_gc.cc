@@ -332,7 +332,7 @@ absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
         const lsm::SequenceNumber queued = imm_.empty() ? 0 : imm_.back().last_sequence;
         if (newest <= queued) {
           action = Action::kNone;
-        } else if (imm_.size() < 2 &&
+        } else if (!WalSyncIsCheapFor(PendingVictimTotals().bytes) && imm_.size() < 2 &&
                    mem_->ApproximateMemoryUsage() >= options_.memtable_size / 16) {
           action = Action::kSwitch;
         }
@@ -380,6 +380,15 @@ absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
   }
   background_cv_.SignalAll();
   return absl::OkStatus();
+}
+
+bool DBImpl::WalSyncIsCheapFor(uint64_t victim_bytes) const {
+  // A sync writes the WAL's unsynced bytes (and the active segment's, which
+  // the device gets anyway). Where the WAL carries values (values separated
+  // at flush, inline ones) that is about what a flush would write again, and
+  // the victims wait for the flush instead.
+  return victim_bytes > 0 &&
+         wal_unsynced_bytes_.load(std::memory_order_relaxed) * 8 <= victim_bytes;
 }
 
 void DBImpl::RetireCollectedLocked(absl::Span<const uint64_t> ids) {
@@ -609,17 +618,20 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     // Victims waiting for durability go once a flush or a sync has made
     // their superseding writes durable (the flush releases them itself).
     // RunGC syncs for them. A background pass seeks their durability when
-    // GC has nothing else to do (so that an idle database holds none) and
-    // when they hold more than two segments' worth of space: from a flush
-    // where one is queued or the live memtable is worth one, from a sync
-    // otherwise (VictimRelease::kSoon).
+    // GC has nothing else to do (so that an idle database holds none), when
+    // they hold more than two segments' worth of space, and whenever a WAL
+    // sync would cost little next to what they free (the WAL holds
+    // pointers, not values: docs/decisions/20261206_values_as_written.md):
+    // from a flush where one is queued or the live memtable is worth one,
+    // from a sync otherwise (VictimRelease::kSoon).
     VictimRelease how = VictimRelease::kWhenDurable;
     {
       absl::MutexLock l(&mu_);
+      const uint64_t waiting = PendingVictimTotals().bytes;
       if (manual) {
         how = VictimRelease::kNow;
-      } else if (nothing_left ||
-                 PendingVictimTotals().bytes > 2 * options_.value_log_segment_size) {
+      } else if (nothing_left || waiting > 2 * options_.value_log_segment_size ||
+                 WalSyncIsCheapFor(waiting)) {
         how = VictimRelease::kSoon;
       }
     }

@@ -396,13 +396,13 @@ class DBImpl final : public DB {
   absl::Status CountUnaccountedGarbage();
   // Deletes the collected segments no reader or snapshot can reach any more.
   void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_, obsolete_mu_);
-  // Marks obsolete the victims of finished background jobs whose
-  // superseding writes are durable now (synced, or flushed to a table).
-  // kNow syncs the WAL first so that all of them are. kSoon makes them
-  // durable without writing the WAL where it can: nothing while a queued
-  // flush covers them, a memtable switch while the live memtable holds
-  // their writes (and a quarter of its budget), a sync otherwise.
+  // Marks obsolete the finished jobs' victims whose superseding writes are
+  // durable (synced or flushed). kNow syncs the WAL first. kSoon: nothing
+  // while a queued flush covers them, a sync when WalSyncIsCheapFor them, a
+  // switch while the live memtable holds their writes (and a sixteenth of
+  // its budget), a sync otherwise.
   enum class VictimRelease { kWhenDurable, kSoon, kNow };
+  bool WalSyncIsCheapFor(uint64_t victim_bytes) const;  // at most an eighth
   absl::Status ReleasePendingVictims(VictimRelease how) ABSL_LOCKS_EXCLUDED(mu_, obsolete_mu_);
   // Victims the manifest now marks obsolete: they wait for the readers of
   // the current read epoch (and older snapshots), and a new epoch begins.
@@ -595,6 +595,8 @@ class DBImpl final : public DB {
   // into the value log (so a WAL sync must sync the value log too). Write
   // leader only (NewLog runs in the leader's MakeRoomForWrite).
   bool wal_names_unsynced_values_ = false;
+  // WAL bytes written since the last sync, an upper bound; write leader.
+  std::atomic<uint64_t> wal_unsynced_bytes_{0};
   // Numbers of files being written that are not yet in a version.
   absl::flat_hash_set<uint64_t> pending_outputs_ ABSL_GUARDED_BY(mu_);
   // Highest sequence number visible to readers.

@@ -320,7 +320,9 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
       }
     }
     if (status.ok() && wal_record->Count() > 0) {
-      status = log->AddRecord(WriteBatchInternal::Contents(*wal_record));
+      const std::string_view contents = WriteBatchInternal::Contents(*wal_record);
+      status = log->AddRecord(contents);
+      wal_unsynced_bytes_.fetch_add(contents.size(), std::memory_order_relaxed);
     }
     for (const std::shared_ptr<lsm::LogWriter>& closed : closed_logs) {
       if (status.ok()) status = closed->Sync();
@@ -378,6 +380,7 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     if (sync) {
       versions_->SetLastSequence(last_sequence_.load());
       MarkLogsSynced(closed_logs);
+      wal_unsynced_bytes_.store(0, std::memory_order_relaxed);
     }
   } else {
     // The WAL may now hold a record the memtable does not (or a sync

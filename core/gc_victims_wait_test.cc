@@ -6,6 +6,7 @@
 // database and a close hold none, and that a power loss while they wait
 // loses no value: no pointer a crash brings back names a deleted segment.
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -29,10 +30,14 @@ using gc_testing::Value;
 constexpr int kKeys = 1500;
 constexpr size_t kValueSize = 700;
 
-Options SmallOptions() {
+// at_flush: values go through the WAL to the flush, which writes them to
+// segments (Options::separate_at_flush_below); else to the value log as
+// they are written (the default).
+Options SmallOptions(bool at_flush = false) {
   Options o;
   o.memtable_size = 64 << 10;
-  o.value_separation_threshold = 256;  // separated at flush (under 16 KiB)
+  o.value_separation_threshold = 256;
+  if (at_flush) o.separate_at_flush_below = 16 << 10;
   o.value_log_segment_size = 64 << 10;
   o.gc_bytes_per_sec = 0;
   return o;
@@ -122,12 +127,12 @@ TEST(GcVictimsWaitTest, APowerLossWhileVictimsWaitLosesNoValue) {
   // wait: every key must read back a value of some round (a power loss may
   // take unsynced rounds), never an error naming a deleted segment.
   int crashes_with_victims_waiting = 0;
-  for (uint64_t seed = 1; seed <= 6; ++seed) {
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
     SCOPED_TRACE(absl::StrCat("seed ", seed));
     auto base = std::make_shared<io::MemoryFileSystem>();
     auto fault = std::make_shared<io::FaultFileSystem>(
         base, io::FaultFileSystemOptions{.drop_unsynced_dir_entries = true});
-    const Options o = SmallOptions();
+    const Options o = SmallOptions(/*at_flush=*/seed % 2 == 0);
     {
       auto opened = OpenWithFileSystem(o, "/db", fault);
       ASSERT_TRUE(opened.ok()) << opened.status();
@@ -154,52 +159,85 @@ TEST(GcVictimsWaitTest, APowerLossWhileVictimsWaitLosesNoValue) {
   EXPECT_GT(crashes_with_victims_waiting, 0);
 }
 
-TEST(GcVictimsWaitTest, ManyWaitingBytesSwitchTheMemTableRatherThanSyncTheWal) {
-  // A memtable far larger than the segments: GC collects many victims while
-  // one memtable fills, so more than two segments' worth wait on the live
-  // memtable's writes. GC then switches the memtable (its flush releases
-  // them) rather than syncing the WAL; a power loss afterwards still loses
-  // no value.
+// Writes round 0 of every key and syncs it, overwrites random keys in
+// later rounds until `until` holds for the stats (checked every 64 writes;
+// it must within 200 rounds), hands the DB to `check`, writes one more
+// unsynced round, and fails the power: every key must then read back the
+// value of some round.
+void OverwriteUntilThenLosePower(const Options& o, uint32_t seed,
+                                 const std::function<bool(const Stats&)>& until,
+                                 const std::function<void(DB*, const Stats&)>& check) {
   auto base = std::make_shared<io::MemoryFileSystem>();
   auto fault = std::make_shared<io::FaultFileSystem>(
       base, io::FaultFileSystemOptions{.drop_unsynced_dir_entries = true});
-  Options o = SmallOptions();
-  o.memtable_size = 1 << 20;
-  o.max_memtable_value_bytes = 1 << 20;
   {
     auto opened = OpenWithFileSystem(o, "/db", fault);
     ASSERT_TRUE(opened.ok()) << opened.status();
     std::unique_ptr<DB> db = std::move(*opened);
     for (int i = 0; i < kKeys; ++i) ASSERT_TRUE(db->Put({}, Key(i), RoundValue(0, i)).ok());
     ASSERT_TRUE(db->SyncWAL().ok());
-    std::mt19937 rng(11);
+    std::mt19937 rng(seed);
     Stats st;
-    for (int j = 0; j < 200 * kKeys && st.gc_victim_switches == 0; ++j) {
+    for (int j = 0; j < 200 * kKeys && !until(st); ++j) {
       const int i = static_cast<int>(rng() % kKeys);
       ASSERT_TRUE(db->Put({}, Key(i), RoundValue(1 + j / kKeys, i)).ok());
       if (j % 64 == 0) st = db->GetStats();
     }
-    ASSERT_GT(st.gc_victim_switches, 0u);
-    // Flushes, not syncs, released the victims that waited. The switch only
-    // queued the flush that releases them (it may still be running when
-    // the counter is read): Flush waits for it.
-    ASSERT_TRUE(db->Flush().ok());
-    st = db->GetStats();
-    EXPECT_GT(st.gc_victims_waited, 0u);
-    std::string text;
-    ASSERT_TRUE(db->GetProperty("cairn.stats", &text));
-    EXPECT_NE(text.find("memtable switches forced"), std::string::npos) << text;
+    ASSERT_TRUE(until(st)) << "not reached in 200 rounds";
+    check(db.get(), st);
     for (int j = 0; j < kKeys; ++j) {
       const int i = static_cast<int>(rng() % kKeys);
       ASSERT_TRUE(db->Put({}, Key(i), RoundValue(250, i)).ok());
     }
     fault->SetFilesystemActive(false);  // the power fails here
   }
-  ASSERT_TRUE(fault->SimulateCrash(io::CrashMode::kPowerLoss, 11).ok());
+  ASSERT_TRUE(fault->SimulateCrash(io::CrashMode::kPowerLoss, seed).ok());
   auto reopened = OpenWithFileSystem(o, "/db", base);
   ASSERT_TRUE(reopened.ok()) << reopened.status();
   std::unique_ptr<DB> db = std::move(*reopened);
   ExpectEveryKeyReadsSomeRound(db.get());
+}
+
+TEST(GcVictimsWaitTest, ManyWaitingBytesSwitchTheMemTableRatherThanSyncTheWal) {
+  // Values through the WAL to the flush, and a memtable far larger than the
+  // segments: GC collects many victims while one memtable fills, so more
+  // than two segments' worth wait on the live memtable's writes. GC then
+  // switches the memtable (its flush releases them) rather than syncing the
+  // WAL, which holds the values; a power loss afterwards loses no value.
+  Options o = SmallOptions(/*at_flush=*/true);
+  o.memtable_size = 1 << 20;
+  o.max_memtable_value_bytes = 1 << 20;
+  OverwriteUntilThenLosePower(
+      o, 11, [](const Stats& st) { return st.gc_victim_switches > 0; },
+      [](DB* db, const Stats&) {
+        // Flushes, not syncs, released the victims that waited. The switch
+        // only queued the flush that releases them (it may still be running
+        // when the counter is read): Flush waits for it.
+        ASSERT_TRUE(db->Flush().ok());
+        EXPECT_GT(db->GetStats().gc_victims_waited, 0u);
+        std::string text;
+        ASSERT_TRUE(db->GetProperty("cairn.stats", &text));
+        EXPECT_NE(text.find("memtable switches forced"), std::string::npos) << text;
+      });
+}
+
+TEST(GcVictimsWaitTest, ValuesWrittenAsTheyComeReleaseVictimsWithACheapWalSync) {
+  // Values go to the value log as they are written (the default), so the
+  // WAL holds pointers only: a sync at a job's end writes a few KiB of it
+  // for a segment's worth freed, and GC takes it at once rather than
+  // switching the memtable or waiting for a flush. A power loss afterwards
+  // loses no value.
+  Options o = SmallOptions();
+  o.memtable_size = 1 << 20;
+  o.max_memtable_value_bytes = 1 << 20;
+  OverwriteUntilThenLosePower(
+      o, 13, [](const Stats& st) { return st.gc_victim_syncs >= 3; },
+      [&](DB*, const Stats& st) {
+        EXPECT_EQ(st.gc_victim_switches, 0u);
+        EXPECT_GT(st.gc_victims_waited, 0u);
+        // Never more than a job's victims wait: each job's end releases them.
+        EXPECT_LE(st.gc_victim_bytes_waiting, 2 * o.value_log_segment_size);
+      });
 }
 
 }  // namespace

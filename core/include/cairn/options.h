@@ -126,11 +126,12 @@ struct Options {
   // value-log segment of its own in key order, as RocksDB's BlobDB does:
   // neighbouring keys' values then lie side by side, and a scan reads them
   // in a few large reads instead of one read each. It costs one more write
-  // of each such value (the WAL's) and saves one write system call per
-  // group. Values of at least this size go to the value log as they are
-  // written, once. 0: every separated value does. At most 1 MiB. Default:
-  // 16 KiB (docs/decisions/20261202_separate_at_flush.md).
-  size_t separate_at_flush_below = 16u << 10;
+  // of each such value (the WAL's), and GC's victims wait for flushes
+  // instead of a cheap WAL sync. Values of at least this size go to the
+  // value log as they are written, once. At most 1 MiB. Default: 0, every
+  // separated value as written (docs/decisions/20261206_values_as_written.md;
+  // 16 KiB before).
+  size_t separate_at_flush_below = 0;
   // Target size of a value-log segment, the unit of garbage collection.
   // Default: 64 MiB.
   uint64_t value_log_segment_size = uint64_t{64} << 20;
@@ -291,11 +292,11 @@ inline constexpr int kPrefetchAfterValues = 0;
 // taken since its seek, plus reads of up to 1/kUnboundedPrefetchShare of the
 // bytes it has taken, at most kUnboundedPrefetchBytes (as RocksDB's
 // iterator readahead grows to 256 KiB): what a scan reads past its end
-// stays within 5% more reads than the values it showed, plus about a
-// quarter of their bytes up to 256 KiB. A one- or two-value scan reads
-// nothing ahead (docs/decisions/20261203_scan_prefetch_bytes.md).
+// stays within 5% more reads than the values it showed, plus about half
+// their bytes up to 256 KiB (a quarter before 2026-12-06). A one-value
+// scan reads nothing ahead (docs/decisions/20261203_scan_prefetch_bytes.md).
 inline constexpr int kUnboundedValuesPerPrefetch = 20;
-inline constexpr int kUnboundedPrefetchShare = 4;
+inline constexpr int kUnboundedPrefetchShare = 2;
 inline constexpr uint64_t kUnboundedPrefetchBytes = uint64_t{256} << 10;
 
 struct WriteOptions {
