@@ -748,8 +748,11 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     // mark, so that it does not hover at the trigger and leave the value
     // log above it whenever writes pause.
     absl::MutexLock l(&db_->mu_);
-    return db_->gc_controller_.ShouldCollect(
+    const bool collect = db_->gc_controller_.ShouldCollect(
         db_->GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
+    // Meanwhile writes send every separated value to the value log.
+    db_->gc_collecting_.store(collect, std::memory_order_relaxed);
+    return collect;
   }
   uint64_t GarbageReports() override {
     return db_->garbage_reports_.load(std::memory_order_acquire);

@@ -595,8 +595,8 @@ class DBImpl final : public DB {
   // into the value log (so a WAL sync must sync the value log too). Write
   // leader only (NewLog runs in the leader's MakeRoomForWrite).
   bool wal_names_unsynced_values_ = false;
-  // WAL bytes written since the last sync, an upper bound; write leader.
-  std::atomic<uint64_t> wal_unsynced_bytes_{0};
+  std::atomic<uint64_t> wal_unsynced_bytes_{0};  // since the last sync (at most)
+  std::atomic<bool> gc_collecting_{false};  // the GC loop's last ShouldCollect
   // Numbers of files being written that are not yet in a version.
   absl::flat_hash_set<uint64_t> pending_outputs_ ABSL_GUARDED_BY(mu_);
   // Highest sequence number visible to readers.

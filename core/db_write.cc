@@ -111,8 +111,12 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
   CAIRN_RETURN_IF_ERROR(p->batch.status());
   const size_t threshold = options_.value_separation_threshold;
   // Smaller separated values stay in the batch (WAL and memtable) until
-  // their memtable's flush moves them (WriteLevel0Table).
-  const size_t at_write_from = std::max(threshold, options_.separate_at_flush_below);
+  // their memtable's flush moves them (WriteLevel0Table), except while GC
+  // collects (Options::separate_at_flush_during_gc).
+  const bool as_written = !options_.separate_at_flush_during_gc &&
+                          gc_collecting_.load(std::memory_order_relaxed);
+  const size_t at_write_from =
+      as_written ? threshold : std::max(threshold, options_.separate_at_flush_below);
   const std::string_view rep = WriteBatchInternal::Contents(p->batch);
   size_t begin = kBatchHeaderSize;
   // One pass: the checks (a batch rebuilt with WriteBatchInternal's

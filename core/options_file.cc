@@ -93,6 +93,7 @@ std::string FormatOptionsFile(const Options& o) {
     add("value_separation_threshold", o.value_separation_threshold);
   }
   add("separate_at_flush_below", o.separate_at_flush_below);
+  add_bool("separate_at_flush_during_gc", o.separate_at_flush_during_gc);
   add("value_log_segment_size", o.value_log_segment_size);
   add("value_cache_size", o.value_cache_size);
   add("value_compression", CompressionName(o.value_compression));

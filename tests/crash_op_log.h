@@ -80,18 +80,19 @@ inline int CrashTestGcJobs() {
   return v != nullptr && std::string_view(v) == "2" ? 2 : 1;
 }
 
-// CAIRN_CRASH_AT_FLUSH=1 (set by the suites for their "separated" modes)
-// sends separated values under 16 KiB through the WAL to the flush
-// (Options::separate_at_flush_below); the other modes keep the default,
-// every separated value written to the value log as it comes.
-inline bool CrashTestAtFlush() {
-  const char* v = std::getenv("CAIRN_CRASH_AT_FLUSH");
+// CAIRN_CRASH_AS_WRITTEN=1 (set by the suites for their
+// "separated_as_written" modes) writes every separated value to the value
+// log as it comes (Options::separate_at_flush_below = 0); the other modes
+// keep the default, where values under 16 KiB go through the WAL to the
+// flush except while GC collects.
+inline bool CrashTestAsWritten() {
+  const char* v = std::getenv("CAIRN_CRASH_AS_WRITTEN");
   return v != nullptr && std::string_view(v) == "1";
 }
 
 inline Options CrashTestOptions(size_t value_separation_threshold) {
   Options options;
-  if (CrashTestAtFlush()) options.separate_at_flush_below = 16 << 10;
+  if (CrashTestAsWritten()) options.separate_at_flush_below = 0;
   options.direct_writes = CrashTestDirectWrites();
   options.max_background_gc = CrashTestGcJobs();
   options.memtable_size = 64 << 10;  // flushes every few dozen writes

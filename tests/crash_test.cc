@@ -66,7 +66,7 @@ struct CrashParams {
   int cycles;           // per CI run; CAIRN_LONG=1 runs 500
   bool direct_writes = false;  // Options::direct_writes (CAIRN_CRASH_DIRECT_WRITES)
   int gc_jobs = 1;  // Options::max_background_gc (CAIRN_CRASH_GC_JOBS)
-  bool at_flush = false;  // values under 16 KiB separated at flush (CAIRN_CRASH_AT_FLUSH)
+  bool as_written = false;  // separate_at_flush_below 0 (CAIRN_CRASH_AS_WRITTEN)
 };
 
 std::string ReadWholeFile(const fs::path& p) {
@@ -140,13 +140,13 @@ class CrashTest : public ::testing::TestWithParam<CrashParams> {
     ::setenv("CAIRN_IO", GetParam().backend, 1);
     ::setenv("CAIRN_CRASH_DIRECT_WRITES", GetParam().direct_writes ? "1" : "0", 1);
     ::setenv("CAIRN_CRASH_GC_JOBS", absl::StrCat(GetParam().gc_jobs).c_str(), 1);
-    ::setenv("CAIRN_CRASH_AT_FLUSH", GetParam().at_flush ? "1" : "0", 1);
+    ::setenv("CAIRN_CRASH_AS_WRITTEN", GetParam().as_written ? "1" : "0", 1);
   }
   void TearDown() override {
     ::unsetenv("CAIRN_IO");
     ::unsetenv("CAIRN_CRASH_DIRECT_WRITES");
     ::unsetenv("CAIRN_CRASH_GC_JOBS");
-    ::unsetenv("CAIRN_CRASH_AT_FLUSH");
+    ::unsetenv("CAIRN_CRASH_AS_WRITTEN");
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
@@ -319,8 +319,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(CrashParams{"inline", kInlineValues, "posix", 40},
                       CrashParams{"inline", kInlineValues, "uring", 40},
                       CrashParams{"separated", 100, "posix", 100},
-                      // Values under 16 KiB through the WAL to the flush.
-                      CrashParams{"separated_at_flush", 100, "uring", 40, false, 1, true},
+                      // Every separated value to the value log as it comes.
+                      CrashParams{"separated_as_written", 100, "uring", 40, false, 1, true},
                       // Value-log appends with O_DIRECT (Options::direct_writes).
                       CrashParams{"separated_direct", 100, "posix", 25, true},
                       CrashParams{"separated_direct", 100, "uring", 25, true},

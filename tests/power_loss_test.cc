@@ -58,7 +58,7 @@ struct PowerLossParams {
   size_t value_separation_threshold;
   const char* backend;  // value of CAIRN_IO
   bool direct_writes = false;  // Options::direct_writes (CAIRN_CRASH_DIRECT_WRITES)
-  bool at_flush = false;  // values under 16 KiB separated at flush (CAIRN_CRASH_AT_FLUSH)
+  bool as_written = false;  // separate_at_flush_below 0 (CAIRN_CRASH_AS_WRITTEN)
 };
 
 // What the writer thread did before the power failed.
@@ -112,12 +112,12 @@ class PowerLossTest : public ::testing::TestWithParam<PowerLossParams> {
     // The file system here and `cairn check` use the backend under test.
     ::setenv("CAIRN_IO", GetParam().backend, 1);
     ::setenv("CAIRN_CRASH_DIRECT_WRITES", GetParam().direct_writes ? "1" : "0", 1);
-    ::setenv("CAIRN_CRASH_AT_FLUSH", GetParam().at_flush ? "1" : "0", 1);
+    ::setenv("CAIRN_CRASH_AS_WRITTEN", GetParam().as_written ? "1" : "0", 1);
   }
   void TearDown() override {
     ::unsetenv("CAIRN_IO");
     ::unsetenv("CAIRN_CRASH_DIRECT_WRITES");
-    ::unsetenv("CAIRN_CRASH_AT_FLUSH");
+    ::unsetenv("CAIRN_CRASH_AS_WRITTEN");
     if (!HasFailure()) fs::remove_all(dir_);
   }
 
@@ -258,7 +258,7 @@ INSTANTIATE_TEST_SUITE_P(ModesAndBackends, PowerLossTest,
                          ::testing::Values(PowerLossParams{"inline", kInlineValues, "posix"},
                                            PowerLossParams{"inline", kInlineValues, "uring"},
                                            PowerLossParams{"separated", 100, "posix"},
-                                           PowerLossParams{"separated_at_flush", 100, "uring", false,
+                                           PowerLossParams{"separated_as_written", 100, "uring", false,
                                                            true},
                                            PowerLossParams{"separated_direct", 100, "posix", true},
                                            PowerLossParams{"separated_direct", 100, "uring", true}),
