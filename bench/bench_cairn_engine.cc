@@ -146,6 +146,7 @@ absl::StatusOr<std::unique_ptr<BenchEngine>> OpenCairnEngine(const EngineOptions
   if (options.separate_at_flush_below >= 0) {
     db_options.separate_at_flush_below = static_cast<size_t>(options.separate_at_flush_below);
   }
+  db_options.separate_at_flush_during_gc = options.separate_at_flush_during_gc;
   if (options.gc_trigger >= 0) db_options.gc_space_amp_trigger = options.gc_trigger;
   db_options.gc_punch_holes = options.gc_punch_holes;
   if (options.gc_jobs >= 1) db_options.max_background_gc = options.gc_jobs;

@@ -32,6 +32,8 @@ struct EngineOptions {
   size_t value_separation_threshold = 0;
   // cairn only: Options::separate_at_flush_below (-1: the default).
   int64_t separate_at_flush_below = -1;
+  // cairn only: Options::separate_at_flush_during_gc.
+  bool separate_at_flush_during_gc = false;
   bool sync = false;
   bool zstd = false;
   bool direct_reads = false;

@@ -47,6 +47,9 @@ ABSL_FLAG(int64_t, value_separation_threshold, -1,
 ABSL_FLAG(int64_t, separate_at_flush_below, -1,
           "cairn separated mode: separated values under this many bytes go to the WAL and "
           "the memtable and reach the value log at flush (-1: the library's default)");
+ABSL_FLAG(bool, separate_at_flush_during_gc, false,
+          "cairn separated mode: keep separating values at flush while GC collects (default: "
+          "while it collects, every separated value goes to the value log as it is written)");
 ABSL_FLAG(std::string, engine, "cairn", "cairn, rocksdb or blobdb (RocksDB integrated BlobDB)");
 ABSL_FLAG(bool, sync, false, "sync every write");
 ABSL_FLAG(std::string, compression, "zstd", "SST (and blob) compression: none or zstd");
@@ -144,6 +147,7 @@ absl::StatusOr<EngineOptions> EngineOptionsFromFlags(bool* separated) {
       : threshold < 0 ? cairn::Options().value_separation_threshold
                       : static_cast<size_t>(threshold);
   o.separate_at_flush_below = absl::GetFlag(FLAGS_separate_at_flush_below);
+  o.separate_at_flush_during_gc = absl::GetFlag(FLAGS_separate_at_flush_during_gc);
   return o;
 }
 

@@ -41,6 +41,10 @@ bool IsPointerTo(ValueType type, std::string_view stored, const vlog::ValuePoint
 // it finds nothing to collect past its trigger (the garbage is uncounted).
 constexpr uint64_t kMinGarbageFlushBytes = 256 << 10;
 
+// How long after GC last collected writes still send every separated value
+// to the value log (Options::separate_at_flush_during_gc).
+constexpr auto kAsWrittenAfterGc = std::chrono::seconds(10);
+
 }  // namespace
 
 // The collector's narrow view of the LSM.
@@ -750,8 +754,16 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     absl::MutexLock l(&db_->mu_);
     const bool collect = db_->gc_controller_.ShouldCollect(
         db_->GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
-    // Meanwhile writes send every separated value to the value log.
-    db_->gc_collecting_.store(collect, std::memory_order_relaxed);
+    // Meanwhile, and for kAsWrittenAfterGc after, writes send every
+    // separated value to the value log: under sustained overwrites GC pauses
+    // between its stop mark and the trigger for about a second at a time,
+    // and values sent to the WAL then would keep the next jobs' victims
+    // waiting for a flush.
+    const auto now = std::chrono::steady_clock::now();
+    if (collect) last_collect_ = now;
+    db_->gc_collecting_.store(collect || (last_collect_.has_value() &&
+                                          now - *last_collect_ < kAsWrittenAfterGc),
+                              std::memory_order_relaxed);
     return collect;
   }
   uint64_t GarbageReports() override {
@@ -793,6 +805,8 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
 
  private:
   DBImpl* const db_;
+  // When ShouldCollect last said yes (GC thread only).
+  std::optional<std::chrono::steady_clock::time_point> last_collect_;
 };
 
 void DBImpl::GcThread() {

@@ -662,9 +662,9 @@ class DBImpl final : public DB {
   bool write_delayed_ ABSL_GUARDED_BY(mu_) = false;
   StallCondition stall_condition_ ABSL_GUARDED_BY(mu_) = StallCondition::kNormal;
   // Of the current memtable, kept by the write leader and reset with it:
-  // value-log bytes its pointers name, and bytes of pointers in it that
-  // newer entries in it superseded (garbage once it is flushed).
-  std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0};
+  // value-log bytes its pointers name, bytes of pointers newer entries in it
+  // superseded (garbage once flushed), records its flush will write.
+  std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0}, mem_flush_value_bytes_{0};
   // Of mem_value_bytes_, the bytes GC's rewrites name. They hide no garbage:
   // the record each supersedes is in a victim GC has collected already. So
   // every estimate of hidden garbage leaves them out (MemHiddenValueBytes), and

@@ -93,7 +93,8 @@ uint64_t DBImpl::MemTableGarbageEstimate() {
   // What the mutable memtable's entries made garbage: at least the pointers
   // they superseded in it (exact), and under overwrites about the value
   // bytes they name (the yield), whichever is more.
-  const double named = static_cast<double>(MemHiddenValueBytes());
+  const double named = static_cast<double>(MemHiddenValueBytes() +
+                                           mem_flush_value_bytes_.load(std::memory_order_relaxed));
   return std::max(mem_superseded_bytes_.load(std::memory_order_relaxed),
                   static_cast<uint64_t>(garbage_yield_ * named)) +
          DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
@@ -178,7 +179,7 @@ bool DBImpl::HiddenGarbageMayPass(double mark) {
   const std::shared_ptr<const lsm::Version> v = versions_->current();
   uint64_t hidden = Level0HiddenBytes(*v).value_or(Level0Hidden{}).value_bytes;
   for (const ImmutableMemTable& imm : imm_) hidden += imm.value_bytes;
-  hidden += MemHiddenValueBytes() +
+  hidden += MemHiddenValueBytes() + mem_flush_value_bytes_.load(std::memory_order_relaxed) +
             DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
   if (hidden == 0) return false;
   // The worst case: every pointer above L1 hides a live record.

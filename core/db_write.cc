@@ -466,7 +466,8 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bo
   // mode pays nothing here.
   const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
   const bool separated = options_.value_separation_threshold != kInlineValues;
-  uint64_t named = 0, superseded = 0, deletions = 0;
+  const size_t threshold = options_.value_separation_threshold;
+  uint64_t named = 0, superseded = 0, deletions = 0, for_flush = 0;
   // GC's rewrites come in key order: each insert searches from the last.
   lsm::MemTable::Cursor cursor;
   // One pass: each entry's insert, which also finds the entry it supersedes
@@ -491,6 +492,8 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bo
         }
         if (t == ValueType::kValuePointer) {
           if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
+        } else if (separated && t == ValueType::kValue && v.size() >= threshold) {
+          for_flush += vlog::RecordSize(k.size(), v.size());  // the flush's record
         }
         return absl::OkStatus();
       });
@@ -498,6 +501,7 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bo
   if (named > 0 && gc_rewrite) mem_gc_value_bytes_.fetch_add(named, std::memory_order_relaxed);
   if (superseded > 0) mem_superseded_bytes_.fetch_add(superseded, std::memory_order_relaxed);
   if (deletions > 0) mem_deletions_.fetch_add(deletions, std::memory_order_relaxed);
+  if (for_flush > 0) mem_flush_value_bytes_.fetch_add(for_flush, std::memory_order_relaxed);
   return s;
 }
 
@@ -710,7 +714,9 @@ absl::Status DBImpl::NewLog() {
   std::shared_ptr<lsm::LogWriter> closed(std::move(log_));
   log_ = *std::move(created);
   const uint64_t deleted = DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
-  imm_.push_back({std::move(mem_), log_number_, MemHiddenValueBytes() + deleted, deleted,
+  const uint64_t hidden =
+      MemHiddenValueBytes() + mem_flush_value_bytes_.load(std::memory_order_relaxed) + deleted;
+  imm_.push_back({std::move(mem_), log_number_, hidden, deleted,
                   std::move(closed), last_sequence_.load()});
   log_number_ = number;
   mem_ = NewMemTable();
@@ -718,6 +724,7 @@ absl::Status DBImpl::NewLog() {
   mem_value_bytes_.store(0, std::memory_order_relaxed);
   mem_gc_value_bytes_.store(0, std::memory_order_relaxed);
   mem_superseded_bytes_.store(0, std::memory_order_relaxed);
+  mem_flush_value_bytes_.store(0, std::memory_order_relaxed);
   mem_deletions_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();
   return absl::OkStatus();
