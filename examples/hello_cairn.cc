@@ -3,7 +3,7 @@
 // they go to the value log and the LSM tree keeps pointers to them: being
 // under Options::separate_at_flush_below (16 KiB), they wait in the WAL and
 // the memtable until the flush, which writes them to the value log in key
-// order.
+// order (while GC collects they go to the value log as they are written).
 // Usage: hello_cairn <directory>
 #include <cstdio>
 #include <string>
