@@ -625,9 +625,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     // GC has nothing else to do (so that an idle database holds none), when
     // they hold more than two segments' worth of space, and whenever a WAL
     // sync would cost little next to what they free (the WAL holds
-    // pointers, not values: docs/decisions/20261206_values_as_written.md):
-    // from a flush where one is queued or the live memtable is worth one,
-    // from a sync otherwise (VictimRelease::kSoon).
+    // pointers, not values: docs/decisions/
+    // 20261206_values_as_written_while_gc_collects.md): from a flush where
+    // one is queued or the live memtable is worth one, from a sync
+    // otherwise (VictimRelease::kSoon).
     VictimRelease how = VictimRelease::kWhenDurable;
     {
       absl::MutexLock l(&mu_);
