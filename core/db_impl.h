@@ -596,7 +596,7 @@ class DBImpl final : public DB {
   // leader only (NewLog runs in the leader's MakeRoomForWrite).
   bool wal_names_unsynced_values_ = false;
   std::atomic<uint64_t> wal_unsynced_bytes_{0};  // since the last sync (at most)
-  std::atomic<bool> gc_collecting_{false};  // the GC loop's last ShouldCollect
+  std::atomic<bool> values_as_written_{false};  // GC collects, or did < 10 s ago
   // Numbers of files being written that are not yet in a version.
   absl::flat_hash_set<uint64_t> pending_outputs_ ABSL_GUARDED_BY(mu_);
   // Highest sequence number visible to readers.

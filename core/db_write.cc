@@ -114,7 +114,7 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
   // their memtable's flush moves them (WriteLevel0Table), except while GC
   // collects (Options::separate_at_flush_during_gc).
   const bool as_written = !options_.separate_at_flush_during_gc &&
-                          gc_collecting_.load(std::memory_order_relaxed);
+                          values_as_written_.load(std::memory_order_relaxed);
   const size_t at_write_from =
       as_written ? threshold : std::max(threshold, options_.separate_at_flush_below);
   const std::string_view rep = WriteBatchInternal::Contents(p->batch);

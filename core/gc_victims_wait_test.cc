@@ -65,6 +65,19 @@ void ExpectEveryKeyReadsSomeRound(DB* db) {
   }
 }
 
+// Writes `rounds` rounds of kKeys puts to random keys, recording them in
+// *model.
+void OverwriteRounds(DB* db, uint32_t seed, int rounds, std::map<std::string, std::string>* model) {
+  std::mt19937 rng(seed);
+  for (int round = 0; round < rounds; ++round) {
+    for (int j = 0; j < kKeys; ++j) {
+      const int i = static_cast<int>(rng() % kKeys);
+      ASSERT_TRUE(db->Put({}, Key(i), RoundValue(round, i)).ok());
+      (*model)[Key(i)] = RoundValue(round, i);
+    }
+  }
+}
+
 TEST(GcVictimsWaitTest, BackgroundVictimsWaitForDurabilityAndNoneRemainWhenIdle) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
   const Options o = SmallOptions();
@@ -73,14 +86,7 @@ TEST(GcVictimsWaitTest, BackgroundVictimsWaitForDurabilityAndNoneRemainWhenIdle)
     auto opened = OpenWithFileSystem(o, "/db", fs);
     ASSERT_TRUE(opened.ok()) << opened.status();
     std::unique_ptr<DB> db = std::move(*opened);
-    std::mt19937 rng(7);
-    for (int round = 0; round < 6; ++round) {
-      for (int j = 0; j < kKeys; ++j) {
-        const int i = static_cast<int>(rng() % kKeys);
-        ASSERT_TRUE(db->Put({}, Key(i), RoundValue(round, i)).ok());
-        model[Key(i)] = RoundValue(round, i);
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(OverwriteRounds(db.get(), 7, 6, &model));
     ASSERT_TRUE(db->Flush().ok());
     ASSERT_TRUE(db->WaitForBackgroundWork().ok());
     const Stats st = db->GetStats();
@@ -257,14 +263,7 @@ TEST(GcVictimsWaitTest, WhileGcCollectsValuesSkipTheWal) {
       auto opened = OpenWithFileSystem(o, "/db", fs);
       ASSERT_TRUE(opened.ok()) << opened.status();
       std::unique_ptr<DB> db = std::move(*opened);
-      std::mt19937 rng(17);
-      for (int round = 0; round < 8; ++round) {
-        for (int j = 0; j < kKeys; ++j) {
-          const int i = static_cast<int>(rng() % kKeys);
-          ASSERT_TRUE(db->Put({}, Key(i), RoundValue(round, i)).ok());
-          model[Key(i)] = RoundValue(round, i);
-        }
-      }
+      ASSERT_NO_FATAL_FAILURE(OverwriteRounds(db.get(), 17, 8, &model));
       const Stats st = db->GetStats();
       EXPECT_GT(st.gc_runs, 0u);
       wal_bytes[pinned ? 1 : 0] = st.wal_bytes_written;
