@@ -1,6 +1,8 @@
 // Opening a database: checking options (core/options_validation.h), taking
 // the LOCK, creating or recovering the manifest, replaying the WALs, and
 // closing.
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -128,6 +130,18 @@ void TurnOffMutexDeadlockDetectionInReleaseBuilds() {
 #endif
 }
 
+// Value-log segment readers a read-write DB keeps open: as many as the table
+// cache keeps tables (1000), or a quarter of the process's file-descriptor
+// limit where that is less (at least 64), so that the tables, the WALs and
+// the application keep the rest. A read after its segment's reader was
+// closed opens the file again.
+size_t MaxOpenSegments() {
+  constexpr size_t kTables = 1000;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kTables;
+  return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur) / 4, 64, kTables);
+}
+
 }  // namespace
 
 DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs,
@@ -180,6 +194,8 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   // info_log_ is replaced once the database is locked; the note reads it then.
   vo.note = [this](const std::string& note) { info_log_->Log("%s", note); };
   vo.value_cache_size = options_.value_cache_size;
+  // As the table cache, a read-only DB holds every segment of its view open.
+  vo.max_open_segments = read_only_ ? std::numeric_limits<size_t>::max() : MaxOpenSegments();
   vo.shared_cache = std::move(shared_cache);
   vo.segment_path = [d = dbname_](uint64_t id) { return lsm::ValueLogFileName(d, id); };
   vo.parse_segment_name = [](std::string_view name, uint64_t* id) {

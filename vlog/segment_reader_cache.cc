@@ -1,6 +1,7 @@
 #include "vlog/segment_reader_cache.h"
 
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "io/status_macros.h"
@@ -8,15 +9,21 @@
 namespace cairn::vlog {
 
 SegmentReaderCache::SegmentReaderCache(io::FileSystem* fs, PathFunction path_of,
-                                       bool direct_reads)
-    : fs_(fs), path_of_(std::move(path_of)), direct_reads_(direct_reads) {}
+                                       bool direct_reads, size_t max_open)
+    : fs_(fs),
+      path_of_(std::move(path_of)),
+      direct_reads_(direct_reads),
+      max_open_(max_open < 1 ? 1 : max_open) {}
 
 absl::StatusOr<std::shared_ptr<const SegmentReader>> SegmentReaderCache::Get(
     uint64_t segment_id) {
   {
     absl::MutexLock lock(&mu_);
-    auto it = readers_.find(segment_id);
-    if (it != readers_.end()) return it->second;
+    auto it = index_.find(segment_id);
+    if (it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->reader;
+    }
   }
   // Open outside the lock so a slow open does not stall readers of other
   // segments. Two threads may race to open the same segment; the first to
@@ -25,17 +32,32 @@ absl::StatusOr<std::shared_ptr<const SegmentReader>> SegmentReaderCache::Get(
                          SegmentReader::Open(fs_, path_of_(segment_id), segment_id,
                                              direct_reads_));
   std::shared_ptr<const SegmentReader> reader = std::move(opened);
+  std::vector<std::shared_ptr<const SegmentReader>> closed;  // close outside the lock
   absl::MutexLock lock(&mu_);
-  return readers_.try_emplace(segment_id, std::move(reader)).first->second;
+  auto it = index_.find(segment_id);
+  if (it != index_.end()) {
+    closed.push_back(std::move(reader));
+    lru_.splice(lru_.begin(), lru_, it->second);
+    return it->second->reader;
+  }
+  lru_.push_front(Entry{segment_id, reader});
+  index_[segment_id] = lru_.begin();
+  while (lru_.size() > max_open_) {
+    closed.push_back(std::move(lru_.back().reader));
+    index_.erase(lru_.back().segment_id);
+    lru_.pop_back();
+  }
+  return reader;
 }
 
 void SegmentReaderCache::Evict(uint64_t segment_id) {
   std::shared_ptr<const SegmentReader> dropped;  // closes outside the lock
   absl::MutexLock lock(&mu_);
-  auto it = readers_.find(segment_id);
-  if (it == readers_.end()) return;
-  dropped = std::move(it->second);
-  readers_.erase(it);
+  auto it = index_.find(segment_id);
+  if (it == index_.end()) return;
+  dropped = std::move(it->second->reader);
+  lru_.erase(it->second);
+  index_.erase(it);
 }
 
 absl::Status SegmentReaderCache::Read(const ValuePointer& pointer,
@@ -88,7 +110,7 @@ absl::Status SegmentReaderCache::MultiRead(absl::Span<const ValuePointer> pointe
 
 size_t SegmentReaderCache::open_readers() const {
   absl::MutexLock lock(&mu_);
-  return readers_.size();
+  return lru_.size();
 }
 
 }  // namespace cairn::vlog

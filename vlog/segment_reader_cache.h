@@ -7,11 +7,18 @@
 // never pulls a reader from under a read in progress; the file closes when
 // the last user lets go. Segment ids are never reused.
 //
+// At most max_open readers stay open, the least recently used closed first
+// (as lsm::TableCache does for tables), so that a large log does not run
+// the process out of file descriptors: a segment read after its reader was
+// closed is opened again.
+//
 // Thread safety: every method may be called from any thread.
 #ifndef CAIRN_VLOG_SEGMENT_READER_CACHE_H_
 #define CAIRN_VLOG_SEGMENT_READER_CACHE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,8 +43,12 @@ class SegmentReaderCache {
   // lsm::ValueLogFileName bound to its directory). Called from any thread.
   using PathFunction = absl::AnyInvocable<std::string(uint64_t segment_id) const>;
 
-  // fs must outlive the cache.
-  SegmentReaderCache(io::FileSystem* fs, PathFunction path_of, bool direct_reads);
+  // fs must outlive the cache. max_open below 1 counts as 1.
+  SegmentReaderCache(io::FileSystem* fs, PathFunction path_of, bool direct_reads,
+                     size_t max_open = kDefaultMaxOpen);
+
+  // The default bound on open readers, as lsm::TableCache's on tables.
+  static constexpr size_t kDefaultMaxOpen = 1000;
 
   SegmentReaderCache(const SegmentReaderCache&) = delete;
   SegmentReaderCache& operator=(const SegmentReaderCache&) = delete;
@@ -63,16 +74,23 @@ class SegmentReaderCache {
                          std::vector<std::string>* values,
                          std::vector<absl::Status>* statuses);
 
-  // Readers currently open.
+  // Readers the cache holds open (readers in use after their eviction are
+  // not counted).
   size_t open_readers() const;
 
  private:
+  struct Entry {
+    uint64_t segment_id;
+    std::shared_ptr<const SegmentReader> reader;
+  };
+
   io::FileSystem* const fs_;
   const PathFunction path_of_;
   const bool direct_reads_;
+  const size_t max_open_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<uint64_t, std::shared_ptr<const SegmentReader>> readers_
-      ABSL_GUARDED_BY(mu_);
+  std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);  // front = most recently used
+  absl::flat_hash_map<uint64_t, std::list<Entry>::iterator> index_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace cairn::vlog

@@ -70,6 +70,39 @@ TEST_F(SegmentReaderCacheTest, EvictedReaderOutlivesItsUsers) {
   EXPECT_NE(cache_.Get(1)->get(), held->get());
 }
 
+TEST_F(SegmentReaderCacheTest, HoldsAtMostMaxOpenReadersLeastRecentlyUsedClosedFirst) {
+  SegmentReaderCache bounded(&fs_, PathOf, false, /*max_open=*/2);
+  std::string value;
+  ASSERT_TRUE(bounded.Read(pointers_[0], keys_[0], &value).ok());    // 1
+  auto second = bounded.Get(2);
+  ASSERT_TRUE(second.ok());
+  ASSERT_TRUE(bounded.Read(pointers_[3], keys_[3], &value).ok());    // 1 again: 2 is oldest
+  ASSERT_TRUE(bounded.Read(pointers_[25], keys_[25], &value).ok());  // 3 closes 2
+  EXPECT_EQ(value, values_[25]);
+  EXPECT_EQ(bounded.open_readers(), 2u);
+  // The reader closed by the bound stays usable by whoever holds it.
+  ASSERT_TRUE((*second)->Read(pointers_[14], keys_[14], &value).ok());
+  EXPECT_EQ(value, values_[14]);
+  // Segment 2 is opened again on its next read, and closes the oldest (1).
+  auto reopened = bounded.Get(2);
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_NE(reopened->get(), second->get());
+  EXPECT_EQ(bounded.open_readers(), 2u);
+  // Every record still reads through the bounded cache, in any order.
+  for (size_t j = 0; j < pointers_.size(); ++j) {
+    const size_t k = (j * 7) % pointers_.size();
+    ASSERT_TRUE(bounded.Read(pointers_[k], keys_[k], &value).ok());
+    EXPECT_EQ(value, values_[k]);
+    EXPECT_LE(bounded.open_readers(), 2u);
+  }
+  std::vector<std::string> values;
+  std::vector<absl::Status> statuses;
+  std::vector<std::string_view> keys(keys_.begin(), keys_.end());
+  ASSERT_TRUE(bounded.MultiRead(pointers_, keys, &values, &statuses).ok());
+  EXPECT_EQ(values, values_);
+  EXPECT_LE(bounded.open_readers(), 2u);
+}
+
 TEST_F(SegmentReaderCacheTest, MultiReadAcrossSegmentsEqualsReads) {
   std::vector<ValuePointer> pointers;
   std::vector<std::string_view> keys;

@@ -65,6 +65,10 @@ struct ValueLogOptions {
   std::function<bool(std::string_view name, uint64_t* id)> parse_segment_name;
   // A fresh file number for a new segment.
   std::function<uint64_t()> new_file_number;
+  // Segment readers kept open at most, the least recently used closed
+  // first (SegmentReaderCache). A read-only DB keeps every one open: a
+  // writer may delete a file its view still reads.
+  size_t max_open_segments = SegmentReaderCache::kDefaultMaxOpen;
 };
 
 class ValueLog {
