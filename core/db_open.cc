@@ -136,10 +136,10 @@ void TurnOffMutexDeadlockDetectionInReleaseBuilds() {
 // the application keep the rest. A read after its segment's reader was
 // closed opens the file again.
 size_t MaxOpenSegments() {
-  constexpr size_t kTables = 1000;
+  constexpr size_t kMost = vlog::SegmentReaderCache::kDefaultMaxOpen;
   rlimit limit{};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kTables;
-  return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur) / 4, 64, kTables);
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return kMost;
+  return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur) / 4, 64, kMost);
 }
 
 }  // namespace

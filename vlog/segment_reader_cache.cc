@@ -32,11 +32,11 @@ absl::StatusOr<std::shared_ptr<const SegmentReader>> SegmentReaderCache::Get(
                          SegmentReader::Open(fs_, path_of_(segment_id), segment_id,
                                              direct_reads_));
   std::shared_ptr<const SegmentReader> reader = std::move(opened);
-  std::vector<std::shared_ptr<const SegmentReader>> closed;  // close outside the lock
+  // Readers dropped here close after the lock is released (declared first).
+  std::vector<std::shared_ptr<const SegmentReader>> closed;
   absl::MutexLock lock(&mu_);
   auto it = index_.find(segment_id);
   if (it != index_.end()) {
-    closed.push_back(std::move(reader));
     lru_.splice(lru_.begin(), lru_, it->second);
     return it->second->reader;
   }
