@@ -104,6 +104,8 @@ class CairnEngine : public BenchEngine {
     out.segment_bytes = st.vlog_bytes - std::min(st.vlog_bytes, st.vlog_punched_bytes);
     out.segment_garbage_bytes =
         st.vlog_garbage_bytes - std::min(st.vlog_garbage_bytes, st.vlog_punched_bytes);
+    out.segment_foreseen_bytes = st.vlog_foreseen_garbage_bytes;
+    out.gc_space_amplification = st.gc_space_amplification;
     out.live_bytes = st.live_user_bytes_estimate;
     out.space_amplification = st.space_amplification;
     return out;

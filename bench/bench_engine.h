@@ -100,6 +100,8 @@ struct EngineStats {
   // and value-log segments its manifest names, and the garbage counted in
   // those segments. The rest is the WAL and files still being written.
   uint64_t sst_bytes = 0, segment_bytes = 0, segment_garbage_bytes = 0;
+  uint64_t segment_foreseen_bytes = 0;  // garbage foreseen at flushes, not counted yet
+  double gc_space_amplification = 0;    // the figure GC steers by (0: none)
   uint64_t live_bytes = 0;          // from the last MeasureLiveBytes
   double space_amplification = 0;   // disk_bytes / live_bytes; 0 = unknown
 };

@@ -232,9 +232,11 @@ absl::Status BenchRunner::RunThreads(uint64_t count, Op op, BenchResult* result)
         if (st.segment_bytes > 0) {
           const uint64_t other = d - std::min(d, st.segment_bytes + st.sst_bytes);
           parts = absl::StrFormat(
-              " segments=%.1fMiB (garbage %.1fMiB) sst=%.1fMiB other=%.1fMiB",
+              " segments=%.1fMiB (garbage %.1fMiB, foreseen %.1fMiB) sst=%.1fMiB other=%.1fMiB"
+              " gc_amp=%.3f",
               st.segment_bytes / 1048576.0, st.segment_garbage_bytes / 1048576.0,
-              st.sst_bytes / 1048576.0, other / 1048576.0);
+              st.segment_foreseen_bytes / 1048576.0,
+              st.sst_bytes / 1048576.0, other / 1048576.0, st.gc_space_amplification);
         }
         std::fprintf(stderr, "space %s t=%.1fs ops=%llu disk=%.1fMiB live=%.1fMiB amp=%.3f%s\n",
                      result->benchmark.c_str(), NanosSince(start) / 1e9,

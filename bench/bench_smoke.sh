@@ -60,7 +60,7 @@ if "$bench" --num=10 --benchmarks=fillseq --value_mode=separated --db="$dir/prob
     --benchmarks=fillseq >/dev/null
   "$bench" --num=200 --value_size=32768 --value_mode=separated --db="$dir/db" \
     --use_existing_db --benchmarks=overwrite --space_sample_secs=1 >/dev/null 2>"$dir/space.err"
-  grep -Eq '^space overwrite t=[0-9.]+s .* segments=[0-9.]+MiB \(garbage [0-9.]+MiB\) sst=[0-9.]+MiB other=[0-9.]+MiB$' \
+  grep -Eq '^space overwrite t=[0-9.]+s .* segments=[0-9.]+MiB \(garbage [0-9.]+MiB, foreseen [0-9.]+MiB\) sst=[0-9.]+MiB other=[0-9.]+MiB gc_amp=[0-9.]+$' \
     "$dir/space.err" || { cat "$dir/space.err" >&2; echo "no space sample naming the parts" >&2; exit 1; }
 elif grep -q Unimplemented "$dir/probe.err"; then
   echo "== separated: not in this build yet (Unimplemented); skipped"

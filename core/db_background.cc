@@ -70,12 +70,37 @@ absl::Status DBImpl::FlushOldestImmutable() {
   lsm::VersionEdit edit;
   GarbageMeter garbage;
   uint64_t value_bytes = 0, deletions = 0, gc_value_bytes = 0;
+  // The tables below this memtable's: no other flush runs meanwhile, and a
+  // compaction changes how they lie, not which version of a key is newest.
+  const std::shared_ptr<const lsm::Version> below = versions_->current();
+  std::optional<std::vector<FlushedKey>> foresee;
+  if (vlog_->segment_set().GetTotals().segments > 0) foresee.emplace();
   // A segment of values moved out of the memtable joins the set in the edit
   // that adds the table pointing into it, complete and sealed (ahead of the
   // garbage counts, which GarbageMeter::Finish appends).
   absl::Status s = WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes,
                                     garbage.mutable_edit(), /*at_open=*/false, &deletions,
-                                    &gc_value_bytes);
+                                    &gc_value_bytes, &foresee);
+  uint64_t foreseen_bytes = 0, found_bytes = 0, foresee_micros = 0;
+  if (s.ok() && foresee.has_value()) {
+    // Listed before the table is installed, so before any compaction of
+    // it can count (and unlist) what it shadows.
+    const auto foresee_start = std::chrono::steady_clock::now();
+    const vlog::DeadRecords::Batch batch =
+        FindShadowedRecords(*below, table_cache_.get(), *foresee);
+    foresee_micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                               std::chrono::steady_clock::now() - foresee_start)
+                                               .count());
+    for (const auto& [id, records] : batch) {
+      for (const vlog::DeadRecords::Record& r : records) found_bytes += r.size;
+    }
+    absl::MutexLock l(&mu_);
+    foreseen_bytes = foreseen_.Add(batch, [this](uint64_t id) {
+      const std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id);
+      return info.has_value() && !info->obsolete && !gc_claimed_.contains(id);
+    });
+    if (foreseen_bytes > 0) garbage_reports_.fetch_add(1, std::memory_order_release);
+  }
   if (s.ok()) {
     uint64_t oldest_needed_log;
     {
@@ -104,8 +129,10 @@ absl::Status DBImpl::FlushOldestImmutable() {
       info.file_number = f.number;
       info.file_bytes = f.file_size;
     }
-    info_log_->Log("flush: table %06d, %d bytes, naming %d value-log bytes, in %d us",
-                   info.file_number, info.file_bytes, info.value_log_bytes, info.micros);
+    info_log_->Log("flush: table %06d, %d bytes, naming %d value-log bytes, in %d us; "
+                   "%d keys foresaw %d bytes of garbage below in %d us",
+                   info.file_number, info.file_bytes, info.value_log_bytes, info.micros,
+                   foresee.has_value() ? foresee->size() : 0, foreseen_bytes, foresee_micros);
     NotifyListeners([&](EventListener& l) { l.OnFlushCompleted(info); });
   }
   {
@@ -115,7 +142,17 @@ absl::Status DBImpl::FlushOldestImmutable() {
       // What the table may hide below it: the values its pointers
       // supersede (but GC's rewrites', which supersede records of collected
       // victims), and those its deletions do.
-      if (s.ok()) {
+      if (s.ok() && foresee.has_value()) {
+        // What it hides is listed exactly: nothing left to estimate, and
+        // the yield is learnt here rather than at its compaction, from all
+        // it hides (records of victims GC is collecting are not listed).
+        l0_hidden_[f.number] = {};
+        const uint64_t named = value_bytes - std::min(value_bytes, gc_value_bytes);
+        if (named > 0) {
+          const double yield = std::min(1.0, static_cast<double>(found_bytes) / named);
+          garbage_yield_ = 0.5 * garbage_yield_ + 0.5 * yield;
+        }
+      } else if (s.ok()) {
         const uint64_t deleted = DeletedValueEstimate(deletions);
         l0_hidden_[f.number] = {value_bytes - std::min(value_bytes, gc_value_bytes) + deleted,
                                 deleted};
@@ -152,7 +189,8 @@ constexpr uint64_t kMinFlushSegmentBytes = 256 << 10;
 absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
                                       GarbageMeter* garbage, uint64_t* value_bytes,
                                       vlog::SegmentEdit* new_segment, bool at_open,
-                                      uint64_t* deletions, uint64_t* gc_value_bytes) {
+                                      uint64_t* deletions, uint64_t* gc_value_bytes,
+                                      std::optional<std::vector<FlushedKey>>* foresee) {
   lsm::FileMetaData meta;
   meta.number = versions_->NewFileNumber();
   std::vector<SequenceNumber> snapshots;
@@ -163,6 +201,9 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
     snapshots.assign(snapshots_.begin(), snapshots_.end());
     latest = last_sequence_.load();
   }
+  // A snapshot may see an older version the flushed one shadows for others.
+  if (foresee != nullptr && !snapshots.empty()) foresee->reset();
+  if (foresee != nullptr && !foresee->has_value()) foresee = nullptr;
   const std::string path = lsm::TableFileName(dbname_, meta.number);
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::WritableFile> file,
                          fs_->NewWritableFile(path, {.category = io::IoCategory::kFlush}));
@@ -217,6 +258,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   for (it.SeekToFirst(); it.Valid() && s.ok(); it.Next()) {
     const SequenceNumber seq = it.ikey().sequence;
     std::string_view key = it.key(), value = it.value();
+    bool gc_rewrite = false;
     if (separate && it.ikey().type == lsm::ValueType::kValue && value.size() >= threshold) {
       absl::StatusOr<vlog::ValuePointer> ptr = segments.Place(it.ikey().user_key, value);
       if (!ptr.ok()) {
@@ -238,10 +280,20 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
         pointed_bytes += ptr->size;
         if (gc_value_bytes != nullptr && names_gc_output(ptr->segment_id)) {
           gc_pointed_bytes += ptr->size;
+          gc_rewrite = true;
         }
       }
     } else if (it.ikey().type == lsm::ValueType::kDeletion) {
       ++deletion_count;
+    }
+    // A GC rewrite supersedes a record of a victim being collected already.
+    if (foresee != nullptr && !gc_rewrite) {
+      if ((*foresee)->size() < kMaxForeseen) {
+        (*foresee)->push_back({std::string(it.ikey().user_key), seq});
+      } else {
+        foresee->reset();  // too many lookups for one flush: left to the estimate
+        foresee = nullptr;
+      }
     }
     if (first) {
       meta.smallest_seq = meta.largest_seq = seq;
@@ -377,10 +429,12 @@ void DBImpl::ListDeadRecords(vlog::DeadRecords::Batch dead) {
     return info.has_value() && !info->obsolete;
   };
   absl::erase_if(dead, [&](const auto& entry) { return !wanted(entry.first); });
+  foreseen_.Counted(dead);  // counted now: no longer foreseen
   dead_records_.Add(dead);
   // A segment deleted between the check above and the add stays listed:
   // sweep such leftovers whenever the list passes half its bound.
   if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
+  if (foreseen_.size() > foreseen_.max_records() / 2) foreseen_.ForgetAllBut(wanted);
   PlanPunches(dead);
 }
 

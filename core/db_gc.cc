@@ -136,6 +136,37 @@ class DBImpl::GcIndex final : public gc::IndexView {
   }
 
   absl::Status LogSegmentEdit(const vlog::SegmentEdit& edit) override {
+    const auto has = [&edit](vlog::SegmentEditTag tag) {
+      return std::any_of(edit.changes().begin(), edit.changes().end(),
+                         [tag](const auto& c) { return c.tag == tag; });
+    };
+    const absl::Status s = LogOrDeferSegmentEdit(edit);
+    if (s.ok() && has(vlog::SegmentEditTag::kMarkObsolete)) {
+      ReleaseCopies();  // the victims left the figure (obsolete, or waiting apart)
+    } else if (s.ok() && has(vlog::SegmentEditTag::kNewSegment)) {
+      ReleaseUnlisted();  // the output is in the set
+    }
+    return s;
+  }
+
+  void Copied(uint64_t bytes) override {
+    copied_ += bytes;
+    unlisted_ += bytes;
+    db_->gc_copies_.fetch_add(bytes, std::memory_order_relaxed);
+    db_->gc_copies_unlisted_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  // The current job's copies leave the space figure (its victims are gone
+  // from it, or the job ended without that).
+  void ReleaseCopies() {
+    ReleaseUnlisted();
+    db_->gc_copies_.fetch_sub(std::exchange(copied_, 0), std::memory_order_relaxed);
+  }
+  void ReleaseUnlisted() {
+    db_->gc_copies_unlisted_.fetch_sub(std::exchange(unlisted_, 0), std::memory_order_relaxed);
+  }
+
+ private:
+  absl::Status LogOrDeferSegmentEdit(const vlog::SegmentEdit& edit) {
     // The next open deletes a segment the manifest marks obsolete. Before
     // the mark, every write that made one of its records dead must be
     // synced: a crash that took such a write would make a table's old
@@ -179,6 +210,8 @@ class DBImpl::GcIndex final : public gc::IndexView {
     return db_->LogAndApply(&ve, &edit);
   }
 
+
+ public:
   // The victims the last job's final edit left unmarked, and the sequence
   // that must be durable before they are marked obsolete.
   std::vector<uint64_t> TakeDeferredVictims(lsm::SequenceNumber* durable_at) {
@@ -257,6 +290,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
   lsm::SequenceNumber rewritten_through_ = 0;
   bool unsynced_rewrites_ = false;  // the last rewrite written was not synced
   std::vector<uint64_t> claimed_outputs_;
+  uint64_t copied_ = 0, unlisted_ = 0;  // the current job's, in the DB's figure
 };
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
@@ -377,7 +411,12 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
         if (!manual && gc_jobs_running_ >= jobs_allowed) break;
         request.exclude.insert(gc_claimed_.begin(), gc_claimed_.end());
       }
-      const std::vector<vlog::SegmentInfo> segments = vlog_->segment_set().Segments();
+      std::vector<vlog::SegmentInfo> segments = vlog_->segment_set().Segments();
+      // Garbage flushes foresaw counts as it will once compactions count it.
+      for (vlog::SegmentInfo& info : segments) {
+        info.garbage_bytes =
+            std::min(info.size, info.garbage_bytes + foreseen_.Bytes(info.segment_id));
+      }
       request.segments = segments;
       // Victims up to a segment's size in all share one job: one output
       // segment, its syncs and manifest edit, one synced rewrite and one
@@ -415,6 +454,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     absl::Status s = gc::RunGcJob(
         jo, fs_.get(), [this](uint64_t id) { return lsm::ValueLogFileName(dbname_, id); },
         victim_ids, &index, &r);
+    index.ReleaseCopies();  // a job that failed, or had nothing to copy
     lsm::SequenceNumber durable_at = 0;
     const std::vector<uint64_t> deferred = index.TakeDeferredVictims(&durable_at);
     const auto is_deferred = [&](uint64_t id) {
@@ -453,7 +493,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       return s;
     }
     // The victims are done with: nothing scans them again.
-    for (uint64_t id : victim_ids) dead_records_.Forget(id);
+    for (uint64_t id : victim_ids) {
+      dead_records_.Forget(id);
+      foreseen_.Forget(id);
+    }
     {
       // The writes that superseded the victims' records are durable
       // already: the job's final edit synced them before it marked the
@@ -588,7 +631,8 @@ bool DBImpl::ActiveSegmentWorthSealing(const gc::VictimPolicy& policy, bool manu
   const auto [id, bytes] = *active;
   const std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id);
   if (!info.has_value() || info->sealed || info->obsolete) return false;
-  return policy.ShouldSealActive(bytes, std::min(bytes, info->garbage_bytes), manual, [this] {
+  const uint64_t garbage = info->garbage_bytes + foreseen_.Bytes(id);
+  return policy.ShouldSealActive(bytes, std::min(bytes, garbage), manual, [this] {
     return GetValueLogSpace(/*with_estimate=*/true).amplification();
   });
 }

@@ -143,6 +143,7 @@ void DBImpl::DeleteObsoleteSegments() {
   }
   for (uint64_t id : deletable) {
     dead_records_.Forget(id);
+    foreseen_.Forget(id);
     deleter_->Remove(lsm::ValueLogFileName(dbname_, id));
     gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
   }

@@ -36,6 +36,7 @@
 #include "cairn/db.h"
 #include "cairn/listener.h"
 #include "core/file_deleter.h"
+#include "core/foreseen_garbage.h"
 #include "core/info_log.h"
 #include "core/super_version.h"
 #include "core/garbage_meter.h"
@@ -155,6 +156,7 @@ class DBImpl final : public DB {
     // obsolete without it ever being synced (docs/durability.md).
     std::shared_ptr<lsm::LogWriter> unsynced_log;
     lsm::SequenceNumber last_sequence = 0;  // its newest write's
+    uint64_t flush_value_bytes = 0;  // values its flush will separate (in its WAL)
   };
   // What a read needs: the sequence it reads at and the SuperVersion it
   // reads through (taken without mu_, see super_version.h). Holding the
@@ -414,8 +416,10 @@ class DBImpl final : public DB {
   // What GC steers by: the segments GC can still act on (obsolete ones are
   // already collected and only wait for readers to go).
   struct ValueLogSpace {
-    uint64_t bytes = 0;      // segments not obsolete, the active one included
-    uint64_t garbage = 0;    // of those, counted by flushes and compactions
+    // Segments not obsolete (the active one included), values memtables
+    // hold for their flushes, copies of running GC jobs not in the set yet.
+    uint64_t bytes = 0;
+    uint64_t garbage = 0;    // of those, counted, foreseen, or GC's copies
     uint64_t uncounted = 0;  // estimated garbage not counted yet
     // bytes over the live bytes left once garbage and uncounted are taken.
     double amplification() const;
@@ -528,11 +532,15 @@ class DBImpl final : public DB {
   // (kMinFlushSegmentBytes). *gc_value_bytes: of *value_bytes, the bytes
   // named by pointers into GC's output segments (GC's rewrites, which hide
   // no garbage below them).
+  // *foresee (engaged): the table's keys, but GC's rewrites', for
+  // FindShadowedRecords; reset under a snapshot or past kMaxForeseen keys.
+  static constexpr size_t kMaxForeseen = size_t{1} << 18;
   absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
                                 GarbageMeter* garbage,
                                 uint64_t* value_bytes = nullptr,
                                 vlog::SegmentEdit* new_segment = nullptr, bool at_open = false,
-                                uint64_t* deletions = nullptr, uint64_t* gc_value_bytes = nullptr);
+                                uint64_t* deletions = nullptr, uint64_t* gc_value_bytes = nullptr,
+                                std::optional<std::vector<FlushedKey>>* foresee = nullptr);
   // at_open: LOG names each file removed (what an earlier session left).
   void RemoveObsoleteFiles(bool at_open = false) ABSL_LOCKS_EXCLUDED(mu_);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -617,6 +625,10 @@ class DBImpl final : public DB {
   absl::flat_hash_map<std::string, CollectedPointer> replay_collected_;
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+  // Bytes running GC jobs copied whose victims are still in the space
+  // figure, and of them those in outputs the segment set lacks yet
+  // (gc::IndexView::Copied).
+  std::atomic<uint64_t> gc_copies_{0}, gc_copies_unlisted_{0};
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
   // A memtable switch is between its unlock and relock (NewLog syncs the
   // new WAL without mu_): WaitForBackgroundWork waits it out, so that it
@@ -726,6 +738,9 @@ class DBImpl final : public DB {
   // Lists the records a flush or compaction dropped, but for segments that
   // are gone or collected already, and plans punches in their segments.
   void ListDeadRecords(vlog::DeadRecords::Batch dead);
+  // Records flushed entries shadow in the tables below, not counted yet
+  // (docs/gc.md, "Garbage foreseen at flush").
+  ForeseenGarbage foreseen_{size_t{1} << 20};
 
   // Punched runs (docs/gc.md, "Punched runs"; core/db_punch.cc). Runs of
   // dead records planned after a flush or compaction counted them, waiting

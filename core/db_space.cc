@@ -53,7 +53,16 @@ DBImpl::ValueLogSpace DBImpl::GetValueLogSpaceLocked(bool with_estimate) {
   const uint64_t bytes = set.bytes - std::min(set.bytes, set.punched_bytes);
   const uint64_t garbage = set.garbage_bytes - std::min(set.garbage_bytes, set.punched_bytes);
   space.bytes = bytes - std::min(bytes, set.obsolete_bytes + pending.bytes) + active;
-  space.garbage = garbage - std::min(garbage, pending.garbage);
+  // Values the memtables hold for their flushes to separate are value-log
+  // bytes already, in the WAL (Options::separate_at_flush_below): left out,
+  // a burst before GC collects piled up to two memtables of them unseen.
+  space.bytes += mem_flush_value_bytes_.load(std::memory_order_relaxed);
+  for (const ImmutableMemTable& imm : imm_) space.bytes += imm.flush_value_bytes;
+  space.garbage = garbage - std::min(garbage, pending.garbage) + foreseen_.total_bytes();
+  // A running job's copies duplicate its victims' live records until the
+  // victims go: garbage, and bytes while their output is not in the set.
+  space.bytes += gc_copies_unlisted_.load(std::memory_order_relaxed);
+  space.garbage += gc_copies_.load(std::memory_order_relaxed);
   if (!with_estimate) return space;
   // Garbage that flushes and compactions have not reported yet: the older
   // versions hidden by what the memtables and the L0 tables point at,

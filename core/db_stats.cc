@@ -126,6 +126,7 @@ Stats DBImpl::GetStats() {
   st.vlog_segments = vt.segments;
   st.vlog_garbage_bytes = vt.garbage_bytes;
   st.vlog_punched_bytes = vt.punched_bytes;
+  st.vlog_foreseen_garbage_bytes = foreseen_.total_bytes();
   st.gc_punched_runs = punch_runs_.load();
   st.gc_punched_bytes = punch_bytes_.load();
   st.gc_punch_calls = punch_calls_.load();
@@ -161,6 +162,7 @@ Stats DBImpl::GetStats() {
           : static_cast<double>(st.gc_bytes_relocated) / static_cast<double>(st.user_bytes_written);
   st.gc_recounted_bytes = gc_leaked_bytes_recounted_.load();
   st.vlog_space_amplification = ValueLogSpaceAmplification();
+  st.gc_space_amplification = GetValueLogSpace(/*with_estimate=*/true).amplification();
   // Live user bytes are known only from a full scan (cairn.live-bytes);
   // until one has run, space amplification is reported as 0 (unknown).
   st.live_user_bytes_estimate = live_user_bytes_.load();
@@ -207,11 +209,12 @@ std::string FormatStats(const Stats& st) {
                         st.value_cache_bytes / 1048576.0, st.value_cache_capacity / 1048576.0);
   absl::StrAppendFormat(&out,
                         "space amplification %.2f: %.1f MiB on disk: sst %.1f MiB, vlog %.1f MiB "
-                        "in %d segments (%.1f MiB garbage, of which %.1f MiB punched out), wal "
-                        "and other files %.1f MiB\n",
+                        "in %d segments (%.1f MiB garbage, of which %.1f MiB punched out, and "
+                        "%.1f MiB foreseen), wal and other files %.1f MiB\n",
                         st.space_amplification, st.disk_bytes / 1048576.0,
                         st.sst_bytes / 1048576.0, st.vlog_bytes / 1048576.0, st.vlog_segments,
                         st.vlog_garbage_bytes / 1048576.0, st.vlog_punched_bytes / 1048576.0,
+                        st.vlog_foreseen_garbage_bytes / 1048576.0,
                         (st.disk_bytes - std::min(st.disk_bytes, st.sst_bytes + st.vlog_bytes -
                                                                      std::min(st.vlog_bytes, st.vlog_punched_bytes))) /
                             1048576.0);
@@ -219,12 +222,13 @@ std::string FormatStats(const Stats& st) {
                         "gc: %d victims, %d segments freed, %.1f MiB read, %.1f MiB relocated, "
                         "%d records dropped (%d known dead without a lookup), %.2f s, %.3f "
                         "relocated per user byte, %.1f MiB recounted at open; value-log space "
-                        "amplification %.2f\n",
+                        "amplification %.2f (%.2f as GC steers by it)\n",
                         st.gc_runs, st.gc_segments_freed, st.gc_bytes_read / 1048576.0,
                         st.gc_bytes_relocated / 1048576.0, st.gc_records_dropped,
                         st.gc_records_known_dead,
                         st.gc_micros / 1e6, st.gc_relocated_per_user_byte,
-                        st.gc_recounted_bytes / 1048576.0, st.vlog_space_amplification);
+                        st.gc_recounted_bytes / 1048576.0, st.vlog_space_amplification,
+                        st.gc_space_amplification);
   absl::StrAppendFormat(&out,
                         "gc time: scan %.2f s, liveness %.2f s, write %.2f s, rewrite %.2f s, "
                         "throttled %.2f s; %d keys checked again before their rewrite\n",

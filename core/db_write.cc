@@ -716,8 +716,8 @@ absl::Status DBImpl::NewLog() {
   const uint64_t deleted = DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
   const uint64_t hidden =
       MemHiddenValueBytes() + mem_flush_value_bytes_.load(std::memory_order_relaxed) + deleted;
-  imm_.push_back({std::move(mem_), log_number_, hidden, deleted,
-                  std::move(closed), last_sequence_.load()});
+  imm_.push_back({std::move(mem_), log_number_, hidden, deleted, std::move(closed),
+                  last_sequence_.load(), mem_flush_value_bytes_.load(std::memory_order_relaxed)});
   log_number_ = number;
   mem_ = NewMemTable();
   InstallSuperVersionLocked();

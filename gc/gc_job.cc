@@ -321,6 +321,7 @@ class GcJob {
   void Written(Record* r, const vlog::ValuePointer& p) {
     r->new_pointer = p;
     result_->bytes_relocated += p.size;
+    index_->Copied(p.size);
     ++result_->live_records;
     Charge(p.size, nullptr);
   }

@@ -69,6 +69,12 @@ class IndexView {
   // A new file number (the DB's shared number space) for an output segment.
   virtual uint64_t NewFileNumber() = 0;
 
+  // The job wrote a copy of bytes of live records to its output. Until its
+  // victims go (the edit that marks them obsolete), the copies and their
+  // originals are both on disk: the DB's space figure counts the copies as
+  // garbage, and, until the edit that adds the output, as bytes too.
+  virtual void Copied(uint64_t /*bytes*/) {}
+
   // segment_id's records that are dead for good, ascending by offset, each
   // [begin, end) as its pointer named it: no key's current value points at
   // them, and none ever will again (a flush or compaction dropped their

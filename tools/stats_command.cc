@@ -112,6 +112,7 @@ std::string StatsToJson(const Stats& s) {
       .Add("vlog_bytes", s.vlog_bytes)
       .Add("vlog_segments", s.vlog_segments)
       .Add("vlog_garbage_bytes", s.vlog_garbage_bytes)
+      .Add("vlog_foreseen_garbage_bytes", s.vlog_foreseen_garbage_bytes)
       .Add("live_user_bytes_estimate", s.live_user_bytes_estimate)
       .Add("space_amplification", s.space_amplification)
       .Add("stall_slowdowns", s.stall_slowdowns)

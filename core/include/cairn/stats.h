@@ -94,6 +94,10 @@ struct Stats {
   // blocks of their punched runs): vlog_bytes less these is what the
   // segments take on the device (Options::gc_punch_holes).
   uint64_t vlog_punched_bytes = 0;
+  // Garbage flushes foresaw, not yet in vlog_garbage_bytes: records their
+  // entries superseded in the tables below, which a later compaction
+  // counts (in memory only; docs/gc.md, "Garbage foreseen at flush").
+  uint64_t vlog_foreseen_garbage_bytes = 0;
   uint64_t live_user_bytes_estimate = 0;
   double space_amplification = 0;
 
@@ -168,6 +172,11 @@ struct Stats {
   uint64_t gc_recounted_bytes = 0;
   // Value-log bytes on disk over its live bytes (1 = no garbage).
   double vlog_space_amplification = 0;
+  // The figure GC and the write throttle steer by (docs/gc.md): the value
+  // log GC may still act on, with the values memtables hold for their
+  // flushes, over what is left once garbage counted, foreseen and
+  // estimated (what the memtables hide) is taken off.
+  double gc_space_amplification = 0;
 
   std::vector<LevelStats> levels;
 };
