@@ -58,12 +58,14 @@ void DBImpl::BackgroundThread() {
 absl::Status DBImpl::FlushOldestImmutable() {
   std::shared_ptr<lsm::MemTable> mem;
   lsm::SequenceNumber flushed_through;
+  bool overwrites;  // recent flushes' keys were nearly all below already
   {
     absl::MutexLock l(&mu_);
     if (imm_.empty()) return absl::OkStatus();
     mem = imm_.front().mem;
     flushed_through = imm_.front().last_sequence;
     flush_running_ = true;
+    overwrites = garbage_yield_ > 0.5;
   }
   if (before_flush_for_testing) before_flush_for_testing();
   const auto start = std::chrono::steady_clock::now();
@@ -87,7 +89,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     // it can count (and unlist) what it shadows.
     const auto foresee_start = std::chrono::steady_clock::now();
     const vlog::DeadRecords::Batch batch =
-        FindShadowedRecords(*below, table_cache_.get(), *foresee);
+        FindShadowedRecords(*below, table_cache_.get(), *foresee, overwrites);
     foresee_micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                std::chrono::steady_clock::now() - foresee_start)
                                                .count());

@@ -89,10 +89,11 @@ uint64_t ForeseenGarbage::overflowed() const {
 }
 
 vlog::DeadRecords::Batch FindShadowedRecords(const lsm::Version& base, lsm::TableCache* tables,
-                                             const std::vector<FlushedKey>& keys) {
+                                             const std::vector<FlushedKey>& keys,
+                                             bool overwrites) {
   vlog::DeadRecords::Batch batch;
   lsm::TableReadOptions ro;
-  ro.expect_hits = true;  // overwrites: the keys are nearly all below
+  ro.expect_hits = overwrites;
   for (const FlushedKey& k : keys) {
     if (k.sequence == 0) continue;
     lsm::TableGetResult result;

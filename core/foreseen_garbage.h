@@ -89,8 +89,11 @@ struct FlushedKey {
 // The records keys' entries shadow in base (the tables below the flush):
 // each key's newest version older than its entry, where that is a value
 // pointer. A failed lookup leaves its key out: the list is only a count.
+// overwrites: the keys are expected below (TableReadOptions::expect_hits);
+// false for a load, whose new keys the filters turn away.
 vlog::DeadRecords::Batch FindShadowedRecords(const lsm::Version& base, lsm::TableCache* tables,
-                                             const std::vector<FlushedKey>& keys);
+                                             const std::vector<FlushedKey>& keys,
+                                             bool overwrites);
 
 }  // namespace cairn
 
