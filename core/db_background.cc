@@ -97,11 +97,14 @@ absl::Status DBImpl::FlushOldestImmutable() {
       for (const vlog::DeadRecords::Record& r : records) found_bytes += r.size;
     }
     absl::MutexLock l(&mu_);
+    const uint64_t overflowed = foreseen_.overflowed();
     foreseen_bytes = foreseen_.Add(batch, [this](uint64_t id) {
       const std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id);
       return info.has_value() && !info->obsolete && !gc_claimed_.contains(id);
     });
     if (foreseen_bytes > 0) garbage_reports_.fetch_add(1, std::memory_order_release);
+    // Past the list's bound some went unlisted: the table is estimated.
+    if (foreseen_.overflowed() != overflowed) foresee.reset();
   }
   if (s.ok()) {
     uint64_t oldest_needed_log;
