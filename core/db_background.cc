@@ -147,20 +147,19 @@ absl::Status DBImpl::FlushOldestImmutable() {
       // What the table may hide below it: the values its pointers
       // supersede (but GC's rewrites', which supersede records of collected
       // victims), and those its deletions do.
+      const uint64_t named = value_bytes - std::min(value_bytes, gc_value_bytes);
       if (s.ok() && foresee.has_value()) {
         // What it hides is listed exactly: nothing left to estimate, and
         // the yield is learnt here rather than at its compaction, from all
         // it hides (records of victims GC is collecting are not listed).
         l0_hidden_[f.number] = {};
-        const uint64_t named = value_bytes - std::min(value_bytes, gc_value_bytes);
         if (named > 0) {
           const double yield = std::min(1.0, static_cast<double>(found_bytes) / named);
           garbage_yield_ = 0.5 * garbage_yield_ + 0.5 * yield;
         }
       } else if (s.ok()) {
         const uint64_t deleted = DeletedValueEstimate(deletions);
-        l0_hidden_[f.number] = {value_bytes - std::min(value_bytes, gc_value_bytes) + deleted,
-                                deleted};
+        l0_hidden_[f.number] = {named + deleted, deleted};
       }
     }
     if (s.ok()) {
@@ -293,7 +292,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
     }
     // A GC rewrite supersedes a record of a victim being collected already.
     if (foresee != nullptr && !gc_rewrite) {
-      if ((*foresee)->size() < kMaxForeseen) {
+      if ((*foresee)->size() < kMaxFlushedKeys) {
         (*foresee)->push_back({std::string(it.ikey().user_key), seq});
       } else {
         foresee->reset();  // too many lookups for one flush: left to the estimate

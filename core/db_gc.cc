@@ -165,6 +165,49 @@ class DBImpl::GcIndex final : public gc::IndexView {
     db_->gc_copies_unlisted_.fetch_sub(std::exchange(unlisted_, 0), std::memory_order_relaxed);
   }
 
+  // The victims the last job's final edit left unmarked, and the sequence
+  // that must be durable before they are marked obsolete.
+  std::vector<uint64_t> TakeDeferredVictims(lsm::SequenceNumber* durable_at) {
+    *durable_at = deferred_until_;
+    return std::exchange(deferred_victims_, {});
+  }
+
+  std::vector<vlog::PunchRun> KnownDeadRecords(uint64_t segment_id) override {
+    std::vector<vlog::PunchRun> runs;
+    for (const vlog::DeadRecords::Record& r : db_->dead_records_.Records(segment_id)) {
+      runs.push_back({r.offset, r.offset + r.size});
+    }
+    return runs;
+  }
+
+  std::vector<vlog::PunchRun> PunchedRuns(uint64_t segment_id) override {
+    return db_->vlog_->segment_set().PunchedRuns(segment_id);
+  }
+
+  uint64_t NewFileNumber() override {
+    // The job's output: claimed before the manifest can know it, so that
+    // no other job picks it while no pointer names its records yet. Every
+    // claim is made under gc_pick_mu_, so none appears while a job picks.
+    const uint64_t id = db_->versions_->NewFileNumber();
+    absl::MutexLock pick(&db_->gc_pick_mu_);
+    absl::MutexLock l(&db_->mu_);
+    db_->gc_claimed_.insert(id);
+    claimed_outputs_.push_back(id);
+    return id;
+  }
+
+  // The outputs claimed since the last call, which the caller releases
+  // once their jobs have ended.
+  std::vector<uint64_t> TakeClaimedOutputs() { return std::exchange(claimed_outputs_, {}); }
+
+  // Every write that made a record of the jobs so far dead (the newest
+  // read view a liveness check used), moved one, or that a rewrite lost to
+  // is at or below this sequence: once it is synced, no crash brings an old
+  // pointer into their victims back.
+  lsm::SequenceNumber superseded_through() const {
+    return std::max(checked_through_, rewritten_through_);
+  }
+
  private:
   absl::Status LogOrDeferSegmentEdit(const vlog::SegmentEdit& edit) {
     // The next open deletes a segment the manifest marks obsolete. Before
@@ -211,51 +254,6 @@ class DBImpl::GcIndex final : public gc::IndexView {
   }
 
 
- public:
-  // The victims the last job's final edit left unmarked, and the sequence
-  // that must be durable before they are marked obsolete.
-  std::vector<uint64_t> TakeDeferredVictims(lsm::SequenceNumber* durable_at) {
-    *durable_at = deferred_until_;
-    return std::exchange(deferred_victims_, {});
-  }
-
-  std::vector<vlog::PunchRun> KnownDeadRecords(uint64_t segment_id) override {
-    std::vector<vlog::PunchRun> runs;
-    for (const vlog::DeadRecords::Record& r : db_->dead_records_.Records(segment_id)) {
-      runs.push_back({r.offset, r.offset + r.size});
-    }
-    return runs;
-  }
-
-  std::vector<vlog::PunchRun> PunchedRuns(uint64_t segment_id) override {
-    return db_->vlog_->segment_set().PunchedRuns(segment_id);
-  }
-
-  uint64_t NewFileNumber() override {
-    // The job's output: claimed before the manifest can know it, so that
-    // no other job picks it while no pointer names its records yet. Every
-    // claim is made under gc_pick_mu_, so none appears while a job picks.
-    const uint64_t id = db_->versions_->NewFileNumber();
-    absl::MutexLock pick(&db_->gc_pick_mu_);
-    absl::MutexLock l(&db_->mu_);
-    db_->gc_claimed_.insert(id);
-    claimed_outputs_.push_back(id);
-    return id;
-  }
-
-  // The outputs claimed since the last call, which the caller releases
-  // once their jobs have ended.
-  std::vector<uint64_t> TakeClaimedOutputs() { return std::exchange(claimed_outputs_, {}); }
-
-  // Every write that made a record of the jobs so far dead (the newest
-  // read view a liveness check used), moved one, or that a rewrite lost to
-  // is at or below this sequence: once it is synced, no crash brings an old
-  // pointer into their victims back.
-  lsm::SequenceNumber superseded_through() const {
-    return std::max(checked_through_, rewritten_through_);
-  }
-
- private:
   // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
   // lookups, as CheckLive explains, and as MultiGet's: the memtables
   // first, then the tables from the block cache alone, then the blocks

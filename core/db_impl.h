@@ -416,10 +416,10 @@ class DBImpl final : public DB {
   // What GC steers by: the segments GC can still act on (obsolete ones are
   // already collected and only wait for readers to go).
   struct ValueLogSpace {
-    // Segments not obsolete (the active one included), values memtables
-    // hold for their flushes, copies of running GC jobs not in the set yet.
-    uint64_t bytes = 0;
-    uint64_t garbage = 0;    // of those, counted, foreseen, or GC's copies
+    // bytes: segments not obsolete (the active one included), values
+    // memtables hold for their flushes, running GC jobs' copies not in the
+    // set yet; garbage: of those, counted, foreseen, or GC's copies.
+    uint64_t bytes = 0, garbage = 0;
     uint64_t uncounted = 0;  // estimated garbage not counted yet
     // bytes over the live bytes left once garbage and uncounted are taken.
     double amplification() const;
@@ -533,8 +533,7 @@ class DBImpl final : public DB {
   // named by pointers into GC's output segments (GC's rewrites, which hide
   // no garbage below them).
   // *foresee (engaged): the table's keys, but GC's rewrites', for
-  // FindShadowedRecords; reset under a snapshot or past kMaxForeseen keys.
-  static constexpr size_t kMaxForeseen = size_t{1} << 18;
+  // FindShadowedRecords; reset under a snapshot or past kMaxFlushedKeys.
   absl::Status WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit,
                                 GarbageMeter* garbage,
                                 uint64_t* value_bytes = nullptr,
@@ -625,9 +624,8 @@ class DBImpl final : public DB {
   absl::flat_hash_map<std::string, CollectedPointer> replay_collected_;
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  // Bytes running GC jobs copied whose victims are still in the space
-  // figure, and of them those in outputs the segment set lacks yet
-  // (gc::IndexView::Copied).
+  // Bytes running GC jobs copied whose victims are still in the space figure,
+  // and of them those in outputs not in the set yet (gc::IndexView::Copied).
   std::atomic<uint64_t> gc_copies_{0}, gc_copies_unlisted_{0};
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
   // A memtable switch is between its unlock and relock (NewLog syncs the

@@ -80,7 +80,10 @@ class ForeseenGarbage {
   std::atomic<uint64_t> total_bytes_{0};
 };
 
-// One entry a flush writes: its key and sequence number.
+// One entry a flush writes: its key and sequence number. A flush of more
+// keys than kMaxFlushedKeys is not looked up (too many lookups for one
+// flush: memtables of small inline values).
+inline constexpr size_t kMaxFlushedKeys = size_t{1} << 18;
 struct FlushedKey {
   std::string user_key;
   lsm::SequenceNumber sequence;
