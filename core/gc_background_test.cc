@@ -132,7 +132,7 @@ TEST(GcSpaceTest, ASettleStepBringsABurstPastTheTriggerDownToTheSettleMark) {
   // punching would free at once (core/punch_test.cc): this test is about
   // the garbage GC must copy to free.
   o.gc_punch_holes = false;
-  ASSERT_EQ(o.gc_space_amp_trigger, 1.5);  // the default: stop mark 1.3, settle mark 1.25
+  o.gc_space_amp_trigger = 1.5;  // stop mark 1.3, settle mark 1.25
   auto opened = OpenWithFileSystem(o, "/db", fs);
   ASSERT_TRUE(opened.ok()) << opened.status();
   std::unique_ptr<DB> db = std::move(*opened);
@@ -279,10 +279,11 @@ TEST(GcConcurrencyTest, AJobFinishesWhileAnotherWaitsBeforeItsRewrite) {
 // and again fills the memtable with garbage long before its own bytes fill
 // it. The memtable is flushed by the garbage it hides, so GC can count and
 // collect it: the value log stays bounded, and within 1.5x the live bytes
-// plus one segment once settled. With 1 MiB segments, and with the default 64 MiB, which these writes
-// (31 MiB) never fill: the active segment, past GC's floor in garbage
-// while nothing else is, is sealed for GC (gc::VictimPolicy::ShouldSealActive).
-// Before that, the default left a 49 MiB value log for 2.4 MB live.
+// plus one segment once settled. With 1 MiB segments, the default 16 MiB, and
+// 64 MiB (the default until the 44th session), which these writes (31 MiB)
+// never fill: the active segment, past GC's floor in garbage while nothing
+// else is, is sealed for GC (gc::VictimPolicy::ShouldSealActive). Before
+// that, 64 MiB segments left a 49 MiB value log for 2.4 MB live.
 class SmallKeySetTest : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(SmallKeySetTest, OverwrittenBeforeAnyFlushStaysBounded) {
@@ -346,10 +347,10 @@ TEST_P(SmallKeySetTest, OverwrittenBeforeAnyFlushStaysBounded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SegmentSizes, SmallKeySetTest,
-                         ::testing::Values(uint64_t{1} << 20, uint64_t{0}),
+                         ::testing::Values(uint64_t{1} << 20, uint64_t{0}, uint64_t{64} << 20),
                          [](const ::testing::TestParamInfo<uint64_t>& info) {
-                           return info.param == 0 ? std::string("default_segment")
-                                                  : std::string("segment_1mib");
+                           if (info.param == 0) return std::string("default_segment");
+                           return absl::StrCat("segment_", info.param >> 20, "mib");
                          });
 
 // A settle step counts the garbage the memtable and L0 hide instead of

@@ -141,9 +141,11 @@ struct Options {
   // (docs/decisions/20261206_values_as_written_while_gc_collects.md).
   // true: separate_at_flush_below holds at all times.
   bool separate_at_flush_during_gc = false;
-  // Target size of a value-log segment, the unit of garbage collection.
-  // Default: 64 MiB.
-  uint64_t value_log_segment_size = uint64_t{64} << 20;
+  // Target size of a value-log segment, the unit of garbage collection: a
+  // GC job frees its victims at once, so this sets how far the directory
+  // swings above the level GC holds. Default: 16 MiB
+  // (docs/decisions/20261207_defaults_that_bound_space.md).
+  uint64_t value_log_segment_size = uint64_t{16} << 20;
   // A cache of separated values of its own, in bytes, outside cache_size.
   // 0 (default): values are cached in cache_size. (To cache blocks only:
   // block_cache_size > 0 and cache_size = 0.)
@@ -170,8 +172,10 @@ struct Options {
   double gc_min_garbage_ratio = 0.5;
   // Background GC runs while the value log's space amplification (its bytes
   // on disk over its live bytes) exceeds this; 0 disables background GC
-  // (DB::RunGC still works). Default: 1.5.
-  double gc_space_amp_trigger = 1.5;
+  // (DB::RunGC still works). Default: 1.42, so that under sustained
+  // overwrites the whole directory stays at or below 1.5x live
+  // (docs/decisions/20261207_defaults_that_bound_space.md).
+  double gc_space_amp_trigger = 1.42;
   // I/O budget of background GC in bytes per second (reads plus writes),
   // for a device that foreground reads must share with GC; 0 means
   // unlimited. Lifted while the value log's space amplification is above
