@@ -1,6 +1,7 @@
 #include "gc/gc_job.h"
 
 #include <algorithm>
+#include <cstring>
 #include <future>
 #include <memory>
 #include <string>
@@ -35,7 +36,7 @@ namespace {
 // The live ones stay in memory until the job ends (their keys are needed for
 // the rewrites); they all are at once anyway when the output is written.
 struct Record {
-  std::string bytes;  // header, key, stored value
+  std::string_view bytes;  // header, key, stored value (in the job's RecordArena)
   uint32_t key_size = 0;
   uint8_t flags = 0;
   vlog::ValuePointer old_pointer;
@@ -47,6 +48,32 @@ struct Record {
   std::string_view stored_value() const {
     return std::string_view(bytes).substr(vlog::kRecordHeaderSize + key_size);
   }
+};
+
+// The bytes of the records a job scans, copied out of the scanner's window
+// into large chunks, so that a record costs no allocation of its own. Every
+// view stays valid until the arena is destroyed with the job.
+class RecordArena {
+ public:
+  std::string_view Copy(std::string_view bytes) {
+    if (bytes.size() > room_) {
+      const size_t n = std::max(kChunkBytes, bytes.size());
+      chunks_.push_back(std::make_unique_for_overwrite<char[]>(n));
+      next_ = chunks_.back().get();
+      room_ = n;
+    }
+    std::memcpy(next_, bytes.data(), bytes.size());
+    const std::string_view copy(next_, bytes.size());
+    next_ += bytes.size();
+    room_ -= bytes.size();
+    return copy;
+  }
+
+ private:
+  static constexpr size_t kChunkBytes = size_t{4} << 20;
+  std::vector<std::unique_ptr<char[]>> chunks_;
+  char* next_ = nullptr;
+  size_t room_ = 0;
 };
 
 // Verbatim copies are handed to the output in gathers of about this many
@@ -207,7 +234,7 @@ class GcJob {
       count_dead();
       ++result_->records_scanned;
       Charge(rec.size, &result_->bytes_read);
-      batch.push_back(Record{std::string(rec.bytes), static_cast<uint32_t>(rec.key.size()),
+      batch.push_back(Record{arena_.Copy(rec.bytes), static_cast<uint32_t>(rec.key.size()),
                              rec.flags, rec.pointer(victim_id), {}});
       if (batch.size() >= options_.liveness_batch_size) CAIRN_RETURN_IF_ERROR(KeepLive(&batch));
     }
@@ -405,6 +432,7 @@ class GcJob {
   GcJobResult* const result_;
   Throttle throttle_;
 
+  RecordArena arena_;  // before live_, whose views point into it
   std::vector<Record> live_;
   uint64_t output_id_ = 0;
   std::string output_path_;

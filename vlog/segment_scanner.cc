@@ -57,7 +57,7 @@ void SegmentScanner::StartReadAhead() {
   const uint64_t from = window_offset_ + window_len_;
   if (from >= file_size_) return;
   const size_t n = static_cast<size_t>(std::min<uint64_t>(options_.read_size, file_size_ - from));
-  if (ahead_buf_.size() < kAheadHeadroom + n) ahead_buf_.resize(kAheadHeadroom + n);
+  if (ahead_buf_.capacity() < kAheadHeadroom + n) ahead_buf_ = io::AlignedBuffer(kAheadHeadroom + n);
   ahead_ = io::ReadRequest{from, n, ahead_buf_.data() + kAheadHeadroom, 0, absl::OkStatus()};
   io::FileReadRequest request{file_.get(), &ahead_};
   queue_->Submit(absl::MakeConstSpan(&request, 1));
@@ -118,7 +118,7 @@ absl::StatusOr<std::string_view> SegmentScanner::Bytes(uint64_t offset, uint64_t
     if (keep + (ahead_.result - skip) >= n) {
       ahead_ready_ = false;
       std::memcpy(ahead_buf_.data() + kAheadHeadroom + skip - keep, kept, keep);
-      window_.swap(ahead_buf_);
+      std::swap(window_, ahead_buf_);
       window_pos_ = kAheadHeadroom + skip - keep;
       window_len_ = keep + (ahead_.result - skip);
       window_offset_ = offset;
@@ -126,10 +126,17 @@ absl::StatusOr<std::string_view> SegmentScanner::Bytes(uint64_t offset, uint64_t
       return std::string_view(window_.data() + window_pos_, n);
     }
   }
-  if (keep > 0) std::memmove(window_.data(), kept, keep);
   const uint64_t want = std::min<uint64_t>(std::max<uint64_t>(n, options_.read_size),
                                            file_size_ - offset);
-  if (window_.size() < want) window_.resize(want);
+  if (window_.capacity() < want) {
+    // A larger window (a record longer than read_size), uninitialized: the
+    // read fills it. Only the kept bytes move over.
+    io::AlignedBuffer larger(want);
+    if (keep > 0) std::memcpy(larger.data(), kept, keep);
+    window_ = std::move(larger);
+  } else if (keep > 0) {
+    std::memmove(window_.data(), kept, keep);
+  }
   window_pos_ = 0;
   window_len_ = want;
   window_offset_ = offset;

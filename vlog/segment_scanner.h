@@ -31,6 +31,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "io/aligned_buffer.h"
 #include "io/file_system.h"
 #include "vlog/segment_edit.h"
 #include "vlog/value_pointer.h"
@@ -154,7 +155,9 @@ class SegmentScanner {
   SegmentHeader header_{0, SegmentKind::kFresh, 0};  // version 0: not read
 
   // File bytes [window_offset_, + window_len_), at window_.data() + window_pos_.
-  std::string window_;
+  // Buffers are not zeroed (every byte a view shows was read into it): a
+  // scan of a 16 MiB segment would otherwise clear two read_size buffers.
+  io::AlignedBuffer window_;
   size_t window_pos_ = 0;
   size_t window_len_ = 0;
   uint64_t window_offset_ = 0;
@@ -166,7 +169,7 @@ class SegmentScanner {
   // window by a swap of buffers, not a copy of read_size bytes. The buffer
   // is declared before the queue, whose destructor waits for its reads.
   static constexpr size_t kAheadHeadroom = 64u << 10;
-  std::string ahead_buf_;
+  io::AlignedBuffer ahead_buf_;
   io::ReadRequest ahead_;
   bool ahead_in_flight_ = false;
   bool ahead_ready_ = false;
