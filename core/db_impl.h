@@ -35,6 +35,7 @@
 #include "absl/types/span.h"
 #include "cairn/db.h"
 #include "cairn/listener.h"
+#include "core/db_records.h"
 #include "core/file_deleter.h"
 #include "core/foreseen_garbage.h"
 #include "core/info_log.h"
@@ -144,6 +145,12 @@ class DBImpl final : public DB {
 
  private:
   struct Writer;
+  using ValueLogSpace = db_records::ValueLogSpace;
+  using Level0Hidden = db_records::Level0Hidden;
+  using CollectedPointer = db_records::CollectedPointer;
+  using LevelCompactionStats = db_records::LevelCompactionStats;
+  using PendingPunch = db_records::PendingPunch;
+  using PendingVictims = db_records::PendingVictims;
   struct ImmutableMemTable {
     std::shared_ptr<lsm::MemTable> mem;
     uint64_t log_number;  // the WAL holding its writes
@@ -413,18 +420,7 @@ class DBImpl final : public DB {
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
   double ValueLogSpaceAmplification() const;
-  // What GC steers by: the segments GC can still act on (obsolete ones are
-  // already collected and only wait for readers to go).
-  struct ValueLogSpace {
-    // bytes: segments not obsolete (the active one included), values
-    // memtables hold for their flushes, running GC jobs' copies not in the
-    // set yet; garbage: of those, counted, foreseen, or GC's copies.
-    uint64_t bytes = 0, garbage = 0;
-    uint64_t uncounted = 0;  // estimated garbage not counted yet
-    // bytes over the live bytes left once garbage and uncounted are taken.
-    double amplification() const;
-  };
-  // uncounted is filled only when with_estimate is set (takes mu_).
+  // What GC steers by (core/db_records.h); uncounted is filled only when with_estimate is set (takes mu_).
   ValueLogSpace GetValueLogSpace(bool with_estimate) ABSL_LOCKS_EXCLUDED(mu_);
   ValueLogSpace GetValueLogSpaceLocked(bool with_estimate) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The garbage the mutable memtable hides: max(the pointers its entries
@@ -462,15 +458,7 @@ class DBImpl final : public DB {
   // Whether a background GC job is running (another thread's, when asked
   // by a loop between its own jobs).
   bool GcJobsRunning() ABSL_LOCKS_EXCLUDED(mu_);
-  // What L0 tables may hide below them: the value-log bytes their pointers
-  // name plus their deletions' estimate (value_bytes), and of it the
-  // deletions' share (deleted_bytes), which counts as garbage at full
-  // weight where the pointers' share counts at the yield.
-  struct Level0Hidden {
-    uint64_t value_bytes = 0;
-    uint64_t deleted_bytes = 0;
-  };
-  // The sum over v's L0 tables; nullopt while one of them is being
+  // What v's L0 tables may hide below them (core/db_records.h); nullopt while one of them is being
   // compacted.
   std::optional<Level0Hidden> Level0HiddenBytes(const lsm::Version& v)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -616,11 +604,6 @@ class DBImpl final : public DB {
   absl::flat_hash_set<const Snapshot*> live_snapshots_ ABSL_GUARDED_BY(mu_);
   // Replay only (one thread, before any other runs): the keys whose newest
   // replayed write is a pointer into a collected segment, with where it was.
-  struct CollectedPointer {
-    uint64_t segment_id;
-    uint64_t log_number;
-    lsm::SequenceNumber sequence;
-  };
   absl::flat_hash_map<std::string, CollectedPointer> replay_collected_;
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
@@ -636,12 +619,6 @@ class DBImpl final : public DB {
   int manual_compactions_ ABSL_GUARDED_BY(mu_) = 0;  // CompactRange calls in progress
   uint64_t pending_compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   lsm::CompactionOptions compaction_options_;
-  // Per output level: bytes compactions read from the level above and from
-  // the level itself, bytes written, and the number of compactions.
-  struct LevelCompactionStats {
-    uint64_t bytes_read_upper = 0, bytes_read_lower = 0, bytes_written = 0, compactions = 0;
-    uint64_t trivial_moves = 0, micros = 0;
-  };
   std::array<LevelCompactionStats, lsm::kNumLevels> level_stats_ ABSL_GUARDED_BY(mu_);
   // Value-log bytes named by each L0 table this process flushed (tables
   // from before the open are estimated); dropped when the table leaves L0.
@@ -745,11 +722,6 @@ class DBImpl final : public DB {
   // until no reader from before that count remains (the read epoch current
   // then is gone); then PunchReadyRuns logs them in the manifest and
   // punches their whole blocks out of the file.
-  struct PendingPunch {
-    uint64_t segment_id = 0;
-    std::vector<vlog::PunchRun> runs;
-    std::weak_ptr<const void> epoch;
-  };
   // Plans runs in the segments of dead (listed just now) whose counted
   // garbage grew by a step since they were last planned.
   void PlanPunches(const vlog::DeadRecords::Batch& dead) ABSL_LOCKS_EXCLUDED(mu_);
@@ -777,12 +749,6 @@ class DBImpl final : public DB {
   // durable_at) before the manifest marks them obsolete: a background job
   // does not sync the WAL for them (docs/gc.md, "Victims wait for
   // durability"). They stay claimed meanwhile.
-  struct PendingVictims {
-    std::vector<uint64_t> ids;
-    lsm::SequenceNumber durable_at = 0;
-    uint64_t bytes = 0;    // their size on disk
-    uint64_t garbage = 0;  // of which the manifest counted as garbage
-  };
   std::vector<PendingVictims> gc_pending_victims_ ABSL_GUARDED_BY(mu_);
   // The waiting victims' bytes and counted garbage, summed (a few entries).
   PendingVictims PendingVictimTotals() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

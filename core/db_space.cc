@@ -25,7 +25,7 @@ double DBImpl::ValueLogSpaceAmplification() const {
   return static_cast<double>(bytes) / live;
 }
 
-double DBImpl::ValueLogSpace::amplification() const {
+double db_records::ValueLogSpace::amplification() const {
   if (bytes == 0) return 0;
   const uint64_t dead = std::min(bytes, garbage + uncounted);
   return static_cast<double>(bytes) / std::max<uint64_t>(1, bytes - dead);
