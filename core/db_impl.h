@@ -420,7 +420,8 @@ class DBImpl final : public DB {
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
   double ValueLogSpaceAmplification() const;
-  // What GC steers by (core/db_records.h); uncounted is filled only when with_estimate is set (takes mu_).
+  // What GC steers by (core/db_records.h); uncounted is filled only when
+  // with_estimate is set (takes mu_).
   ValueLogSpace GetValueLogSpace(bool with_estimate) ABSL_LOCKS_EXCLUDED(mu_);
   ValueLogSpace GetValueLogSpaceLocked(bool with_estimate) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The garbage the mutable memtable hides: max(the pointers its entries
@@ -458,8 +459,8 @@ class DBImpl final : public DB {
   // Whether a background GC job is running (another thread's, when asked
   // by a loop between its own jobs).
   bool GcJobsRunning() ABSL_LOCKS_EXCLUDED(mu_);
-  // What v's L0 tables may hide below them (core/db_records.h); nullopt while one of them is being
-  // compacted.
+  // What v's L0 tables may hide below them (core/db_records.h); nullopt
+  // while one of them is being compacted.
   std::optional<Level0Hidden> Level0HiddenBytes(const lsm::Version& v)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A compaction of every L0 file into the base level is due so that the

@@ -52,7 +52,8 @@ struct Record {
 
 // The bytes of the records a job scans, copied out of the scanner's window
 // into large chunks, so that a record costs no allocation of its own. Every
-// view stays valid until the arena is destroyed with the job.
+// view stays valid until the arena is destroyed with the job, so the bytes
+// of records found dead stay too: at most the size of the job's victims.
 class RecordArena {
  public:
   std::string_view Copy(std::string_view bytes) {

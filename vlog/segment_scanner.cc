@@ -57,7 +57,9 @@ void SegmentScanner::StartReadAhead() {
   const uint64_t from = window_offset_ + window_len_;
   if (from >= file_size_) return;
   const size_t n = static_cast<size_t>(std::min<uint64_t>(options_.read_size, file_size_ - from));
-  if (ahead_buf_.capacity() < kAheadHeadroom + n) ahead_buf_ = io::AlignedBuffer(kAheadHeadroom + n);
+  if (ahead_buf_.capacity() < kAheadHeadroom + n) {
+    ahead_buf_ = io::AlignedBuffer(kAheadHeadroom + n);
+  }
   ahead_ = io::ReadRequest{from, n, ahead_buf_.data() + kAheadHeadroom, 0, absl::OkStatus()};
   io::FileReadRequest request{file_.get(), &ahead_};
   queue_->Submit(absl::MakeConstSpan(&request, 1));
