@@ -268,10 +268,11 @@ enum class IoBackend : uint8_t { kAuto = 0, kUring = 1, kPosix = 2 };
 
 // Opens the real file system on the chosen backend. The environment variable
 // CAIRN_IO=uring|posix|auto overrides the argument. When the ring cannot be
-// set up (EPERM from a container's seccomp profile, ENOSYS, ENOMEM) kAuto and
-// kUring both fall back to POSIX and log that once per process: the engine
-// never fails to open because io_uring is missing. Name() says which backend
-// is in use.
+// set up (EPERM from a container's seccomp profile, ENOSYS, ENOMEM), or sets
+// up but cannot run a no-op (a profile that denies only io_uring_enter),
+// kAuto and kUring both fall back to POSIX and log that once per process: the
+// engine never fails to open because io_uring is missing. Name() says which
+// backend is in use.
 absl::StatusOr<std::shared_ptr<FileSystem>> NewFileSystem(IoBackend backend);
 
 // Test hook: the real backends' opens with O_DIRECT fail with EINVAL, as on

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <mutex>
@@ -238,6 +239,45 @@ absl::Status Ring::Probe() {
                   io_uring_opcode_supported(probe, IORING_OP_FSYNC);
   io_uring_free_probe(probe);
   if (!ok) return absl::UnimplementedError("io_uring: read, write or fsync unsupported");
+  absl::Status nop = (*ring)->RunProbeNop();
+  // Whatever failed, the ring is not handed out again (and a no-op still in
+  // flight holds no buffer, so dropping the ring with it is safe).
+  if (!nop.ok()) (*ring)->broken_ = true;
+  return nop;
+}
+
+absl::Status Ring::RunProbeNop() {
+  // Setup alone proves little: a seccomp profile may allow io_uring_setup and
+  // deny io_uring_enter, and then every submission fails with EPERM. One
+  // no-op submitted and reaped shows the ring runs. The wait is bounded so
+  // that a ring whose completions never come cannot hang the open.
+  constexpr uint64_t kNopData = ~uint64_t{0};
+  io_uring_sqe* sqe = GetSqe();
+  if (sqe == nullptr) return absl::InternalError("io_uring probe: no free submission entry");
+  io_uring_prep_nop(sqe);
+  io_uring_sqe_set_data64(sqe, kNopData);
+  int r;
+  do {
+    r = io_uring_submit(&ring_);
+  } while (r == -EINTR);
+  if (r < 0) return ErrnoError(-r, "io_uring probe: io_uring_submit of a no-op");
+  if (r != 1) return absl::InternalError("io_uring probe: the no-op was not submitted");
+  const absl::Time deadline = absl::Now() + absl::Seconds(1);
+  io_uring_cqe* cqe = nullptr;
+  while (true) {
+    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    __kernel_timespec ts{.tv_sec = absl::ToInt64Seconds(left),
+                         .tv_nsec = absl::ToInt64Nanoseconds(left % absl::Seconds(1))};
+    r = io_uring_wait_cqe_timeout(&ring_, &cqe, &ts);
+    if (r == 0) break;
+    if (r == -EINTR && absl::Now() < deadline) continue;
+    return ErrnoError(-r, "io_uring probe: waiting for a no-op's completion");
+  }
+  const uint64_t data = io_uring_cqe_get_data64(cqe);
+  const int res = cqe->res;
+  io_uring_cqe_seen(&ring_, cqe);
+  if (data != kNopData) return absl::InternalError("io_uring probe: unexpected completion");
+  if (res < 0) return ErrnoError(-res, "io_uring probe: no-op");
   return absl::OkStatus();
 }
 

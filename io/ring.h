@@ -50,8 +50,11 @@ class Ring {
   // seccomp profile that forbids io_uring, ENOSYS on old kernels, ENOMEM under memlock limits.
   static absl::StatusOr<Ring*> ThisThread();
 
-  // Checks that this thread's ring can be set up and supports read, write
-  // and fsync: OK means the io_uring backend can run here.
+  // Checks that this thread's ring can be set up, supports read, write and
+  // fsync, and runs: one no-op is submitted and reaped (waiting a second at
+  // most), which catches a seccomp profile that allows io_uring_setup but
+  // denies io_uring_enter. OK means the io_uring backend can run here; on
+  // failure the ring is dropped.
   static absl::Status Probe();
 
   ~Ring();
@@ -101,6 +104,8 @@ class Ring {
 
   Ring() = default;
   static absl::StatusOr<std::unique_ptr<Ring>> Create(unsigned depth);
+  // Submits one no-op and waits (bounded) for its completion; for Probe.
+  absl::Status RunProbeNop();
 
   io_uring ring_{};
   uint64_t fork_generation_ = 0;  // ForkGeneration() when set up
