@@ -62,7 +62,7 @@ absl::Status SegmentReader::ReadValueRange(const ValuePointer& pointer,
   const uint64_t key_len = io::DecodeFixed32(got.data() + 4);
   const uint64_t value_len = io::DecodeFixed32(got.data() + 8);
   const uint8_t flags = static_cast<uint8_t>(got[12]);
-  if (key_len > kMaxRecordKeySize || value_len > kMaxRecordValueSize ||
+  if (key_len > kMaxRecordKeySize || value_len > kMaxRecordStoredSize ||
       RecordSize(key_len, value_len) != pointer.size) {
     return Corrupt(pointer, absl::StrCat("record header claims a ", key_len, "-byte key and a ",
                                          value_len, "-byte value; the pointer says ",

@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -16,6 +18,7 @@
 #include "io/fault_file_system.h"
 #include "io/file_system.h"
 #include "io/memory_file_system.h"
+#include "vlog/segment_scanner.h"
 #include "vlog/segment_writer.h"
 #include "vlog/vlog_test_util.h"
 
@@ -414,6 +417,92 @@ TEST(SegmentWriterTest, RejectsOversizedInputBeforeAnyIo) {
   EXPECT_TRUE((*writer)->Close().ok());
   EXPECT_EQ((*writer)->Append("k", "v").status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ((*writer)->file(), nullptr);
+}
+
+// A value near kMaxRecordValueSize stores longer than itself once chunked
+// (its table comes first): such records must read back through every reader,
+// and a writer must refuse one that cannot.
+TEST(SegmentWriterTest, LargestValuesReadBackChunked) {
+  io::MemoryFileSystem fs;
+  // Incompressible (and the writer does not compress): raw chunks, so the
+  // stored value is the value plus its whole table. One buffer for both.
+  std::string largest(kMaxRecordValueSize, '\0');
+  std::mt19937_64 rng(11);
+  for (size_t i = 0; i < largest.size(); i += 8) {
+    const uint64_t r = rng();
+    std::memcpy(largest.data() + i, &r, std::min<size_t>(8, largest.size() - i));
+  }
+  const std::string_view values[] = {largest,
+                                     std::string_view(largest).substr(0, largest.size() - 300)};
+  const std::string keys[] = {"largest", "largest-less-300"};
+  ValuePointer pointers[2];
+  {
+    auto writer = SegmentWriter::Create(&fs, "/9.vlog", 9, {});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (int i = 0; i < 2; ++i) {
+      absl::StatusOr<ValuePointer> p = (*writer)->Append(keys[i], values[i]);
+      ASSERT_TRUE(p.ok()) << p.status();
+      pointers[i] = *p;
+      EXPECT_EQ(p->size, UncompressedRecordSize(keys[i].size(), values[i].size()));
+      EXPECT_GT(p->size, RecordSize(keys[i].size(), kMaxRecordValueSize));
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  EXPECT_LE(pointers[0].size, kMaxRecordSize);
+
+  auto reader = SegmentReader::Open(&fs, "/9.vlog", 9, false);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::string got;
+  for (int i = 0; i < 2; ++i) {
+    absl::Status s = (*reader)->Read(pointers[i], keys[i], &got);
+    ASSERT_TRUE(s.ok()) << s;
+    // Not EXPECT_EQ: a failure would print 256 MiB.
+    EXPECT_TRUE(got == values[i]) << keys[i];
+    // A range at the value's end: the last chunk, through the table.
+    bool read_whole = true;
+    s = (*reader)->ReadValueRange(pointers[i], keys[i], values[i].size() - 1000, 1000,
+                                  /*verify=*/true, &got, &read_whole);
+    ASSERT_TRUE(s.ok()) << s;
+    EXPECT_FALSE(read_whole);
+    EXPECT_TRUE(got == values[i].substr(values[i].size() - 1000)) << keys[i];
+  }
+  got.clear();
+  got.shrink_to_fit();
+
+  // The scanner, as a sealed segment's scan (any bad record is DataLoss),
+  // then stepping over the first as a known dead record.
+  for (bool skip_first : {false, true}) {
+    SegmentScannerOptions options;
+    options.allow_torn_tail = false;
+    if (skip_first) {
+      options.known_dead = {{pointers[0].offset, pointers[0].offset + pointers[0].size}};
+    }
+    auto scanner = SegmentScanner::Open(&fs, "/9.vlog", 9, options);
+    ASSERT_TRUE(scanner.ok()) << scanner.status();
+    ScannedRecord record;
+    for (int i = skip_first ? 1 : 0; i < 2; ++i) {
+      ASSERT_TRUE((*scanner)->Next(&record)) << (*scanner)->status();
+      EXPECT_EQ(record.pointer(9), pointers[i]);
+      EXPECT_EQ(record.key, keys[i]);
+      EXPECT_TRUE(record.value == values[i]) << keys[i];
+    }
+    EXPECT_FALSE((*scanner)->Next(&record));
+    EXPECT_TRUE((*scanner)->status().ok()) << (*scanner)->status();
+    EXPECT_FALSE((*scanner)->torn_tail());
+  }
+
+  // In 1 KiB chunks the table alone (2.25 MiB) takes the stored value past
+  // kMaxRecordStoredSize: refused before anything is written.
+  SegmentWriterOptions small_chunks;
+  small_chunks.chunk_size = 1024;
+  auto writer = SegmentWriter::Create(&fs, "/10.vlog", 10, small_chunks);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  absl::StatusOr<ValuePointer> refused = (*writer)->Append("k", largest);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_THAT(refused.status().message(), HasSubstr("/10.vlog"));
+  EXPECT_EQ((*writer)->size(), kSegmentHeaderSize);
+  EXPECT_TRUE((*writer)->Append("k", "v").ok());  // not a sticky error
+  EXPECT_TRUE((*writer)->Close().ok());
 }
 
 TEST(SegmentWriterTest, RejectsBadCompressionLevel) {

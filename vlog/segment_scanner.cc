@@ -162,7 +162,7 @@ absl::StatusOr<RecordCheck> SegmentScanner::CheckAt(uint64_t offset, ParsedRecor
   if (head.size() < kRecordHeaderSize) return RecordCheck::kTruncated;
   const uint64_t key_len = io::DecodeFixed32(head.data() + 4);
   const uint64_t value_len = io::DecodeFixed32(head.data() + 8);
-  if (key_len > kMaxRecordKeySize || value_len > kMaxRecordValueSize) {
+  if (key_len > kMaxRecordKeySize || value_len > kMaxRecordStoredSize) {
     return RecordCheck::kBadLength;
   }
   const uint64_t size = RecordSize(key_len, value_len);
@@ -233,7 +233,7 @@ bool SegmentScanner::SkipKnownDead() {
     if (head->size() < kRecordHeaderSize) return true;
     const uint64_t key_len = io::DecodeFixed32(head->data() + 4);
     const uint64_t value_len = io::DecodeFixed32(head->data() + 8);
-    if (key_len > kMaxRecordKeySize || value_len > kMaxRecordValueSize ||
+    if (key_len > kMaxRecordKeySize || value_len > kMaxRecordStoredSize ||
         RecordSize(key_len, value_len) != d.end - d.begin) {
       return true;
     }

@@ -111,8 +111,13 @@ absl::StatusOr<ValuePointer> SegmentWriter::Append(std::string_view key,
         path_, ": key of ", key.size(), " bytes exceeds ", kMaxRecordKeySize));
   }
   record_.clear();
-  CAIRN_RETURN_IF_ERROR(EncodeValueRecord(key, value, Encoding(), &record_, &chunk_table_,
-                                          &compressed_));
+  absl::Status s =
+      EncodeValueRecord(key, value, Encoding(), &record_, &chunk_table_, &compressed_);
+  if (absl::IsInvalidArgument(s)) {
+    // Over the stored-value limit: nothing was written.
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": ", s.message()));
+  }
+  CAIRN_RETURN_IF_ERROR(s);
   return AppendEncodedRecord();
 }
 
@@ -157,7 +162,7 @@ absl::StatusOr<ValuePointer> SegmentWriter::AppendStored(std::string_view key,
     return absl::FailedPreconditionError(absl::StrCat(path_, ": append after close"));
   }
   CAIRN_RETURN_IF_ERROR(error_);
-  if (stored_value.size() > kMaxRecordValueSize || key.size() > kMaxRecordKeySize ||
+  if (stored_value.size() > kMaxRecordStoredSize || key.size() > kMaxRecordKeySize ||
       (flags & ~kKnownRecordFlags) != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(path_, ": stored record too large or with unknown flags ", flags));

@@ -110,6 +110,16 @@ absl::Status EncodeValueRecord(std::string_view key, std::string_view value,
                                const RecordEncoding& encoding, std::string* dst,
                                std::string* table, std::string* body) {
   if (encoding.chunk_size != 0 && value.size() > encoding.chunk_size) {
+    // Refused rather than written, as a reader would take the record for
+    // damage. A chunk is compressed only when that makes it shorter, so the
+    // table and the raw value bound the stored size: checked before any
+    // compression, and the same whatever the bytes.
+    const uint64_t most = ChunkTableSize(value.size(), encoding.chunk_size) + value.size();
+    if (most > kMaxRecordStoredSize) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a ", value.size(), "-byte value in ", encoding.chunk_size, "-byte chunks can store as ",
+          most, " bytes, over the stored-value limit of ", kMaxRecordStoredSize));
+    }
     table->clear();
     bool body_is_value = false;
     CAIRN_RETURN_IF_ERROR(EncodeChunkedValue(value, encoding.chunk_size, encoding.compress,
@@ -336,7 +346,7 @@ RecordCheck ParseRecord(std::string_view data, ParsedRecord* record) {
   if (data.size() < kRecordHeaderSize) return RecordCheck::kTruncated;
   const uint64_t key_len = io::DecodeFixed32(data.data() + 4);
   const uint64_t value_len = io::DecodeFixed32(data.data() + 8);
-  if (key_len > kMaxRecordKeySize || value_len > kMaxRecordValueSize) {
+  if (key_len > kMaxRecordKeySize || value_len > kMaxRecordStoredSize) {
     return RecordCheck::kBadLength;
   }
   const uint64_t size = RecordSize(key_len, value_len);

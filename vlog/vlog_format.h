@@ -37,7 +37,8 @@ inline constexpr size_t kRecordHeaderSize = 13;
 
 // Largest value a record may hold (uncompressed); equal to the public
 // cairn::kMaxValueSize, which vlog/ may not include. Also the bound on what a
-// compressed record may claim to expand to.
+// compressed record may claim to expand to. The value as stored may be a
+// little longer (kMaxRecordStoredSize, below).
 inline constexpr size_t kMaxRecordValueSize = 256u * 1024 * 1024;
 // Largest key a record may hold; equal to cairn::kMaxKeySize.
 inline constexpr size_t kMaxRecordKeySize = 64 * 1024;
@@ -108,14 +109,36 @@ absl::StatusOr<SegmentHeader> DecodeSegmentHeader(std::string_view data,
 inline constexpr uint64_t RecordSize(uint64_t key_len, uint64_t value_len) {
   return kRecordHeaderSize + key_len + value_len;
 }
+
+// Bytes of the chunk table of a raw_size-byte value cut into chunk_size-byte
+// chunks. REQUIRES: chunk_size > 0.
+inline constexpr uint64_t ChunkTableSize(uint64_t raw_size, uint64_t chunk_size) {
+  return kChunkTableHeaderSize + (raw_size + chunk_size - 1) / chunk_size * kChunkEntrySize;
+}
+// The largest stored value (a record's value_len) a writer produces and a
+// reader accepts. A stored value can be longer than the value it holds (at
+// most kMaxRecordValueSize): a chunked value adds its table, and a zstd frame
+// of incompressible bytes is longer than they are (the encoders keep a frame
+// only when it is shorter, but the limit does not rely on that). So the
+// limit is the raw limit plus the table of a largest value at the default
+// chunk size (36,880 bytes) plus zstd's worst-case growth of it (by
+// ZSTD_COMPRESSBOUND, at most 1/256 of the input plus 64 bytes). A writer
+// refuses a value whose stored form could be longer still (only a chunk size
+// below the default makes one), so every record it writes reads back.
+inline constexpr uint64_t kMaxRecordStoredSize =
+    kMaxRecordValueSize + ChunkTableSize(kMaxRecordValueSize, kDefaultValueChunkSize) +
+    kMaxRecordValueSize / 256 + 64;
+// value_len and the record size are fixed32 on disk and in a pointer.
+static_assert(RecordSize(kMaxRecordKeySize, kMaxRecordStoredSize) <= UINT32_MAX);
+
 // The largest record a writer produces; readers treat larger claims as bad.
-inline constexpr uint64_t kMaxRecordSize = RecordSize(kMaxRecordKeySize, kMaxRecordValueSize);
+inline constexpr uint64_t kMaxRecordSize = RecordSize(kMaxRecordKeySize, kMaxRecordStoredSize);
 
 // Appends one record to *dst. stored_value is the value as stored (already
 // compressed when flags has kRecordFlagZstd, a chunked value when it has
 // kRecordFlagChunked), given as the concatenation of parts.
 // REQUIRES: key.size() <= kMaxRecordKeySize and the parts' total size
-// <= kMaxRecordValueSize.
+// <= kMaxRecordStoredSize.
 void EncodeRecord(std::string_view key, std::initializer_list<std::string_view> stored_value,
                   uint8_t flags, std::string* dst);
 inline void EncodeRecord(std::string_view key, std::string_view stored_value, uint8_t flags,
@@ -140,8 +163,11 @@ struct RecordEncoding {
 // *table and *body are scratch for a chunked value.
 // REQUIRES: key.size() <= kMaxRecordKeySize, value.size() <=
 // kMaxRecordValueSize, and a chunk_size of 0 or within
-// kMinValueChunkSize..kMaxValueChunkSize. Errors: zstd's (*dst is then left
-// as it was).
+// kMinValueChunkSize..kMaxValueChunkSize. Errors: InvalidArgument when the
+// stored value could be longer than kMaxRecordStoredSize (the chunk table and
+// the value together: a value near the limit in chunks smaller than the
+// default), checked before any compression; zstd's. On an error *dst is left
+// as it was.
 absl::Status EncodeValueRecord(std::string_view key, std::string_view value,
                                const RecordEncoding& encoding, std::string* dst,
                                std::string* table, std::string* body);
@@ -236,7 +262,7 @@ struct ParsedRecord {
 enum class RecordCheck : uint8_t {
   kOk = 0,
   kTruncated = 1,    // fewer bytes than the header or its lengths claim
-  kBadLength = 2,    // a length beyond kMaxRecordKeySize / kMaxRecordValueSize
+  kBadLength = 2,    // a length beyond kMaxRecordKeySize / kMaxRecordStoredSize
   kBadChecksum = 3,  // the checksum does not match the bytes it covers
   kBadFlags = 4,     // checksum fine, but a flag bit this build does not know, or both
 };
