@@ -118,6 +118,10 @@ absl::Status DBImpl::FlushOldestImmutable() {
     // ever synced: the manifest's last sequence counts durable writes.
     edit.SetLastSequence(flushed_through);
     garbage.Finish();
+    // The switch away from the memtable's WAL synced the active segment:
+    // the table's pointers into it lie below that size, which the manifest
+    // records before the WAL that also held them is dropped.
+    vlog_->AddSyncedSize(garbage.mutable_edit());
     // On failure the manifest may or may not hold the edit: the segment,
     // like the table, stays; the next open removes it if it is an orphan.
     s = LogAndApply(&edit, &garbage.edit());

@@ -317,7 +317,9 @@ absl::Status DBImpl::Close() {
       MarkLogsSynced(closed);
       versions_->SetLastSequence(last_sequence_.load());
       lsm::VersionEdit edit;
-      status = LogAndApply(&edit, nullptr);
+      vlog::SegmentEdit synced;
+      vlog_->AddSyncedSize(&synced);
+      status = LogAndApply(&edit, synced.empty() ? nullptr : &synced);
     }
   }
   if (log_ != nullptr) {
@@ -712,6 +714,16 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
     }
   }
   CAIRN_RETURN_IF_ERROR(reader->status());
+  if (is_last_log && ended) {
+    // A switch writes the end record only after the newer WAL and its
+    // directory entry are synced, and a WAL is deleted only once the
+    // manifest no longer needs it, after the older ones: the newer WAL was
+    // removed or lost, and the writes it held with it.
+    return absl::DataLossError(absl::StrCat(
+        path, " ends in its end record, which is written only once a newer WAL exists, but no "
+        "newer WAL is in the directory: it is missing, and the writes after sequence ",
+        replay->last_sequence, " with it"));
+  }
   const bool closed_unsynced = !is_last_log && reader->format_version() >= 2;
   if (closed_unsynced && !ended) {
     // Format 2 closes a WAL with an end record, unsynced, and syncs it only

@@ -610,8 +610,11 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
     // never end (a GC rewrite can still be writing during close).
     if (shutting_down_) return absl::AbortedError("the database is closing");
     const int l0_files = static_cast<int>(versions_->current()->NumFiles(0));
+    // A pending-bytes limit of 0 is off, as in RocksDB.
+    const uint64_t soft = options_.soft_pending_compaction_bytes_limit;
+    const uint64_t hard = options_.hard_pending_compaction_bytes_limit;
     if (allow_delay && (l0_files >= options_.level0_slowdown_trigger ||
-                        pending_compaction_bytes_ >= options_.soft_pending_compaction_bytes_limit)) {
+                        (soft != 0 && pending_compaction_bytes_ >= soft))) {
       // Near the stop trigger: give each write a 1 ms delay rather than stop
       // one write for seconds later.
       SetStallCondition(StallCondition::kDelayed,
@@ -628,7 +631,7 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
       return absl::OkStatus();
     }
     if (imm_.size() >= 2 || l0_files >= options_.level0_stop_trigger ||
-        pending_compaction_bytes_ >= options_.hard_pending_compaction_bytes_limit) {
+        (hard != 0 && pending_compaction_bytes_ >= hard)) {
       // Flushes (or L0 compactions) are behind: wait for them.
       SetStallCondition(StallCondition::kStopped,
                         imm_.size() >= 2 ? "memtables waiting for their flush"
@@ -698,17 +701,21 @@ absl::Status DBImpl::NewLog() {
   // The values the old WAL names are synced (and the new WAL holds no
   // record yet); on failure the flag stays as it was.
   if (created.ok()) wal_names_unsynced_values_ = false;
-  absl::Status ended = created.status();
-  if (ended.ok()) {
-    // Only once the new WAL exists: a failed switch leaves the old WAL
-    // live, and an end record must be its last.
-    ended = log_->AddRecord(WriteBatchInternal::EndRecord(last_sequence_.load()));
-    if (ended.ok()) ended = log_->Flush();
-  }
-  if (!ended.ok()) {
+  if (!created.ok()) {
     // Never leave a WAL numbered above the live one: recovery would take it
     // for the newest.
     fs_->RemoveFile(path).IgnoreError();
+    return created.status();
+  }
+  // Only once the new WAL exists and is durable: recovery takes an end
+  // record in the newest WAL for proof that a newer one went missing.
+  absl::Status ended = log_->AddRecord(WriteBatchInternal::EndRecord(last_sequence_.load()));
+  if (ended.ok()) ended = log_->Flush();
+  if (!ended.ok()) {
+    // The end record may have reached the old WAL, so the new one (synced,
+    // empty) stays: replay finds the old WAL ended, or cut before its end
+    // record, and nothing after it. Writes stop here (the caller's
+    // background error), so no record follows in either WAL.
     return ended;
   }
   std::shared_ptr<lsm::LogWriter> closed(std::move(log_));

@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
+#include "vlog/vlog_format.h"
 
 namespace cairn {
 namespace {
@@ -112,6 +113,16 @@ class RecoveryTest : public ::testing::Test {
     return files;
   }
 
+  // Keys 0 .. n-1 read back with their values, and key n is absent.
+  void ExpectExactlyTheFirst(DB* db, int n) {
+    std::string v;
+    for (int i = 0; i < n; ++i) {
+      ASSERT_TRUE(db->Get(ReadOptions(), Key(i), &v).ok()) << i;
+      EXPECT_EQ(v, Value(i));
+    }
+    EXPECT_TRUE(absl::IsNotFound(db->Get(ReadOptions(), Key(n), &v)));
+  }
+
   // The info log of the last open.
   std::string InfoLog() {
     absl::StatusOr<std::string> log = fs_->ReadFileToString(Path("LOG"));
@@ -187,15 +198,76 @@ TEST_F(RecoveryTest, UnsyncedTailOfTheActiveSegmentIsDroppedAfterACrash) {
   Restore(files);
   auto reopened = Open();
   ASSERT_TRUE(reopened.ok()) << reopened.status();
-  std::string v;
-  for (int i = 0; i < 30; ++i) {
-    ASSERT_TRUE((*reopened)->Get(ReadOptions(), Key(i), &v).ok()) << i;
-    EXPECT_EQ(v, Value(i));
-  }
-  EXPECT_TRUE(absl::IsNotFound((*reopened)->Get(ReadOptions(), Key(30), &v)));
+  ExpectExactlyTheFirst(reopened->get(), 30);
   // The info log says what the open cut, and where.
   EXPECT_THAT(InfoLog(), HasSubstr(absl::StrCat("open: ", Path(segment), ": cutting 7 bytes after "
                                                 "its last whole record at ", synced)));
+}
+
+TEST_F(RecoveryTest, DamagedActiveSegmentThatTablesPointIntoFailsTheOpenAfterACleanClose) {
+  // Every pointer is in a table (the flush dropped the WAL that held them)
+  // and the segment they point into is still being written: no WAL replay
+  // reads its records, so only the synced size the manifest records tells
+  // damage there from a torn tail.
+  for (const char* damage : {"cut 1", "cut half", "cut to the header", "flip in the last record"}) {
+    SCOPED_TRACE(damage);
+    fs_ = std::make_shared<io::MemoryFileSystem>();
+    Options o = SeparatedOptions();
+    o.value_log_segment_size = 1 << 20;  // one segment, never rolled
+    {
+      auto db = Open(o);
+      ASSERT_TRUE(db.ok()) << db.status();
+      for (int i = 0; i < 40; ++i) ASSERT_TRUE((*db)->Put({}, Key(i), Value(i)).ok());
+      ASSERT_TRUE((*db)->Flush().ok());
+      ASSERT_TRUE((*db)->Close().ok());
+    }
+    const std::vector<std::string> segments = Names(lsm::FileType::kValueLog);
+    ASSERT_EQ(segments.size(), 1u);
+    const std::string path = Path(segments[0]);
+    std::string contents = *fs_->ReadFileToString(path);
+    const std::string d = damage;
+    if (d == "flip in the last record") {
+      contents[contents.rfind(Value(39)) + 3] ^= 0x01;
+    } else {
+      contents.resize(d == "cut 1" ? contents.size() - 1
+                      : d == "cut half" ? contents.size() / 2 : vlog::kSegmentHeaderSize);
+    }
+    ASSERT_TRUE(fs_->WriteFileFromString(path, contents).ok());
+    ExpectOpenFailsNaming({segments[0]}, o);
+    // The refusal cut nothing: the evidence is still there.
+    EXPECT_EQ(fs_->ReadFileToString(path)->size(), contents.size());
+  }
+}
+
+TEST_F(RecoveryTest, CrashTornTailPastWhatTablesReferenceIsCutAndNoLower) {
+  // Flushed values (synced by the switch before the flush) and then
+  // unsynced ones in the same segment; a crash tears the unsynced part.
+  Options o = SeparatedOptions();
+  o.value_log_segment_size = 1 << 20;
+  auto db = Open(o);
+  ASSERT_TRUE(db.ok()) << db.status();
+  for (int i = 0; i < 30; ++i) ASSERT_TRUE((*db)->Put({}, Key(i), Value(i)).ok());
+  ASSERT_TRUE((*db)->Flush().ok());
+  const std::string segment = Names(lsm::FileType::kValueLog).at(0);
+  const size_t synced = fs_->ReadFileToString(Path(segment))->size();
+  for (int i = 30; i < 40; ++i) ASSERT_TRUE((*db)->Put({}, Key(i), Value(i)).ok());
+  auto files = Snapshot();
+  db->reset();
+
+  // Torn past the synced size: the flushed values stay, the torn ones go.
+  auto torn = files;
+  torn[segment].resize(synced + 9);
+  Restore(torn);
+  {
+    auto reopened = Open(o);
+    ASSERT_TRUE(reopened.ok()) << reopened.status();
+    ExpectExactlyTheFirst(reopened->get(), 30);
+  }
+  // Cut below it: refused, naming the segment.
+  auto cut = files;
+  cut[segment].resize(synced - 1);
+  Restore(cut);
+  ExpectOpenFailsNaming({segment}, o);
 }
 
 TEST_F(RecoveryTest, ManifestCutByOneByteAfterASyncedAddSegmentFailsTheOpen) {

@@ -50,6 +50,10 @@ void SegmentEdit::PunchRuns(uint64_t segment_id, std::vector<PunchRun> runs) {
   changes_.push_back(std::move(c));
 }
 
+void SegmentEdit::SyncedTo(uint64_t segment_id, uint64_t size) {
+  changes_.push_back({SegmentEditTag::kSyncedTo, segment_id, SegmentKind::kFresh, size, 0});
+}
+
 uint64_t PunchedBlockBytes(absl::Span<const PunchRun> runs) {
   uint64_t bytes = 0;
   for (const PunchRun& r : runs) {
@@ -77,6 +81,9 @@ void SegmentEdit::EncodeTo(std::vector<ExtensionRecord>* records) const {
       case SegmentEditTag::kAddGarbage:
         io::PutVarint64(&payload, c.bytes);
         io::PutVarint64(&payload, c.records);
+        break;
+      case SegmentEditTag::kSyncedTo:
+        io::PutVarint64(&payload, c.bytes);
         break;
       case SegmentEditTag::kMarkObsolete:
       case SegmentEditTag::kRemoveSegment:
@@ -123,6 +130,9 @@ absl::Status SegmentEdit::DecodeRecord(uint32_t tag, std::string_view payload) {
       if (!io::GetVarint64(&payload, &c.bytes) || !io::GetVarint64(&payload, &c.records)) {
         return malformed("bad byte or record count");
       }
+      break;
+    case static_cast<uint32_t>(SegmentEditTag::kSyncedTo):
+      if (!io::GetVarint64(&payload, &c.bytes)) return malformed("bad synced size");
       break;
     case static_cast<uint32_t>(SegmentEditTag::kMarkObsolete):
     case static_cast<uint32_t>(SegmentEditTag::kRemoveSegment):
@@ -176,6 +186,8 @@ std::string SegmentEdit::ChangeDebugString(const Change& c) {
     case SegmentEditTag::kAddGarbage:
       return absl::StrCat("garbage segment ", c.segment_id, " +", c.bytes, " bytes +",
                           c.records, " records");
+    case SegmentEditTag::kSyncedTo:
+      return absl::StrCat("synced segment ", c.segment_id, " to ", c.bytes);
     case SegmentEditTag::kMarkObsolete:
       return absl::StrCat("obsolete segment ", c.segment_id);
     case SegmentEditTag::kRemoveSegment:

@@ -31,6 +31,7 @@ enum class SegmentEditTag : uint32_t {
   kMarkObsolete = 103,   // varint64 id
   kRemoveSegment = 104,  // varint64 id
   kPunchRuns = 105,      // varint64 id, varint64 count, count x (varint64 gap, varint64 length)
+  kSyncedTo = 106,       // varint64 id, varint64 size
 };
 
 // A run of whole records of a sealed segment, [begin, end), all of them
@@ -65,7 +66,7 @@ class SegmentEdit {
     SegmentEditTag tag = SegmentEditTag::kNewSegment;
     uint64_t segment_id = 0;
     SegmentKind kind = SegmentKind::kFresh;  // kNewSegment
-    uint64_t bytes = 0;    // kSealSegment: size; kAddGarbage: garbage bytes
+    uint64_t bytes = 0;    // kSealSegment, kSyncedTo: size; kAddGarbage: garbage bytes
     uint64_t records = 0;  // kSealSegment: records; kAddGarbage: garbage records
     std::vector<PunchRun> runs;  // kPunchRuns: ascending, disjoint, non-empty
     bool operator==(const Change&) const = default;
@@ -88,6 +89,10 @@ class SegmentEdit {
   // runs (ascending, disjoint, each of whole garbage records) of the sealed
   // segment are punched, or about to be: scanners step over them.
   void PunchRuns(uint64_t segment_id, std::vector<PunchRun> runs);
+  // The first size bytes of the segment (being written) are synced, and
+  // tables may point anywhere in them: recovery never cuts the file below
+  // size, and refuses to open when a record there is damaged.
+  void SyncedTo(uint64_t segment_id, uint64_t size);
 
   const std::vector<Change>& changes() const { return changes_; }
   bool empty() const { return changes_.empty(); }

@@ -72,6 +72,13 @@ absl::Status SegmentSet::ApplyLocked(const SegmentEdit& edit) {
         info->sealed = true;
         info->size = c.bytes;
         info->records = c.records;
+        info->synced_size = 0;  // the size bounds a sealed segment
+        break;
+      case SegmentEditTag::kSyncedTo:
+        // A floor logged as GC removed the segment bounds nothing any more;
+        // a sealed segment's size already bounds it; a floor only rises.
+        if (!info.has_value()) break;
+        if (!info->sealed) info->synced_size = std::max(info->synced_size, c.bytes);
         break;
       case SegmentEditTag::kAddGarbage:
         if (!info.has_value()) break;  // removed earlier; see the header
@@ -171,6 +178,7 @@ std::vector<ExtensionRecord> SegmentSet::Snapshot() const {
     for (const auto& [id, info] : segments_) {
       edit.AddSegment(id, info.kind);
       if (info.sealed) edit.SealSegment(id, info.size, info.records);
+      if (!info.sealed && info.synced_size != 0) edit.SyncedTo(id, info.synced_size);
       if (info.garbage_bytes != 0 || info.garbage_records != 0) {
         edit.AddGarbage(id, info.garbage_bytes, info.garbage_records);
       }

@@ -22,7 +22,9 @@
 //     size, and come ascending and disjoint; they merge with the runs it
 //     has (an overlap is their union: every byte in either is garbage).
 // Garbage for a segment not in the set is ignored: it was removed, and
-// pointers into it can still be dropped by later compactions.
+// pointers into it can still be dropped by later compactions. So is a
+// synced size for a segment not in the set or already sealed; a smaller
+// synced size than the one recorded changes nothing.
 //
 // Thread safety: every method may be called from any thread.
 #ifndef CAIRN_VLOG_SEGMENT_SET_H_
@@ -51,6 +53,10 @@ struct SegmentInfo {
   bool obsolete = false;
   uint64_t size = 0;     // bytes on disk once sealed; 0 while being written
   uint64_t records = 0;  // records once sealed; 0 while being written
+  // While being written: the bytes known synced (kSyncedTo), below which
+  // recovery never cuts the file. 0 when none were recorded, and once
+  // sealed (size bounds it then).
+  uint64_t synced_size = 0;
   uint64_t garbage_bytes = 0;
   uint64_t garbage_records = 0;
   // Of the garbage, the bytes punched out of the file (the whole blocks of

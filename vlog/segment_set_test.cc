@@ -27,6 +27,7 @@ SegmentEdit Sample() {
   SegmentEdit e;
   e.AddSegment(5, SegmentKind::kFresh);
   e.AddSegment(6, SegmentKind::kGcOutput);
+  e.SyncedTo(5, 1 << 20);
   e.SealSegment(5, 64 << 20, 60000);
   e.AddGarbage(5, 4096, 3);
   e.MarkObsolete(5);
@@ -234,6 +235,33 @@ TEST(SegmentSetTest, PunchedRunsMergeAndCountTheirWholeBlocks) {
   EXPECT_TRUE(set.PunchedRuns(9).empty());
 }
 
+TEST(SegmentSetTest, SyncedSizeOnlyRisesAndOnlyWhileTheSegmentIsWritten) {
+  SegmentSet set;
+  SegmentEdit e;
+  e.AddSegment(3, SegmentKind::kFresh);
+  e.SyncedTo(3, 5000);
+  e.SyncedTo(3, 4000);  // an older sync, logged late: changes nothing
+  ASSERT_TRUE(set.Apply(e).ok());
+  EXPECT_EQ(set.Get(3)->synced_size, 5000u);
+  // Sealed, its size bounds it; gone, a late floor is ignored.
+  e.Clear();
+  e.SealSegment(3, 9000, 7);
+  e.SyncedTo(3, 9500);
+  e.SyncedTo(44, 100);
+  ASSERT_TRUE(set.Apply(e).ok()) << e.DebugString();
+  EXPECT_EQ(set.Get(3)->synced_size, 0u);
+  EXPECT_FALSE(set.Get(44).has_value());
+  // The snapshot carries the floor of a segment being written.
+  e.Clear();
+  e.AddSegment(4, SegmentKind::kFresh);
+  e.SyncedTo(4, 777);
+  ASSERT_TRUE(set.Apply(e).ok());
+  SegmentSet copy;
+  ASSERT_TRUE(Replay(set.Snapshot(), &copy).ok());
+  EXPECT_EQ(copy.Get(4)->synced_size, 777u);
+  EXPECT_TRUE(copy == set);
+}
+
 TEST(SegmentSetTest, SnapshotReplaysToAnEqualSet) {
   std::mt19937_64 rng(3);
   SegmentSet set;
@@ -243,7 +271,7 @@ TEST(SegmentSetTest, SnapshotReplaysToAnEqualSet) {
   std::map<uint64_t, uint64_t> sizes;
   for (int step = 0; step < 2000; ++step) {
     SegmentEdit e;
-    switch (rng() % 6) {
+    switch (rng() % 7) {
       case 0:
         e.AddSegment(next_id, rng() % 2 ? SegmentKind::kFresh : SegmentKind::kGcOutput);
         active.push_back(next_id++);
@@ -286,6 +314,10 @@ TEST(SegmentSetTest, SnapshotReplaysToAnEqualSet) {
         e.PunchRuns(id, runs);
         break;
       }
+      case 6:
+        if (active.empty()) continue;
+        e.SyncedTo(active[rng() % active.size()], rng() % 100000);
+        break;
     }
     if (e.empty()) continue;
     ASSERT_TRUE(set.Apply(e).ok()) << e.DebugString();

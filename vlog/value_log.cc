@@ -82,6 +82,14 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
       CAIRN_RETURN_IF_ERROR(scanner->status());
       end = scanner->valid_end_offset();
       version = scanner->header().version;
+      if (end < info.synced_size) {
+        // Tables may point anywhere below the synced size: what is damaged
+        // there was acknowledged and is no torn tail.
+        return absl::DataLossError(absl::StrCat(
+            path, ": the value-log segment being written is damaged at offset ", end,
+            ", below the ", info.synced_size,
+            " bytes the manifest records as synced (records there are referenced)"));
+      }
       if (end < scanner->file_size()) {
         if (options_.note) {
           options_.note(absl::StrCat("open: ", path, ": cutting ", scanner->file_size() - end,
@@ -99,7 +107,11 @@ absl::Status ValueLog::FinishRecovery(vlog::SegmentEdit* edit,
           std::unique_ptr<vlog::SegmentWriter> writer,
           vlog::SegmentWriter::Reopen(fs_, path, info.segment_id, end, records, WriterOptions()));
       NoteDirectFallback(*writer);
+      // Reopen synced what recovery kept, which tables written at this open
+      // may point into.
+      if (end > info.synced_size) edit->SyncedTo(info.segment_id, end);
       absl::MutexLock l(&active_mu_);
+      synced_ = {info.segment_id, end};
       active_ = std::move(writer);
       continue;
     }
@@ -183,6 +195,11 @@ absl::Status ValueLog::ExplainBrokenPointer(std::string_view stored) {
   if (info->sealed) {
     return absl::DataLossError(absl::StrCat(where, ": the value record is damaged in a sealed segment"));
   }
+  if (ptr->offset < info->synced_size) {
+    return absl::DataLossError(absl::StrCat(where, ": the value record is damaged below the ",
+                                            info->synced_size,
+                                            " bytes the manifest records as synced"));
+  }
   CAIRN_ASSIGN_OR_RETURN(uint64_t valid_end, UnsealedValidEnd(ptr->segment_id));
   if (ptr->offset >= valid_end) return absl::OkStatus();  // The unsynced tail a crash tore.
   return absl::DataLossError(absl::StrCat(
@@ -206,11 +223,17 @@ absl::Status ValueLog::CheckSegmentFiles() {
       return absl::DataLossError(absl::StrCat(path, ": ", *size, " bytes, but the manifest records ",
                                               info.size, " for this sealed segment"));
     }
+    if (!info.sealed && *size < info.synced_size) {
+      return absl::DataLossError(absl::StrCat(path, ": ", *size, " bytes, but the manifest records ",
+                                              info.synced_size,
+                                              " synced bytes for this segment being written"));
+    }
   }
   return absl::OkStatus();
 }
 
 absl::Status ValueLog::OpenEveryReader() {
+  uint64_t unsealed_bytes = 0;
   for (const vlog::SegmentInfo& info : set_.Segments()) {
     if (info.obsolete) continue;
     absl::StatusOr<std::shared_ptr<const vlog::SegmentReader>> reader = readers_.Get(info.segment_id);
@@ -219,7 +242,15 @@ absl::Status ValueLog::OpenEveryReader() {
                                               ": missing; the manifest lists this value-log segment"));
     }
     CAIRN_RETURN_IF_ERROR(reader.status());
+    // The manifest records no size for a segment being written; a
+    // read-write open counts it through its writer. Taken once here, as
+    // GetTotals runs often and nothing changes the file for this DB.
+    if (info.sealed) continue;
+    CAIRN_ASSIGN_OR_RETURN(uint64_t size, (*reader)->FileSize());
+    unsealed_bytes += size;
   }
+  absl::MutexLock l(&active_mu_);
+  unsealed_bytes_at_open_ = unsealed_bytes;
   return absl::OkStatus();
 }
 
@@ -271,7 +302,12 @@ absl::StatusOr<std::unique_ptr<vlog::SegmentWriter>> ValueLog::CreateFlushSegmen
   const uint64_t id = options_.new_file_number();
   vlog::SegmentWriterOptions wo = WriterOptions();
   wo.sync_header = false;  // the flush syncs it whole before the manifest names it
-  return vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, wo);
+  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
+                         vlog::SegmentWriter::Create(fs_, SegmentPath(id), id, wo));
+  // Under the default options values below separate_at_flush_below are
+  // written only here: the active segment may never be opened to say it.
+  NoteDirectFallback(*writer);
+  return writer;
 }
 
 vlog::SegmentWriterOptions ValueLog::WriterOptions() const {
@@ -289,17 +325,21 @@ vlog::SegmentWriterOptions ValueLog::WriterOptions() const {
 
 void ValueLog::NoteDirectFallback(vlog::SegmentWriter& writer) {
   io::WritableFile* file = writer.file();
-  if (!options_.direct_writes || file == nullptr || file->direct() || noted_fallback_) return;
-  noted_fallback_ = true;
+  if (!options_.direct_writes || file == nullptr || file->direct()) return;
+  NoteDirectRefused(writer.path());
+}
+
+void ValueLog::NoteDirectRefused(const std::string& path) {
+  if (noted_fallback_.exchange(true, std::memory_order_relaxed)) return;
   if (options_.note) {
-    options_.note(absl::StrCat("value log: ", fs_->Name(), " refused O_DIRECT for ",
-                               writer.path(), "; appending through the page cache instead"));
+    options_.note(absl::StrCat("value log: ", fs_->Name(), " refused O_DIRECT for ", path,
+                               "; appending through the page cache instead"));
   }
 }
 
 uint64_t ValueLog::ActiveBytes() const {
   absl::MutexLock l(&active_mu_);
-  return active_ == nullptr ? 0 : active_->size();
+  return active_ == nullptr ? unsealed_bytes_at_open_ : active_->size();
 }
 
 std::optional<std::pair<uint64_t, uint64_t>> ValueLog::ActiveSegment() const {
@@ -353,7 +393,29 @@ absl::Status ValueLog::AppendPrepared(absl::Span<const vlog::PreparedRecords* co
 }
 
 absl::Status ValueLog::Flush() { return active_ == nullptr ? absl::OkStatus() : active_->Flush(); }
-absl::Status ValueLog::Sync() { return active_ == nullptr ? absl::OkStatus() : active_->Sync(); }
+absl::Status ValueLog::Sync() {
+  if (active_ == nullptr) return absl::OkStatus();
+  // Every byte appended before the sync starts is durable once it returns.
+  const uint64_t size = active_->size();
+  CAIRN_RETURN_IF_ERROR(active_->Sync());
+  absl::MutexLock l(&active_mu_);
+  synced_ = {active_->segment_id(), size};
+  return absl::OkStatus();
+}
+
+void ValueLog::AddSyncedSize(vlog::SegmentEdit* edit) const {
+  SyncedSize synced;
+  {
+    absl::MutexLock l(&active_mu_);
+    synced = synced_;
+  }
+  if (synced.size == 0) return;
+  const std::optional<vlog::SegmentInfo> info = set_.Get(synced.segment_id);
+  if (!info.has_value() || info->sealed || info->obsolete || info->synced_size >= synced.size) {
+    return;
+  }
+  edit->SyncedTo(synced.segment_id, synced.size);
+}
 io::WritableFile* ValueLog::active_file() { return active_ == nullptr ? nullptr : active_->file(); }
 
 absl::Status ValueLog::Get(std::string_view key, std::string_view stored, std::string* value,
@@ -383,7 +445,8 @@ ValueLog::Totals ValueLog::GetTotals() const {
   t.punched_bytes = st.punched_bytes;
   {
     absl::MutexLock l(&active_mu_);
-    if (active_ != nullptr) t.bytes += active_->size();
+    // A read-only DB has no writer: its unsealed segments' sizes at open.
+    t.bytes += active_ == nullptr ? unsealed_bytes_at_open_ : active_->size();
   }
   t.cache_hits = cache_.hits();
   t.cache_misses = cache_.misses();

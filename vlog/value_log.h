@@ -15,6 +15,7 @@
 #define CAIRN_VLOG_VALUE_LOG_H_
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -148,6 +149,17 @@ class ValueLog {
   io::WritableFile* active_file();
   // Flush and fdatasync the active segment.
   absl::Status Sync();
+  // Tells options_.note, once for the life of this ValueLog, that
+  // direct_writes was asked for and the file system refused O_DIRECT for
+  // path, which is appended through the page cache instead. The value log's
+  // own segments call it themselves; GC's output reports through
+  // gc::GcJobOptions::note_direct_refused. Any thread.
+  void NoteDirectRefused(const std::string& path);
+  // Adds to *edit the size of the active segment that the last Sync (or
+  // recovery) made durable, when the manifest records less: an edit that
+  // installs tables pointing into that segment carries it, so that recovery
+  // never cuts what they reference (vlog::SegmentEdit::SyncedTo).
+  void AddSyncedSize(vlog::SegmentEdit* edit) const;
 
   // Read path: resolves one pointer (value cache, then one device read).
   // fill_cache false (ReadOptions::fill_cache): a value read from the
@@ -193,8 +205,11 @@ class ValueLog {
   void Retire(std::unique_ptr<InFlightReads> reads);
 
   // Opens the reader of every segment not obsolete and keeps it (a
-  // read-only DB, whose files a writer may delete). Errors: those of
-  // SegmentReader::Open, e.g. DataLoss naming a missing file.
+  // read-only DB, whose files a writer may delete), and takes the size of
+  // each unsealed one's file, which GetTotals and ActiveBytes then count:
+  // the manifest records none, and a read-only DB has no active segment.
+  // Errors: those of SegmentReader::Open, e.g. DataLoss naming a missing
+  // file.
   absl::Status OpenEveryReader();
   // Closes the cached reader of a segment (before its file is deleted).
   void EvictReader(uint64_t segment_id) { readers_.Evict(segment_id); }
@@ -206,15 +221,16 @@ class ValueLog {
 
   struct Totals {
     uint64_t segments = 0;
-    uint64_t bytes = 0;          // on disk, the active segment included
+    uint64_t bytes = 0;          // on disk, the unsealed segments included
     uint64_t garbage_bytes = 0;  // counted by flushes and compactions
     uint64_t punched_bytes = 0;  // of the garbage, punched out (not on disk)
     uint64_t cache_hits = 0, cache_misses = 0;
     uint64_t cache_bytes = 0, cache_capacity = 0;
   };
   Totals GetTotals() const;
-  // The active segment's bytes on disk (0 when none is active): one lock,
-  // where GetTotals also sums the cache's shards. For the write path.
+  // The active segment's bytes on disk (0 when none is active; for a
+  // read-only DB, its unsealed segments' at open): one lock, where
+  // GetTotals also sums the cache's shards. For the write path.
   uint64_t ActiveBytes() const;
   const vlog::SegmentSet& segment_set() const { return set_; }
   // The active segment's id -> (bytes, records); empty when none is active.
@@ -230,8 +246,8 @@ class ValueLog {
 
   absl::Status RollSegment();
   vlog::SegmentWriterOptions WriterOptions() const;
-  // Tells options_.note, once, when direct_writes was asked for and the
-  // file system refused it for writer's file.
+  // NoteDirectRefused for writer's file when direct_writes was asked for
+  // and the file system refused it.
   void NoteDirectFallback(vlog::SegmentWriter& writer);
   std::string SegmentPath(uint64_t id) const;
   // The end of the last whole record of an unsealed segment (scanned once
@@ -253,10 +269,22 @@ class ValueLog {
   // Written only by the write leader; active_mu_ lets others read it.
   mutable absl::Mutex active_mu_;
   std::unique_ptr<vlog::SegmentWriter> active_;
+  // The active segment's bytes the last Sync made durable (AddSyncedSize).
+  struct SyncedSize {
+    uint64_t segment_id = 0;
+    uint64_t size = 0;
+  };
+  SyncedSize synced_ ABSL_GUARDED_BY(active_mu_);
+  // A read-only DB's unsealed segments' file sizes at open
+  // (OpenEveryReader), counted in place of an active segment's; they never
+  // change for it.
+  uint64_t unsealed_bytes_at_open_ ABSL_GUARDED_BY(active_mu_) = 0;
   absl::flat_hash_map<uint64_t, uint64_t> unsealed_valid_end_;  // recovery only
   absl::Mutex retired_mu_;
   std::vector<std::unique_ptr<InFlightReads>> retired_ ABSL_GUARDED_BY(retired_mu_);
-  bool noted_fallback_ = false;  // NoteDirectFallback spoke (write group only)
+  // NoteDirectRefused spoke. Atomic: the write leader, flushes and GC jobs
+  // create segments concurrently.
+  std::atomic<bool> noted_fallback_{false};
 };
 
 }  // namespace cairn::vlog

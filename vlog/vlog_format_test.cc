@@ -75,6 +75,7 @@ TEST(VlogFormatTest, GoldenPointerMatchesTheFormatDoc) {
 TEST(VlogFormatTest, GoldenSegmentSetRecordsMatchTheFormatDoc) {
   SegmentEdit edit;
   edit.AddSegment(7, SegmentKind::kFresh);
+  edit.SyncedTo(7, 49);
   edit.SealSegment(7, 66, 2);
   edit.AddGarbage(7, 21, 1);
   edit.PunchRuns(7, {{28, 49}});
@@ -187,10 +188,31 @@ TEST(VlogFormatTest, ParseRecordNamesWhatIsWrong) {
   EXPECT_EQ(ParseRecord(flagged, &r), RecordCheck::kBadFlags);
 
   std::string huge = good;
-  io::EncodeFixed32(huge.data() + 8, kMaxRecordValueSize + 1);
+  io::EncodeFixed32(huge.data() + 8, kMaxRecordStoredSize + 1);
   EXPECT_EQ(ParseRecord(huge, &r), RecordCheck::kBadLength);
   io::EncodeFixed32(huge.data() + 4, kMaxRecordKeySize + 1);
   EXPECT_EQ(ParseRecord(huge, &r), RecordCheck::kBadLength);
+
+  // A stored value longer than the largest value (a chunked one near the
+  // limit, table included) is a length in range: these bytes are only cut
+  // short.
+  std::string long_stored = good;
+  for (uint64_t len : {uint64_t{kMaxRecordValueSize} + 1, kMaxRecordStoredSize}) {
+    io::EncodeFixed32(long_stored.data() + 8, static_cast<uint32_t>(len));
+    EXPECT_EQ(ParseRecord(long_stored, &r), RecordCheck::kTruncated) << len;
+  }
+}
+
+TEST(VlogFormatTest, StoredSizeLimitCoversTheLargestChunkedValue) {
+  // The table of a largest value in default chunks: 4096 entries.
+  EXPECT_EQ(ChunkTableSize(kMaxRecordValueSize, kDefaultValueChunkSize),
+            kChunkTableHeaderSize + 4096 * kChunkEntrySize);
+  EXPECT_EQ(ChunkTableSize(kDefaultValueChunkSize + 1, kDefaultValueChunkSize),
+            kChunkTableHeaderSize + 2 * kChunkEntrySize);
+  EXPECT_GE(kMaxRecordStoredSize,
+            kMaxRecordValueSize + ChunkTableSize(kMaxRecordValueSize, kDefaultValueChunkSize));
+  EXPECT_EQ(kMaxRecordStoredSize, 269'520'976u);  // as docs/vlog_format.md states
+  EXPECT_EQ(kMaxRecordSize, RecordSize(kMaxRecordKeySize, kMaxRecordStoredSize));
 }
 
 TEST(VlogFormatTest, ZeroedBytesAreNeverAValidRecord) {
