@@ -175,6 +175,64 @@ TEST_P(DirectWritesTest, RefusedDirectIoFallsBackToBufferedWritesWithANote) {
   }
 }
 
+TEST_P(DirectWritesTest, RefusedDirectIoIsNotedForFlushSegments) {
+  // Under the default options values of 4-16 KiB are separated by the
+  // flush into segments of its own: no active segment is ever opened, and
+  // the note must come from the flush's segments.
+  io::SetDirectIoRefusedForTesting(true);
+  Options o;
+  o.direct_writes = true;
+  o.memtable_size = 1 << 20;
+  {
+    auto db = DB::Open(o, dir_);
+    ASSERT_TRUE(db.ok()) << db.status();
+    for (int i = 0; i < 300; ++i) {
+      ASSERT_TRUE((*db)->Put({}, absl::StrCat("k", i), ValueOf(8192 + i)).ok());
+    }
+    ASSERT_TRUE((*db)->Flush().ok());
+    EXPECT_GT((*db)->GetStats().vlog_segments, 0u);
+    ASSERT_TRUE((*db)->Close().ok());
+  }
+  const std::string log = InfoLog();
+  EXPECT_NE(log.find("refused O_DIRECT"), std::string::npos) << log;
+  EXPECT_NE(log.find("appending through the page cache instead"), std::string::npos) << log;
+}
+
+TEST_P(DirectWritesTest, RefusedDirectIoIsNotedForGcOutput) {
+  // The values are written with O_DIRECT granted; it is refused only from
+  // the collection on, whose output segment is then the one file written
+  // buffered.
+  Options o = DirectOptions();
+  o.gc_space_amp_trigger = 0;  // only the RunGC below collects
+  auto db = DB::Open(o, dir_);
+  ASSERT_TRUE(db.ok()) << db.status();
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE((*db)->Put({}, absl::StrCat("k", i), ValueOf(8192 + i)).ok());
+  }
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE((*db)->Put({}, absl::StrCat("k", i), ValueOf(4096 + i)).ok());
+  }
+  ASSERT_TRUE((*db)->Flush().ok());
+  ASSERT_TRUE((*db)->CompactRange(nullptr, nullptr).ok());  // counts the garbage
+  io::SetDirectIoRefusedForTesting(true);
+  absl::StatusOr<GcResult> gc = (*db)->RunGC();
+  ASSERT_TRUE(gc.ok()) << gc.status();
+  EXPECT_GT(gc->records_relocated, 0u);  // an output segment was written
+  ASSERT_TRUE((*db)->Close().ok());
+  const std::string log = InfoLog();
+  EXPECT_NE(log.find("refused O_DIRECT"), std::string::npos) << log;
+  EXPECT_NE(log.find("appending through the page cache instead"), std::string::npos) << log;
+  io::SetDirectIoRefusedForTesting(false);
+  db->reset();
+  db = DB::Open(o, dir_);
+  ASSERT_TRUE(db.ok()) << db.status();
+  for (int i = 0; i < 300; ++i) {
+    std::string v;
+    ASSERT_TRUE((*db)->Get({}, absl::StrCat("k", i), &v).ok()) << i;
+    ASSERT_EQ(v, ValueOf(i < 200 ? 4096 + i : 8192 + i)) << i;
+  }
+}
+
 TEST_P(DirectWritesTest, SegmentsRollAndReopenWithNoPaddingLeftBehind) {
   // Sealed segments are exactly their records on disk, and the unsealed
   // one a reopen continues is too (Close cuts the padding).

@@ -254,6 +254,56 @@ TEST_F(ReadOnlyTest, TornWalTailEndsTheReplay) {
   db->reset();
 }
 
+TEST_F(ReadOnlyTest, ValueLogSpaceIsReportedAsAReadWriteOpenReportsIt) {
+  // Values of 20 KB go to the active segment as they are written; it is
+  // left unsealed at the close, and the manifest records no size for it:
+  // a read-only open, which continues no segment, must count its file.
+  Options o;
+  o.gc_space_amp_trigger = 0;
+  {
+    auto db = OpenWithFileSystem(o, "/db", fs_);
+    ASSERT_OK(db);
+    for (int i = 0; i < 100; ++i) {
+      ASSERT_OK((*db)->Put({}, Key(i), std::string(20000, 'a' + i % 26)));
+    }
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_OK((*db)->Put({}, Key(i), std::string(20000, 'A' + i % 26)));
+    }
+    ASSERT_OK((*db)->Flush());
+    ASSERT_OK((*db)->Close());
+  }
+  uint64_t files = 0;
+  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir("/db");
+  ASSERT_OK(names);
+  for (const std::string& name : *names) {
+    uint64_t number;
+    lsm::FileType type;
+    if (lsm::ParseFileName(name, &number, &type) && type == lsm::FileType::kValueLog) {
+      absl::StatusOr<uint64_t> size = fs_->GetFileSize(io::JoinPath("/db", name));
+      ASSERT_OK(size);
+      files += *size;
+    }
+  }
+  ASSERT_GT(files, 150u * 20000);
+  Stats ro;
+  {
+    auto db = OpenForReadOnlyWithFileSystem(o, "/db", fs_);
+    ASSERT_OK(db);
+    ro = (*db)->GetStats();
+  }
+  auto db = OpenWithFileSystem(o, "/db", fs_);
+  ASSERT_OK(db);
+  const Stats rw = (*db)->GetStats();
+  EXPECT_EQ(rw.vlog_bytes, files);
+  EXPECT_EQ(ro.vlog_bytes, rw.vlog_bytes);
+  EXPECT_EQ(ro.vlog_segments, rw.vlog_segments);
+  EXPECT_EQ(ro.vlog_garbage_bytes, rw.vlog_garbage_bytes);
+  EXPECT_GT(rw.vlog_space_amplification, 1.0);
+  EXPECT_DOUBLE_EQ(ro.vlog_space_amplification, rw.vlog_space_amplification);
+  EXPECT_GT(ro.gc_space_amplification, 1.0);
+  ASSERT_OK((*db)->Close());
+}
+
 // The real file system, a writer in another process holding the LOCK.
 class ReadOnlyProcessTest : public ::testing::Test {
  protected:

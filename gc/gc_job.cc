@@ -286,6 +286,10 @@ class GcJob {
     wo.sync_header = false;  // synced whole before the manifest names it
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<vlog::SegmentWriter> writer,
                            vlog::SegmentWriter::Create(fs_, output_path_, output_id_, wo));
+    if (options_.direct_writes && options_.note_direct_refused && writer->file() != nullptr &&
+        !writer->file()->direct()) {
+      options_.note_direct_refused(output_path_);
+    }
     // The directory entry's sync runs beside the appends below
     // (io::StartSyncDir): started once the file exists, it covers the entry, and
     // the edit that names the segment waits for it. Done after the output's

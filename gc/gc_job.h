@@ -70,6 +70,10 @@ struct GcJobOptions {
   bool direct_writes = false;
   // Buffered output starts writeback every this many bytes (0: never).
   uint64_t writeback_bytes = 0;
+  // Called with the output's path when direct_writes was asked for and the
+  // file system refused O_DIRECT for it, so that it is written through the
+  // page cache (the DB says so in its info log, once). May be empty.
+  std::function<void(const std::string& path)> note_direct_refused;
 };
 
 // What one job did. Byte counts are of the segments' files.

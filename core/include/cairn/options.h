@@ -164,11 +164,15 @@ struct Options {
   // Size ratio between adjacent levels. Default: 10.
   int level_size_multiplier = 10;
   // Estimated bytes compaction is behind by (RocksDB's estimate) at which
-  // writes slow down (default 64 GiB) and stop (default 256 GiB).
+  // writes slow down (default 64 GiB) and stop (default 256 GiB). 0 turns
+  // that limit off, as in RocksDB.
   uint64_t soft_pending_compaction_bytes_limit = uint64_t{64} << 30;
   uint64_t hard_pending_compaction_bytes_limit = uint64_t{256} << 30;
   // Garbage collection of the value log. A segment is collected only when at
   // least this share of its bytes is garbage. Default: 0.5 (docs/gc.md).
+  // Small segments (under a sixteenth of value_log_segment_size) are merged
+  // whatever their garbage once there are 8 (docs/gc.md, "Merging small
+  // segments").
   double gc_min_garbage_ratio = 0.5;
   // Background GC runs while the value log's space amplification (its bytes
   // on disk over its live bytes) exceeds this; 0 disables background GC
