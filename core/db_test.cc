@@ -365,6 +365,7 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
       {"value_log_segment_size", [](Options& o) { o.value_log_segment_size = (64 << 10) - 1; }},
       {"value_log_segment_size",
        [](Options& o) { o.value_log_segment_size = (uint64_t{4} << 30) + 1; }},
+      {"listeners", [](Options& o) { o.listeners.push_back(nullptr); }},
   };
   for (const Case& c : bad) {
     Options o = SmallOptions();
@@ -392,6 +393,7 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
       [](Options& o) { o.max_subcompactions = 64; },
       [](Options& o) { o.compaction_readahead_size = 0; },
       [](Options& o) { o.compaction_readahead_size = kMaxReadaheadSize; },
+      [](Options& o) { o.hard_pending_compaction_bytes_limit = 0; },
   };
   for (size_t i = 0; i < good.size(); ++i) {
     Options o = SmallOptions();
@@ -399,6 +401,22 @@ TEST_F(DBTest, NanAndOutOfRangeOptionsAreInvalidArgumentNamingTheOption) {
     const std::string path = absl::StrCat("/good", i);
     EXPECT_OK(OpenWithFileSystem(o, path, fs_)) << i;
   }
+}
+
+// A pending-compaction limit of 0 is off, as in RocksDB: writes neither
+// slow down nor stop for compaction debt (they used to stop for good).
+TEST_F(DBTest, PendingCompactionLimitsOfZeroAreOff) {
+  Options o = SmallOptions();
+  o.soft_pending_compaction_bytes_limit = 0;
+  o.hard_pending_compaction_bytes_limit = 0;
+  Reopen(o);
+  for (int i = 0; i < 200; ++i) ASSERT_OK(db_->Put({}, absl::StrCat("k", i), std::string(500, 'v')));
+  ASSERT_OK(db_->Flush());
+  ASSERT_OK(db_->Put({}, "after", "v"));
+  ASSERT_OK(db_->Flush());
+  const Stats stats = db_->GetStats();
+  EXPECT_EQ(stats.stall_slowdowns, 0u);
+  EXPECT_EQ(stats.stall_stops, 0u);
 }
 
 // Tables are read in large reads by compactions (compaction_readahead_size)

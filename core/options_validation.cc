@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "absl/strings/str_cat.h"
+
 namespace cairn {
 
 // Every Options field with a limit is checked here (a comparison written as
@@ -9,7 +11,7 @@ namespace cairn {
 // cache_size, block_cache_size, value_cache_size (0: no cache, or no cache
 // of its own), gc_bytes_per_sec (0 turns it off), value_separation_threshold
 // (0 separates every value) and the pending-compaction limits (only their
-// order matters).
+// order matters, and 0 turns one off). Listeners must not be null.
 absl::Status ValidateOptions(const Options& o) {
   if (o.memtable_size < (64 << 10) || o.memtable_size > (size_t{4} << 30)) {
     return absl::InvalidArgumentError("Options::memtable_size must be in [64 KiB, 4 GiB]");
@@ -50,7 +52,8 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.target_file_size < (64 << 10) || o.target_file_size > (size_t{4} << 30)) {
     return absl::InvalidArgumentError("Options::target_file_size must be in [64 KiB, 4 GiB]");
   }
-  if (o.soft_pending_compaction_bytes_limit > o.hard_pending_compaction_bytes_limit) {
+  if (o.hard_pending_compaction_bytes_limit != 0 &&
+      o.soft_pending_compaction_bytes_limit > o.hard_pending_compaction_bytes_limit) {
     return absl::InvalidArgumentError(
         "Options: soft_pending_compaction_bytes_limit exceeds the hard limit");
   }
@@ -84,6 +87,12 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.value_log_segment_size < (64 << 10) || o.value_log_segment_size > (uint64_t{4} << 30)) {
     return absl::InvalidArgumentError(
         "Options::value_log_segment_size must be in [64 KiB, 4 GiB]");
+  }
+  for (size_t i = 0; i < o.listeners.size(); ++i) {
+    if (o.listeners[i] == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("Options::listeners[", i, "] is null"));
+    }
   }
   return absl::OkStatus();
 }
