@@ -33,6 +33,11 @@ std::string ParentDir(const std::string& path) {
   return path.substr(0, slash);
 }
 
+std::string StripTrailingSlashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
 // Builds one checkpoint directory: each file linked or copied into it.
 class CheckpointBuilder {
  public:
@@ -143,8 +148,12 @@ absl::Status DBImpl::OpenCheckpointOnce(const std::string& dir) {
   return absl::OkStatus();  // closed here; its LOCK file stays, as in any database
 }
 
-absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& dir) {
-  if (dir.empty()) return absl::InvalidArgumentError("CreateCheckpoint: empty directory name");
+absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& target) {
+  if (target.empty()) return absl::InvalidArgumentError("CreateCheckpoint: empty directory name");
+  // "cp/" names the directory "cp": without the slash the temporary goes
+  // beside it as "cp.checkpoint-tmp", not inside a "cp/" that does not
+  // exist yet. A lone "/" stays (and exists).
+  const std::string dir = StripTrailingSlashes(target);
   if (fs_->FileExists(dir)) {
     return absl::AlreadyExistsError(
         absl::StrCat("CreateCheckpoint: ", dir, " already exists (a checkpoint goes to a new directory)"));

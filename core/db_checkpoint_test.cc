@@ -127,6 +127,22 @@ TEST_F(DbCheckpointTest, RefusesAnExistingDirectoryAndALeftoverTemporary) {
   EXPECT_EQ(db_->CreateCheckpoint("").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// "/cp/" names the directory "/cp": the temporary is built beside it, not
+// inside a "/cp/" that does not exist yet (which failed with NotFound).
+TEST_F(DbCheckpointTest, TrailingSlashesNameTheSameDirectory) {
+  Open(SmallOptions());
+  Fill(50, 1000);
+  absl::StatusOr<CheckpointResult> r = db_->CreateCheckpoint("/cp//");
+  ASSERT_OK(r.status());
+  EXPECT_FALSE(fs_->FileExists("/cp.checkpoint-tmp"));
+  ExpectHoldsModel("/cp", SmallOptions());
+  // Refused as an existing directory, as without the slash.
+  r = db_->CreateCheckpoint("/cp/");
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kAlreadyExists) << r.status();
+  // A lone "/" is the root, never stripped to an empty name.
+  EXPECT_FALSE(db_->CreateCheckpoint("/").ok());
+}
+
 TEST_F(DbCheckpointTest, InlineValueDatabaseAndRepeatedCheckpoints) {
   Options o = SmallOptions();
   o.value_separation_threshold = kInlineValues;

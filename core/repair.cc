@@ -167,8 +167,12 @@ class Repairer {
       for (const auto& f : v->files(level)) {
         const std::string name = BaseName(lsm::TableFileName(dbname_, f->number));
         if (!present.contains(name)) {
-          Lost(absl::StrFormat("%s: in the manifest at L%d (%d entries, %d bytes), but missing",
-                               name, level, f->num_entries, f->file_size));
+          // The key range tells the operator which keys may now be missing
+          // or hold an older value from another file.
+          Lost(absl::StrFormat(
+              "%s: in the manifest at L%d (%d entries, %d bytes, keys '%s' to '%s'), but missing",
+              name, level, f->num_entries, f->file_size, KeyText(f->smallest_user_key()),
+              KeyText(f->largest_user_key())));
         }
       }
     }
@@ -244,35 +248,91 @@ class Repairer {
     }
   }
 
+  // Record by record; a bad record is skipped and reading resumes at the
+  // next one that verifies, so that damage in the middle loses only what it
+  // hit. Applying the records after a gap is safe in any order: Keep keeps
+  // the highest sequence per key, whichever file or offset it came from.
   void ReadWal(uint64_t number) {
     const std::string path = lsm::LogFileName(dbname_, number);
     const std::string name = BaseName(path);
-    absl::StatusOr<std::unique_ptr<lsm::LogReader>> reader =
+    absl::StatusOr<std::unique_ptr<lsm::LogReader>> opened =
         lsm::LogReader::Open(fs_.get(), path, number);
-    if (!reader.ok()) {
-      Lost(absl::StrCat(name, ": the whole WAL: ", reader.status().ToString()));
+    if (!opened.ok()) {
+      Lost(absl::StrCat(name, ": the whole WAL: ", opened.status().ToString()));
       return;
     }
+    lsm::LogReader& reader = **opened;
     ++report_->wals_read;
     std::string scratch;
     std::string_view record;
-    while ((*reader)->ReadRecord(&record, &scratch)) {
-      const uint64_t offset = (*reader)->last_record_offset();
-      absl::Status s = WriteBatchInternal::ForEach(
-          record, [&](lsm::SequenceNumber seq, lsm::ValueType type, std::string_view key,
-                      std::string_view value) {
-            Keep(key, seq, type, value, name);
-            return absl::OkStatus();
-          });
-      if (!s.ok()) Lost(absl::StrFormat("%s: batch at offset %d: %s", name, offset, s.ToString()));
+    // The sequence after the last batch read (0 before the first), and the
+    // gap passed over since then with why, reported once the batch after
+    // it tells which sequences went with it.
+    lsm::SequenceNumber next_sequence = 0;
+    std::optional<lsm::LogReader::SkippedRange> gap;
+    std::string gap_why;
+    while (true) {
+      while (reader.ReadRecord(&record, &scratch)) {
+        const uint64_t offset = reader.last_record_offset();
+        lsm::SequenceNumber first = 0;
+        uint64_t count = 0;
+        absl::Status s = WriteBatchInternal::ForEach(
+            record, [&](lsm::SequenceNumber seq, lsm::ValueType type, std::string_view key,
+                        std::string_view value) {
+              if (count++ == 0) first = seq;
+              Keep(key, seq, type, value, name);
+              return absl::OkStatus();
+            });
+        if (!s.ok()) {
+          Lost(absl::StrFormat("%s: batch at offset %d: %s", name, offset, s.ToString()));
+        }
+        if (gap.has_value()) {
+          Lost(GapLine(name, *gap, gap_why, next_sequence, count > 0 ? first : 0));
+          gap.reset();
+        }
+        if (count > 0) next_sequence = first + count;
+      }
+      if (reader.status().ok()) break;
+      const std::string why = reader.status().ToString();
+      std::optional<lsm::LogReader::SkippedRange> skipped = reader.SkipCorruption();
+      if (!skipped.has_value()) break;
+      // A record right after a resync can be bad as well; the range then
+      // grows (valid_end_offset() has not moved), and the first reason stays.
+      if (!gap.has_value()) gap_why = why;
+      gap = skipped;
     }
     const uint64_t size = fs_->GetFileSize(path).value_or(0);
-    if (!(*reader)->status().ok() || (*reader)->hit_torn_tail()) {
-      const uint64_t end = (*reader)->valid_end_offset();
+    if (!reader.status().ok() || reader.hit_torn_tail()) {
+      // From the end of the last good record: this covers a gap still
+      // waiting for its next batch.
+      const uint64_t end = reader.valid_end_offset();
       Lost(absl::StrFormat("%s: bytes [%d, %d): %s", name, end, size,
-                           (*reader)->status().ok() ? "a torn or unreadable tail"
-                                                    : (*reader)->status().ToString()));
+                           reader.status().ok() ? "a torn or unreadable tail"
+                                                : reader.status().ToString()));
+    } else if (gap.has_value()) {
+      Lost(GapLine(name, *gap, gap_why, next_sequence, 0));
     }
+  }
+
+  // The report line of a WAL gap. before: the sequence after the last batch
+  // read before it, after: the first one read after it (0: unknown).
+  static std::string GapLine(const std::string& name, const lsm::LogReader::SkippedRange& gap,
+                             const std::string& why, lsm::SequenceNumber before,
+                             lsm::SequenceNumber after) {
+    std::string sequences;
+    if (before != 0 && after == before + 1) {
+      sequences = absl::StrFormat(" (sequence %d lost)", before);
+    } else if (before != 0 && after > before) {
+      sequences = absl::StrFormat(" (sequences %d to %d lost)", before, after - 1);
+    } else if (after != 0 && before == 0) {
+      sequences = absl::StrFormat(" (the WAL's sequences before %d lost)", after);
+    } else if (before != 0 && after != 0 && after < before) {
+      // Not the order the writer keeps; harmless here (the highest sequence
+      // of a key wins), but worth the operator's eye.
+      sequences = absl::StrFormat(" (sequence %d follows %d)", after, before - 1);
+    }
+    return absl::StrFormat("%s: bytes [%d, %d) skipped%s: %s", name, gap.begin, gap.end,
+                           sequences, why);
   }
 
   // The value of a salvaged pointer entry, or why it cannot be read.

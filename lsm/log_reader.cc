@@ -132,9 +132,36 @@ std::optional<uint64_t> LogReader::FindValidFragment(uint64_t from) const {
   return std::nullopt;
 }
 
+std::optional<uint64_t> LogReader::FindRecordStart(uint64_t from) const {
+  // A middle or last fragment after a bad spot belongs to a record whose
+  // first fragment is lost or bad; reading cannot start there.
+  for (std::optional<uint64_t> at = FindValidFragment(from); at.has_value();
+       at = FindValidFragment(*at + 1)) {
+    // The type byte follows the checksum (4 bytes) and the length (2).
+    const auto type = static_cast<LogFragmentType>(contents_[*at + 4 + 2]);
+    if (type == LogFragmentType::kFull || type == LogFragmentType::kFirst) return at;
+  }
+  return std::nullopt;
+}
+
+std::optional<LogReader::SkippedRange> LogReader::SkipCorruption() {
+  if (status_.ok()) return std::nullopt;
+  // Past the bad record's first byte: every fragment between there and the
+  // next record start is part of it or of another record that lost its
+  // first fragment, and a record start the bad record ran into ("lacks its
+  // last fragment") is found again.
+  const std::optional<uint64_t> next = FindRecordStart(bad_record_offset_ + 1);
+  if (!next.has_value()) return std::nullopt;
+  pos_ = *next;
+  done_ = false;
+  status_ = absl::OkStatus();
+  return SkippedRange{.begin = valid_end_, .end = *next};
+}
+
 bool LogReader::Stop(uint64_t record_offset, uint64_t scan_from, const std::string& why) {
   done_ = true;
   if (std::optional<uint64_t> next = FindValidFragment(scan_from)) {
+    bad_record_offset_ = record_offset;
     status_ = absl::DataLossError(absl::StrCat(path_, ": corrupt log record at offset ",
                                                record_offset, ": ", why,
                                                "; a valid fragment follows at offset ", *next));

@@ -63,6 +63,23 @@ class LogReader {
   // The format version the header names; 0 when the header is torn.
   uint32_t format_version() const { return version_; }
 
+  // Bytes [begin, end) of the file that SkipCorruption passed over.
+  struct SkippedRange {
+    uint64_t begin = 0;
+    uint64_t end = 0;
+  };
+  // For a salvage, which wants every record that can still be read: after
+  // ReadRecord stopped at corruption in the middle (status() DataLoss),
+  // moves to the next fragment after the bad record that verifies and can
+  // begin a record (full or first), and clears status(), so that ReadRecord
+  // goes on from there. Returns the bytes passed over, from the end of the
+  // last good record (valid_end_offset()) to where reading resumes; nullopt,
+  // with nothing changed, when status() is OK or no such fragment follows.
+  // Whatever the range held is gone, so the record read next need not be
+  // the one that followed the last record read. DB recovery does not use
+  // this: it refuses a log with a hole rather than replay around it.
+  std::optional<SkippedRange> SkipCorruption();
+
  private:
   LogReader(std::string path, std::string contents, uint64_t log_number);
 
@@ -74,6 +91,8 @@ class LogReader {
   bool FragmentVerifiesAt(uint64_t offset) const;
   // The first offset at or after `from` where a fragment verifies.
   std::optional<uint64_t> FindValidFragment(uint64_t from) const;
+  // The same, for a fragment that begins a record (full or first).
+  std::optional<uint64_t> FindRecordStart(uint64_t from) const;
   // Ends reading at a bad record starting at record_offset. Whether any
   // fragment verifies at or after scan_from decides between a torn tail and
   // corruption. Returns false, for ReadRecord to return.
@@ -89,6 +108,8 @@ class LogReader {
   absl::Status status_;
   uint64_t valid_end_ = 0;
   uint64_t last_record_offset_ = 0;
+  // Where the bad record that set status_ to DataLoss starts.
+  uint64_t bad_record_offset_ = 0;
 };
 
 }  // namespace cairn::lsm

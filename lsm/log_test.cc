@@ -2,6 +2,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -70,6 +71,30 @@ class LogTest : public ::testing::Test {
     while ((*reader)->ReadRecord(&record, &scratch)) {
       result.records.emplace_back(record);
       result.offsets.push_back((*reader)->last_record_offset());
+    }
+    result.status = (*reader)->status();
+    result.torn = (*reader)->hit_torn_tail();
+    result.valid_end = (*reader)->valid_end_offset();
+    return result;
+  }
+
+  // Reads the whole log as a salvage does: on corruption, SkipCorruption
+  // and read on. result.status is the reader's at the end.
+  ReadResult ReadSkipping(std::vector<LogReader::SkippedRange>* skipped) {
+    ReadResult result;
+    auto reader = LogReader::Open(&fs_, kPath, kLogNumber);
+    result.open_status = reader.status();
+    if (!reader.ok()) return result;
+    std::string_view record;
+    std::string scratch;
+    while (true) {
+      while ((*reader)->ReadRecord(&record, &scratch)) {
+        result.records.emplace_back(record);
+        result.offsets.push_back((*reader)->last_record_offset());
+      }
+      std::optional<LogReader::SkippedRange> range = (*reader)->SkipCorruption();
+      if (!range.has_value()) break;
+      skipped->push_back(*range);
     }
     result.status = (*reader)->status();
     result.torn = (*reader)->hit_torn_tail();
@@ -394,6 +419,101 @@ TEST_F(LogTest, FlippingBytesAroundABlockBoundaryNeverReturnsAWrongRecord) {
       EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss);
     } else {
       EXPECT_TRUE(r.status.ok());
+      EXPECT_TRUE(r.torn);
+    }
+  }
+}
+
+TEST_F(LogTest, SkipCorruptionResumesAtTheRecordAfterABadOne) {
+  const std::vector<uint64_t> starts = Write({"first", "second", "third"});
+  std::string bytes = Contents();
+  bytes[starts[1] + kLogFragmentHeaderSize + 2] ^= 0x40;  // Inside "second".
+  SetContents(bytes);
+  std::vector<LogReader::SkippedRange> skipped;
+  ReadResult r = ReadSkipping(&skipped);
+  ASSERT_TRUE(r.open_status.ok());
+  EXPECT_EQ(Records{r.records}, (Records{{"first", "third"}}));
+  EXPECT_EQ(r.offsets, (std::vector<uint64_t>{starts[0], starts[2]}));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].begin, starts[1]);
+  EXPECT_EQ(skipped[0].end, starts[2]);
+  EXPECT_TRUE(r.status.ok()) << r.status;
+  EXPECT_FALSE(r.torn);
+}
+
+TEST_F(LogTest, SkipCorruptionPassesOverTheRestOfABadMultiBlockRecord) {
+  // The middle and last fragments of the bad record verify, but cannot
+  // begin a record: reading resumes at "after", not at them.
+  const std::vector<std::string> records = {"before", std::string(kLogBlockSize * 2, 'm'),
+                                            "after"};
+  const std::vector<uint64_t> starts = Write(records);
+  std::string bytes = Contents();
+  bytes[starts[1] + kLogFragmentHeaderSize + 1] ^= 0x01;  // In its first fragment.
+  SetContents(bytes);
+  std::vector<LogReader::SkippedRange> skipped;
+  ReadResult r = ReadSkipping(&skipped);
+  EXPECT_EQ(Records{r.records}, (Records{{"before", "after"}}));
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].begin, starts[1]);
+  EXPECT_EQ(skipped[0].end, starts[2]);
+  EXPECT_TRUE(r.status.ok()) << r.status;
+}
+
+TEST_F(LogTest, SkipCorruptionDoesNothingAtACleanEndATornTailOrWithNoRecordStartAfter) {
+  const std::vector<uint64_t> starts = Write({"first", std::string(kLogBlockSize * 2, 'm')});
+  const std::string original = Contents();
+  {
+    auto reader = LogReader::Open(&fs_, kPath, kLogNumber);
+    ASSERT_TRUE(reader.ok());
+    std::string_view record;
+    std::string scratch;
+    while ((*reader)->ReadRecord(&record, &scratch)) {
+    }
+    EXPECT_FALSE((*reader)->SkipCorruption().has_value());  // Clean end.
+  }
+  SetContents(original.substr(0, original.size() - 3));
+  std::vector<LogReader::SkippedRange> skipped;
+  ReadResult r = ReadSkipping(&skipped);  // Torn tail: status OK, nothing to skip.
+  EXPECT_TRUE(skipped.empty());
+  EXPECT_TRUE(r.torn);
+  // The last record's first fragment damaged: only fragments that cannot
+  // begin a record follow, so the status stays DataLoss.
+  std::string bytes = original;
+  bytes[starts[1] + kLogFragmentHeaderSize + 1] ^= 0x01;
+  SetContents(bytes);
+  r = ReadSkipping(&skipped);
+  EXPECT_TRUE(skipped.empty());
+  EXPECT_EQ(Records{r.records}, (Records{{"first"}}));
+  EXPECT_EQ(r.status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(r.valid_end, starts[1]);
+}
+
+// Flip each byte of a small log and read it as a salvage does: every record
+// but the one hit comes back, exact and in order, and never a wrong one.
+TEST_F(LogTest, SkippingCorruptionLosesOnlyTheRecordAFlippedByteHits) {
+  const std::vector<std::string> records = {"alpha", "", "gamma-gamma", "delta"};
+  const std::vector<uint64_t> starts = Write(records);
+  const std::string original = Contents();
+  for (size_t i = kLogFileHeaderSize; i < original.size(); ++i) {
+    SCOPED_TRACE(absl::StrCat("byte ", i));
+    std::string bytes = original;
+    bytes[i] ^= 0x20;
+    SetContents(bytes);
+    std::vector<LogReader::SkippedRange> skipped;
+    ReadResult r = ReadSkipping(&skipped);
+    ASSERT_TRUE(r.open_status.ok()) << r.open_status;
+    size_t hit = 0;
+    while (hit + 1 < starts.size() && starts[hit + 1] <= i) ++hit;
+    std::vector<std::string> want = records;
+    want.erase(want.begin() + static_cast<ptrdiff_t>(hit));
+    EXPECT_EQ(Records{r.records}, Records{want});
+    EXPECT_TRUE(r.status.ok()) << r.status;
+    if (hit + 1 < records.size()) {
+      ASSERT_EQ(skipped.size(), 1u);
+      EXPECT_EQ(skipped[0].begin, starts[hit]);
+      EXPECT_EQ(skipped[0].end, starts[hit + 1]);
+    } else {
+      EXPECT_TRUE(skipped.empty());  // The last record: a torn tail.
       EXPECT_TRUE(r.torn);
     }
   }

@@ -5,6 +5,7 @@
 // original value of every key not reported lost (nothing else: no wrong
 // value, no resurrected key), and a report that names the damaged file;
 // the originals must all be in lost/.
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -16,8 +17,12 @@
 #include "cairn/db.h"
 #include "cairn/repair.h"
 #include "gtest/gtest.h"
+#include "io/coding.h"
+#include "io/file_system.h"
 #include "io/testing/status_matchers.h"
 #include "lsm/filename.h"
+#include "lsm/log_format.h"
+#include "lsm/log_reader.h"
 #include "tests/check_tool.h"
 
 namespace cairn {
@@ -172,6 +177,35 @@ TEST_F(RepairTest, DeletedWalIsNamedAndTheFlushedKeysRemain) {
   EXPECT_EQ(RepairAndVerify(name), 200);  // exactly the keys written after the flush
 }
 
+// A table the whole manifest lists but the directory lacks: the report
+// names it with its key range, the keys the operator should look at.
+TEST_F(RepairTest, MissingTableIsReportedWithItsKeyRange) {
+  const std::vector<fs::path> tables = Files(lsm::FileType::kTable);
+  ASSERT_FALSE(tables.empty());
+  const std::string name = tables[0].filename().string();
+  fs::remove(tables[0]);
+  RepairReport report;
+  ASSERT_OK(RepairDB(TestOptions(), db_, &report));
+  auto db = DB::Open(TestOptions(), db_);
+  ASSERT_OK(db);
+  // Every key was written once, in order, so the missing keys are exactly
+  // the table's, and its range runs from the first of them to the last.
+  std::vector<std::string> missing;
+  std::string v;
+  for (int i = 0; i < kKeys; ++i) {
+    if (absl::IsNotFound((*db)->Get(ReadOptions(), Key(i), &v))) missing.push_back(Key(i));
+  }
+  ASSERT_FALSE(missing.empty());
+  const std::string want = absl::StrCat(name, ": in the manifest at L");
+  const auto line = std::find_if(report.lost.begin(), report.lost.end(), [&](const std::string& l) {
+    return l.starts_with(want);
+  });
+  ASSERT_NE(line, report.lost.end()) << report.ToString();
+  EXPECT_NE(line->find(absl::StrCat("keys '", missing.front(), "' to '", missing.back(), "'")),
+            std::string::npos)
+      << *line;
+}
+
 TEST_F(RepairTest, DamagedManifestIsRebuiltFromTheFiles) {
   const std::vector<fs::path> manifests = Files(lsm::FileType::kManifest);
   ASSERT_EQ(manifests.size(), 1u);
@@ -293,6 +327,166 @@ TEST_F(RepairTest, HeldLockIsRefusedAndNothingMoves) {
   RepairReport report;
   EXPECT_TRUE(absl::IsFailedPrecondition(RepairDB(TestOptions(), db_, &report)));
   EXPECT_FALSE(fs::exists(fs::path(db_) / "lost"));
+}
+
+// A WAL damaged in the middle, in an inline-value database whose writes
+// are all in the WAL: repair skips the bad record and reads on from the
+// next one that verifies, so only the write the damage hit is lost.
+class RepairWalTest : public ::testing::Test {
+ protected:
+  static constexpr int kWalKeys = 200;
+
+  static Options InlineOptions() {
+    Options o;
+    o.value_separation_threshold = kInlineValues;
+    return o;
+  }
+  static std::string RoundValue(int i, int round) { return absl::StrCat(Value(i), "/", round); }
+
+  void SetUp() override {
+    dir_ = fs::path(::testing::TempDir()) /
+           absl::StrCat("cairn_repair_wal_", ::getpid(), "_",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "db").string();
+  }
+  void TearDown() override {
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+
+  // rounds times kWalKeys synced puts (round r writes RoundValue(i, r)),
+  // then a clean close.
+  void Write(int rounds) {
+    auto db = DB::Open(InlineOptions(), db_);
+    ASSERT_OK(db);
+    WriteOptions sync;
+    sync.sync = true;
+    for (int round = 0; round < rounds; ++round) {
+      for (int i = 0; i < kWalKeys; ++i) {
+        ASSERT_OK((*db)->Put(sync, Key(i), RoundValue(i, round)));
+      }
+    }
+  }
+
+  // The one WAL, with the offset and first sequence of each of its records.
+  void ReadWal(fs::path* wal, std::vector<uint64_t>* starts, std::vector<uint64_t>* sequences) {
+    std::vector<fs::path> wals;
+    for (const auto& e : fs::directory_iterator(db_)) {
+      uint64_t n;
+      lsm::FileType t;
+      if (lsm::ParseFileName(e.path().filename().string(), &n, &t) &&
+          t == lsm::FileType::kLog) {
+        wals.push_back(e.path());
+      }
+    }
+    ASSERT_EQ(wals.size(), 1u);
+    *wal = wals[0];
+    uint64_t number;
+    lsm::FileType type;
+    ASSERT_TRUE(lsm::ParseFileName(wal->filename().string(), &number, &type));
+    auto file_system = io::NewFileSystem(io::IoBackend::kPosix);
+    ASSERT_OK(file_system);
+    auto reader = lsm::LogReader::Open(file_system->get(), wal->string(), number);
+    ASSERT_OK(reader);
+    std::string_view record;
+    std::string scratch;
+    while ((*reader)->ReadRecord(&record, &scratch)) {
+      if (record.size() < 12) continue;
+      starts->push_back((*reader)->last_record_offset());
+      sequences->push_back(io::DecodeFixed64(record.data()));
+    }
+    ASSERT_OK((*reader)->status());
+  }
+
+  // Flips a byte in the payload of the first record from index `from` on
+  // that is one whole fragment and not the last record; returns its index.
+  static size_t FlipInRecord(const fs::path& wal, const std::vector<uint64_t>& starts,
+                             size_t from) {
+    std::fstream f(wal, std::ios::in | std::ios::out | std::ios::binary);
+    for (size_t k = from; k + 1 < starts.size(); ++k) {
+      char type;
+      f.seekg(static_cast<std::streamoff>(starts[k] + 6));
+      f.get(type);
+      const uint64_t at = starts[k] + lsm::kLogFragmentHeaderSize + 16;  // in the key
+      if (type != static_cast<char>(lsm::LogFragmentType::kFull) || at >= starts[k + 1]) continue;
+      char c;
+      f.seekg(static_cast<std::streamoff>(at));
+      f.get(c);
+      f.seekp(static_cast<std::streamoff>(at));
+      f.put(static_cast<char>(c ^ 0x40));
+      return k;
+    }
+    ADD_FAILURE() << "no record to damage";
+    return 0;
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+TEST_F(RepairWalTest, FlippedByteMidWalLosesOnlyTheRecordItHit) {
+  Write(1);
+  fs::path wal;
+  std::vector<uint64_t> starts, sequences;
+  ReadWal(&wal, &starts, &sequences);
+  ASSERT_EQ(starts.size(), static_cast<size_t>(kWalKeys));
+  const size_t hit = FlipInRecord(wal, starts, kWalKeys / 2);
+
+  RepairReport report;
+  ASSERT_OK(RepairDB(InlineOptions(), db_, &report));
+  const std::string text = report.ToString();
+  EXPECT_EQ(report.keys_salvaged, static_cast<uint64_t>(kWalKeys - 1)) << text;
+  // The report names the bytes passed over and the write they held.
+  EXPECT_NE(text.find(absl::StrFormat("%s: bytes [%d, %d) skipped", wal.filename().string(),
+                                      starts[hit], starts[hit + 1])),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(absl::StrFormat("(sequence %d lost)", sequences[hit])), std::string::npos)
+      << text;
+  EXPECT_EQ(report.lost.size(), 1u) << text;
+
+  auto db = DB::Open(InlineOptions(), db_);
+  ASSERT_OK(db);
+  std::string v;
+  for (int i = 0; i < kWalKeys; ++i) {
+    absl::Status s = (*db)->Get(ReadOptions(), Key(i), &v);
+    if (static_cast<size_t>(i) == hit) {
+      EXPECT_TRUE(absl::IsNotFound(s)) << s;
+      continue;
+    }
+    ASSERT_OK(s) << Key(i);  // before and after the damage alike
+    EXPECT_EQ(v, RoundValue(i, 0)) << Key(i);
+  }
+  db->reset();
+  CheckReport check = RunCheckTool(db_);
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+}
+
+// The records after the gap are older and newer writes of the same keys:
+// the newest of each key wins wherever it sits, so an overwrite the damage
+// did not hit is never undone by an older write read after the gap.
+TEST_F(RepairWalTest, RecordsAfterAGapKeepTheNewestValueOfEachKey) {
+  Write(2);
+  fs::path wal;
+  std::vector<uint64_t> starts, sequences;
+  ReadWal(&wal, &starts, &sequences);
+  ASSERT_EQ(starts.size(), static_cast<size_t>(2 * kWalKeys));
+  FlipInRecord(wal, starts, kWalKeys / 2);  // a first-round write, overwritten later
+
+  RepairReport report;
+  ASSERT_OK(RepairDB(InlineOptions(), db_, &report));
+  EXPECT_EQ(report.keys_salvaged, static_cast<uint64_t>(kWalKeys)) << report.ToString();
+  EXPECT_NE(report.ToString().find(absl::StrCat(wal.filename().string(), ": bytes [")),
+            std::string::npos)
+      << report.ToString();
+  auto db = DB::Open(InlineOptions(), db_);
+  ASSERT_OK(db);
+  std::string v;
+  for (int i = 0; i < kWalKeys; ++i) {
+    ASSERT_OK((*db)->Get(ReadOptions(), Key(i), &v)) << Key(i);
+    EXPECT_EQ(v, RoundValue(i, 1)) << Key(i);
+  }
 }
 
 }  // namespace

@@ -9,8 +9,12 @@
 //      all of them when they do not), and keeps, per user key,
 //      the newest entry that can still be read (highest sequence number;
 //      a deletion counts). An SST whose footer or index cannot be read is
-//      lost whole; one with a bad data block loses the entries from that
-//      block on. A WAL loses the bytes from its first bad record on.
+//      lost whole; one with a bad data block loses that block's entries
+//      (the table's other blocks are still read). A WAL loses only its
+//      records that cannot be read: after a bad record, reading resumes at
+//      the next record that verifies, and the report names the bytes passed
+//      over and the sequences they held; a torn or unreadable tail is lost
+//      from its start to the end of the file.
 //   3. Reads the value of every kept entry that points into the value log,
 //      checking the record as a Get would; a value that cannot be read is
 //      reported by key and the key is left out (never an older value of it,
@@ -23,7 +27,8 @@
 // Limits: without a whole manifest, entries of an SST that a compaction
 // already replaced but a crash left on disk can bring back an older value
 // or a deleted key; and wherever the newer entry of a key is the one lost
-// (a bad SST block), an older entry of it in another file is what remains.
+// (a bad SST block, a skipped WAL record), an older entry of it is what
+// remains.
 // The report lists what was lost and what was not read so the operator can
 // judge. The salvage rewrites every value once, and holds
 // the salvaged keys (with inline values) in memory.
