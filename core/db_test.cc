@@ -410,7 +410,9 @@ TEST_F(DBTest, PendingCompactionLimitsOfZeroAreOff) {
   o.soft_pending_compaction_bytes_limit = 0;
   o.hard_pending_compaction_bytes_limit = 0;
   Reopen(o);
-  for (int i = 0; i < 200; ++i) ASSERT_OK(db_->Put({}, absl::StrCat("k", i), std::string(500, 'v')));
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_OK(db_->Put({}, absl::StrCat("k", i), std::string(500, 'v')));
+  }
   ASSERT_OK(db_->Flush());
   ASSERT_OK(db_->Put({}, "after", "v"));
   ASSERT_OK(db_->Flush());

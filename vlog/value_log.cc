@@ -224,8 +224,8 @@ absl::Status ValueLog::CheckSegmentFiles() {
                                               info.size, " for this sealed segment"));
     }
     if (!info.sealed && *size < info.synced_size) {
-      return absl::DataLossError(absl::StrCat(path, ": ", *size, " bytes, but the manifest records ",
-                                              info.synced_size,
+      return absl::DataLossError(absl::StrCat(path, ": ", *size,
+                                              " bytes, but the manifest records ", info.synced_size,
                                               " synced bytes for this segment being written"));
     }
   }
