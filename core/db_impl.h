@@ -46,6 +46,7 @@
 #include "gc/gc_controller.h"
 #include "gc/obsolete_segments.h"
 #include "io/file_system.h"
+#include "io/ring.h"
 #include "lsm/block_cache.h"
 #include "lsm/compaction.h"
 #include "lsm/compaction_job.h"
@@ -259,8 +260,9 @@ class DBImpl final : public DB {
   absl::Status RecoverReadOnly();
   // FailedPrecondition when the DB is closed or (for what) read-only.
   absl::Status CheckWritable(std::string_view what) const;
-  // FailedPrecondition when the DB is closed.
+  // FailedPrecondition when the DB is closed, or in a child of fork().
   absl::Status CheckNotClosed() const;
+  absl::Status ForkedChildError() const;
 
   // db_write.cc
   struct PreparedBatch;
@@ -678,6 +680,8 @@ class DBImpl final : public DB {
   const bool read_only_;
   // Set by the first Close; every later call but ReleaseSnapshot refuses.
   std::atomic<bool> closed_{false};
+  // io::ForkGeneration() at open: a child of fork() is refused every call.
+  const uint64_t fork_generation_ = io::ForkGeneration();
   absl::Mutex close_mu_;
   absl::Status close_status_ ABSL_GUARDED_BY(close_mu_);
 

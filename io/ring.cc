@@ -35,6 +35,8 @@ std::atomic<uint64_t> fork_generation{0};
 
 void AfterForkInChild();
 
+}  // namespace
+
 uint64_t ForkGeneration() {
   static const bool registered = [] {
     pthread_atfork(nullptr, nullptr, AfterForkInChild);
@@ -43,8 +45,6 @@ uint64_t ForkGeneration() {
   (void)registered;
   return fork_generation.load(std::memory_order_relaxed);
 }
-
-}  // namespace
 
 void SetRingSetupFailureForTesting(int errno_value) {
   forced_setup_errno.store(errno_value, std::memory_order_relaxed);

@@ -36,6 +36,11 @@
 
 namespace cairn::io {
 
+// Counts the forks between the first process and this one (a fork handler
+// in the child bumps it): what a process-owned object records when it is
+// set up tells whether it was inherited across fork(). An atomic load.
+uint64_t ForkGeneration();
+
 class Ring {
  public:
   // Submission queue entries; also the most operations RunBatch keeps in

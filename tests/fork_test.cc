@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "gtest/gtest.h"
@@ -108,6 +109,50 @@ TEST_F(ForkTest, ChildOpensAndWritesItsOwnDatabaseWhileTheParentWritesItsOwn) {
   std::string v;
   ASSERT_OK((*parent)->Get({}, Key(42), &v));
   EXPECT_EQ(v, Value("parent", 42));
+}
+
+// A database belongs to the process that opened it: a child that calls it
+// is refused (FailedPrecondition naming fork), writes nothing, and the
+// parent goes on and reopens with every write it made. A child's sync write
+// used to reach the parent's WAL and fail the parent's next open.
+TEST_F(ForkTest, ChildIsRefusedEveryCallOnItsParentsDatabase) {
+  Options o = UringOptions();
+  o.io_backend = IoBackendOption::kAuto;
+  absl::StatusOr<std::unique_ptr<DB>> parent = DB::Open(o, dir_ / "parent");
+  ASSERT_OK(parent);
+  ASSERT_OK(WriteAndCheck(**parent, "before"));
+  alarm(300);
+  const pid_t pid = io::testing::StartForkedChild(120, [&]() -> int {
+    DB& db = **parent;
+    const auto refused = [](const absl::Status& s) {
+      return absl::IsFailedPrecondition(s) && absl::StrContains(s.message(), "fork()");
+    };
+    WriteOptions sync;
+    sync.sync = true;
+    if (!refused(db.Put(sync, Key(1), "child"))) return 1;
+    if (!refused(db.Delete({}, Key(2)))) return 2;
+    std::string v;
+    if (!refused(db.Get({}, Key(3), &v))) return 3;
+    if (!refused(db.Flush()) || !refused(db.SyncWAL())) return 4;
+    std::unique_ptr<Iterator> it = db.NewIterator({});
+    it->SeekToFirst();
+    if (it->Valid() || !refused(it->status())) return 5;
+    if (db.GetSnapshot() != nullptr) return 6;
+    if (!refused(db.Close())) return 7;
+    return 0;  // the child exits without destroying what it inherited
+  });
+  EXPECT_EQ(io::testing::WaitForForkedChild(pid, 150), "");
+  alarm(0);
+  EXPECT_OK(WriteAndCheck(**parent, "parent"));
+  ASSERT_OK((*parent)->Close());
+  parent->reset();
+  parent = DB::Open(o, dir_ / "parent");
+  ASSERT_OK(parent);
+  std::string v;
+  ASSERT_OK((*parent)->Get({}, Key(1), &v));
+  EXPECT_EQ(v, Value("parent", 1));
+  ASSERT_OK((*parent)->Get({}, Key(2), &v));
+  EXPECT_EQ(v, Value("parent", 2));
 }
 
 }  // namespace
