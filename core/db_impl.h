@@ -262,7 +262,6 @@ class DBImpl final : public DB {
   absl::Status CheckWritable(std::string_view what) const;
   // FailedPrecondition when the DB is closed, or in a child of fork().
   absl::Status CheckNotClosed() const;
-  absl::Status ForkedChildError() const;
 
   // db_write.cc
   struct PreparedBatch;

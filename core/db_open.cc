@@ -249,7 +249,11 @@ void DBImpl::LogOpen(uint64_t micros) {
 DBImpl::~DBImpl() { Close().IgnoreError(); }
 
 absl::Status DBImpl::CheckNotClosed() const {
-  if (fork_generation_ != io::ForkGeneration()) return ForkedChildError();
+  if (fork_generation_ != io::ForkGeneration()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        dbname_, ": opened by this process's parent before fork(); a child must open databases "
+        "of its own (docs/durability.md, \"fork()\")"));
+  }
   if (closed_.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(absl::StrCat(dbname_, ": the database is closed"));
   }
@@ -266,16 +270,10 @@ absl::Status DBImpl::CheckWritable(std::string_view what) const {
   return absl::OkStatus();
 }
 
-absl::Status DBImpl::ForkedChildError() const {
-  return absl::FailedPreconditionError(absl::StrCat(
-      dbname_, ": opened by this process's parent before fork(); a child must open databases of "
-      "its own (docs/durability.md, \"fork()\")"));
-}
-
 absl::Status DBImpl::Close() {
   // In a child of fork() the parent's threads, locks and files are not this
   // process's to stop, take or write: nothing is touched.
-  if (fork_generation_ != io::ForkGeneration()) return ForkedChildError();
+  if (fork_generation_ != io::ForkGeneration()) return CheckNotClosed();
   absl::MutexLock close_lock(&close_mu_);
   if (closed_.exchange(true, std::memory_order_acq_rel)) return close_status_;
   {
