@@ -80,6 +80,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
   // A segment of values moved out of the memtable joins the set in the edit
   // that adds the table pointing into it, complete and sealed (ahead of the
   // garbage counts, which GarbageMeter::Finish appends).
+  std::vector<uint64_t> flush_claimed;  // its new segments, while GC must not pick them
   absl::Status s = WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes,
                                     garbage.mutable_edit(), /*at_open=*/false, &deletions,
                                     &gc_value_bytes, &foresee);
@@ -122,6 +123,20 @@ absl::Status DBImpl::FlushOldestImmutable() {
     // the table's pointers into it lie below that size, which the manifest
     // records before the WAL that also held them is dropped.
     vlog_->AddSyncedSize(garbage.mutable_edit());
+    // The flush's new segments are claimed until the memtable leaves the
+    // SuperVersion: until then a GC liveness check finds each value inline
+    // in the memtable, at the sequence of the table's pointer, and would
+    // take every record for dead (the race that took small-segment merging
+    // out in e56f6a5).
+    absl::MutexLock l(&mu_);
+    for (const vlog::SegmentEdit::Change& c : garbage.edit().changes()) {
+      if (c.tag == vlog::SegmentEditTag::kNewSegment) {
+        gc_claimed_.insert(c.segment_id);
+        flush_claimed.push_back(c.segment_id);
+      }
+    }
+  }
+  if (s.ok()) {
     // On failure the manifest may or may not hold the edit: the segment,
     // like the table, stays; the next open removes it if it is an orphan.
     s = LogAndApply(&edit, &garbage.edit());
@@ -170,6 +185,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
       imm_.pop_front();
       InstallSuperVersionLocked();
     }
+    for (uint64_t id : flush_claimed) gc_claimed_.erase(id);
     UpdatePendingCompactionBytes();
     background_cv_.SignalAll();
   }

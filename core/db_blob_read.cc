@@ -20,19 +20,25 @@ absl::Status DB::GetRange(const ReadOptions& options, std::string_view key, uint
 }
 
 absl::Status DBImpl::LookupForValueRead(const ReadOptions& options, std::string_view key,
-                                        ValueType* type, std::string* stored) {
+                                        ReadView* view, ValueType* type, std::string* stored) {
   if (key.size() > kMaxKeySize) {
     return absl::InvalidArgumentError(
         absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
   }
   gets_.fetch_add(1, std::memory_order_relaxed);
-  return LookupInView(GetReadView(options), key, type, stored);
+  *view = GetReadView(options);
+  CAIRN_RETURN_IF_ERROR(LookupInView(*view, key, type, stored));
+  if (after_value_lookup_for_testing) after_value_lookup_for_testing();
+  return absl::OkStatus();
 }
 
 absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, PinnableValue* value) {
   ValueType type;
   std::string stored;
-  CAIRN_RETURN_IF_ERROR(LookupForValueRead(options, key, &type, &stored));
+  // Held until the value is read: its epoch keeps the segment the pointer
+  // names on disk (core/retention.h).
+  ReadView view;
+  CAIRN_RETURN_IF_ERROR(LookupForValueRead(options, key, &view, &type, &stored));
   absl::Status s;
   if (type == ValueType::kValuePointer) {
     // The cached value is shared, not copied; without a cache the value is
@@ -51,7 +57,8 @@ absl::Status DBImpl::GetRange(const ReadOptions& options, std::string_view key, 
                               uint64_t length, std::string* out) {
   ValueType type;
   std::string stored;
-  CAIRN_RETURN_IF_ERROR(LookupForValueRead(options, key, &type, &stored));
+  ReadView view;  // held until the range is read, as in Get above
+  CAIRN_RETURN_IF_ERROR(LookupForValueRead(options, key, &view, &type, &stored));
   out->clear();
   absl::Status s;
   switch (type) {

@@ -200,7 +200,7 @@ absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& tar
     // Pins the files: the held version keeps its tables from
     // RemoveObsoleteFiles, and the held epoch keeps every segment collected
     // from now on from DeleteObsoleteSegments, until the copy is done.
-    epoch = read_epoch_;
+    epoch = retention_.epoch();
   }
   result.sequence = last_sequence_.load();
 

@@ -94,16 +94,10 @@ bool DBImpl::WalSyncIsCheapFor(uint64_t victim_bytes) const {
 }
 
 void DBImpl::RetireCollectedLocked(absl::Span<const uint64_t> ids) {
-  // Readers from before the rewrite hold this epoch or an earlier one; a
-  // victim goes when they are all gone and no older snapshot remains.
-  for (uint64_t id : ids) {
-    obsolete_segments_.Add({.segment_id = id,
-                            .sequence = last_sequence_.load(),
-                            .epoch = std::weak_ptr<const void>(read_epoch_)});
-  }
-  auto next = std::make_shared<ReadEpoch>();
-  read_epoch_->next = next;
-  read_epoch_ = std::move(next);
+  // Readers from before the rewrite hold the epoch this ends or an earlier
+  // one; a victim goes when they are all gone and no older snapshot or
+  // pinned sequence remains (core/retention.h).
+  retention_.AddObsolete(ids, last_sequence_.load());
   InstallSuperVersionLocked();
 }
 
@@ -121,7 +115,7 @@ void DBImpl::DeleteObsoleteSegments() {
   std::vector<uint64_t> deletable;
   {
     absl::MutexLock l(&mu_);
-    deletable = obsolete_segments_.TakeDeletable(OldestSnapshot());
+    deletable = retention_.TakeDeletable(OldestSnapshot());
   }
   if (deletable.empty()) return;
   // The manifest forgets them first, then the files go on the deleter's

@@ -39,6 +39,7 @@
 #include "core/file_deleter.h"
 #include "core/foreseen_garbage.h"
 #include "core/info_log.h"
+#include "core/retention.h"
 #include "core/super_version.h"
 #include "core/garbage_meter.h"
 #include "vlog/dead_records.h"
@@ -95,10 +96,6 @@ class DBImpl final : public DB {
   absl::Status Get(const ReadOptions& options, std::string_view key, PinnableValue* value) override;
   absl::Status GetRange(const ReadOptions& options, std::string_view key, uint64_t offset,
                         uint64_t length, std::string* out) override;
-  // The LSM half of those two: checks the key, counts the Get, and finds
-  // what the key stores (kDeletion when nothing).
-  absl::Status LookupForValueRead(const ReadOptions& options, std::string_view key,
-                                  lsm::ValueType* type, std::string* stored);
   std::vector<absl::Status> MultiGet(const ReadOptions& options,
                                      const std::vector<std::string_view>& keys,
                                      std::vector<std::string>* values) override;
@@ -126,6 +123,9 @@ class DBImpl final : public DB {
   // Tests only: called by GC before each batch of pointer rewrites, after
   // the batch's liveness was checked (core/gc_test.cc). Set before any GC runs.
   std::function<void()> before_gc_rewrite_for_testing;
+  // Tests only: called by Get into a PinnableValue and GetRange between the
+  // lookup and the value read (core/retention_test.cc). Set before reads run.
+  std::function<void()> after_value_lookup_for_testing;
   // Tests only: called by the flush thread before it writes each memtable
   // (outside the DB mutex). Set before the first write.
   std::function<void()> before_flush_for_testing;
@@ -174,7 +174,15 @@ class DBImpl final : public DB {
     lsm::SequenceNumber sequence = 0;
     SuperVersionRef sv;
     lsm::TableReadOptions table_read;
+    // An iterator's view at a snapshot: the snapshot's sequence, held for
+    // the iterator's life (the user may release the snapshot first).
+    Retention::SequencePin pin;
   };
+  // The LSM half of Get into a PinnableValue and GetRange: checks the key,
+  // counts the Get, and finds what the key stores (kDeletion when nothing)
+  // through *view, which the caller holds until the value is read.
+  absl::Status LookupForValueRead(const ReadOptions& options, std::string_view key,
+                                  ReadView* view, lsm::ValueType* type, std::string* stored);
   // A conditional pointer write-back from the garbage collector.
   struct PointerRewrite {
     absl::Span<const std::string_view> keys;
@@ -327,7 +335,7 @@ class DBImpl final : public DB {
   // Callable with or without mu_ held.
   ReadView GetReadView(const ReadOptions& options, bool owned = false);
   // Publishes a SuperVersion built from mem_, imm_, the current version
-  // and read_epoch_. Called whenever any of them changes.
+  // and the read epoch (retention_). Called whenever any of them changes.
   void InstallSuperVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a version change: the current SuperVersion's memtables and epoch
   // with the new version. A no-op before the first install (recovery).
@@ -697,11 +705,10 @@ class DBImpl final : public DB {
   // before its pointers are rewritten an output's records all look dead.
   absl::flat_hash_set<uint64_t> gc_claimed_ ABSL_GUARDED_BY(mu_);
   int gc_jobs_running_ ABSL_GUARDED_BY(mu_) = 0;
-  std::shared_ptr<ReadEpoch> read_epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<ReadEpoch>();
-  // Collected segments waiting until no reader or snapshot can reach them
-  // (the rule is gc/obsolete_segments.h's; DeleteObsoleteSegments
-  // deletes the files).
-  gc::ObsoleteSegments obsolete_segments_ ABSL_GUARDED_BY(mu_);
+  // When collected segments and punched runs may leave the disk: the read
+  // epochs, the obsolete segments and the sequences iterators pin
+  // (core/retention.h states the rule).
+  Retention retention_;
   // Held by ReleasePendingVictims from taking the ready victims until they
   // are retired, and by DeleteObsoleteSegments from taking the deletable
   // segments until their files are queued on the deleter: a caller that

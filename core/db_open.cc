@@ -454,7 +454,7 @@ absl::Status DBImpl::Recover() {
     pending_outputs_.clear();
     // The manifest no longer names the replayed WALs, and no reader exists
     // yet: obsolete segments can go.
-    for (uint64_t id : obsolete_segments) obsolete_segments_.Add({.segment_id = id});
+    retention_.AddObsoleteAtOpen(obsolete_segments);
   }
   CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
   recovered_ = true;

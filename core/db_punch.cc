@@ -80,13 +80,11 @@ void DBImpl::PlanPunches(const vlog::DeadRecords::Batch& dead) {
   absl::MutexLock l(&mu_);
   // Readers from before the counts hold this epoch or an earlier one; the
   // runs wait until they are all gone. A new epoch starts for later ones.
+  const std::weak_ptr<const void> ended = retention_.EndEpoch();
   for (PendingPunch& p : planned) {
-    p.epoch = std::weak_ptr<const void>(read_epoch_);
+    p.epoch = ended;
     punch_pending_.push_back(std::move(p));
   }
-  auto next = std::make_shared<ReadEpoch>();
-  read_epoch_->next = next;
-  read_epoch_ = std::move(next);
   InstallSuperVersionLocked();
 }
 

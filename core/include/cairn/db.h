@@ -99,6 +99,11 @@ class DB {
                                              const std::vector<std::string_view>& keys,
                                              std::vector<std::string>* values) = 0;
 
+  // An iterator reads the database as of its creation (or as of
+  // ReadOptions::snapshot) for its whole life: releasing that snapshot
+  // while the iterator lives is allowed, and its reads stay whole (it pins
+  // what it reads, as a RocksDB iterator pins its version). Destroy every
+  // iterator before the DB.
   virtual std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) = 0;
 
   // A read view of the database as it is now, for ReadOptions::snapshot,

@@ -1,0 +1,109 @@
+// Retention is the one place that says when value-log bytes may leave the
+// disk: no segment is unlinked, and no run of dead records punched, while
+// anything that can still name one of its records lives. What can name a
+// record, and what holds it:
+//   - a read view: Get, MultiGet, a Get into a PinnableValue and GetRange
+//     (from the lookup until the value is read), a GC liveness batch, an
+//     iterator with its lookahead and the value reads it has in flight
+//     (the fetcher is destroyed before the view). A view holds the read
+//     epoch that was current when it was taken (through its SuperVersion);
+//   - a snapshot: registered with the DB, it is the oldest sequence any
+//     read may use;
+//   - an iterator made on a snapshot: it pins the snapshot's sequence for
+//     its whole life (PinSequence), so that releasing the snapshot while
+//     the iterator lives leaves its reads whole, as in RocksDB;
+//   - a checkpoint being copied: it holds the current epoch until its links
+//     are made;
+//   - a WAL a crash would replay: a victim becomes obsolete only once the
+//     writes that moved or superseded its records are durable (core/db_gc.cc,
+//     GcIndex::LogSegmentEdit, and core/db_gc_victims.cc), so no replayed
+//     pointer can name a deleted segment as the newest write to its key.
+// The rule for a collected segment is gc::ObsoleteSegments' (its epoch is
+// gone, and no snapshot or pinned sequence is older than its move); a
+// punched run waits for its epoch the same way (core/db_punch.cc).
+// docs/gc.md, "When a collected segment may be deleted".
+//
+// Epochs: each epoch keeps the next one alive, so an epoch expires only once
+// no view of it or of any earlier epoch remains. Ending an epoch (EndEpoch)
+// hands back a token that expires then; the caller installs a SuperVersion
+// with the new epoch, so views taken afterwards do not hold the old one.
+//
+// Thread safety: every method is thread-safe (mu_ is a leaf: nothing is
+// called with it held).
+#ifndef CAIRN_CORE_RETENTION_H_
+#define CAIRN_CORE_RETENTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "core/super_version.h"
+#include "gc/obsolete_segments.h"
+
+namespace cairn {
+
+class Retention {
+ public:
+  Retention() = default;
+  Retention(const Retention&) = delete;
+  Retention& operator=(const Retention&) = delete;
+
+  // Holds a sequence for as long as it lives; movable. A pin must not
+  // outlive its Retention (an iterator must not outlive its DB).
+  class SequencePin {
+   public:
+    SequencePin() = default;
+    SequencePin(SequencePin&& other) noexcept { *this = std::move(other); }
+    SequencePin& operator=(SequencePin&& other) noexcept;
+    ~SequencePin() { Reset(); }
+    void Reset();
+    bool pinned() const { return owner_ != nullptr; }
+
+   private:
+    friend class Retention;
+    Retention* owner_ = nullptr;
+    uint64_t sequence_ = 0;
+  };
+
+  // The epoch a new SuperVersion carries (and a checkpoint holds).
+  std::shared_ptr<const ReadEpoch> epoch() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the current epoch and starts the next; the token expires once no
+  // view of the ended epoch or an earlier one remains. The caller installs
+  // a SuperVersion carrying epoch() next.
+  std::weak_ptr<const void> EndEpoch() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Keeps sequence readable (for an iterator made on a snapshot) until the
+  // pin is destroyed.
+  SequencePin PinSequence(uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
+  size_t pinned_sequences() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Segments the manifest now marks obsolete, their records moved by
+  // sequence: they wait for the current epoch's readers, older snapshots
+  // and older pinned sequences. Ends the epoch (the caller installs a new
+  // SuperVersion).
+  void AddObsolete(absl::Span<const uint64_t> ids, uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
+  // Takes the obsolete segments nothing can reach any more; oldest_snapshot
+  // is the DB's oldest snapshot (its last sequence when there is none).
+  std::vector<uint64_t> TakeDeletable(uint64_t oldest_snapshot) ABSL_LOCKS_EXCLUDED(mu_);
+  // Open: segments the manifest lists as obsolete, which no reader of this
+  // process can reach.
+  void AddObsoleteAtOpen(absl::Span<const uint64_t> ids) ABSL_LOCKS_EXCLUDED(mu_);
+  size_t obsolete_segments() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  std::weak_ptr<const void> EndEpochLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Unpin(uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
+
+  mutable absl::Mutex mu_;
+  std::shared_ptr<ReadEpoch> epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<ReadEpoch>();
+  std::multiset<uint64_t> pinned_ ABSL_GUARDED_BY(mu_);
+  gc::ObsoleteSegments obsolete_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace cairn
+
+#endif  // CAIRN_CORE_RETENTION_H_
