@@ -141,6 +141,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     // like the table, stays; the next open removes it if it is an orphan.
     s = LogAndApply(&edit, &garbage.edit());
   }
+  if (s.ok() && after_flush_logged_for_testing) after_flush_logged_for_testing();
   if (s.ok()) {
     ListDeadRecords(garbage.TakeDead());
     // Before the flush is seen as done (Flush returns once imm_ shrinks).

@@ -4,6 +4,7 @@
 // victims' release and deletion: core/db_gc_victims.cc). The protocol and
 // victim choice: docs/gc.md.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <optional>
 #include <utility>
@@ -381,7 +382,14 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   bool nothing_left = false;  // no victim worth a job is left
   bool sealed_active = false;  // this pass sealed the active segment once
   absl::flat_hash_set<uint64_t> done;
+  // This pass's outputs: a merge does not take them again (their bytes
+  // were just copied).
+  absl::flat_hash_set<uint64_t> outputs;
+  uint64_t merged = 0;  // victims taken as small segments to merge
   int jobs_allowed = 1;
+  // Background GC below its trigger merges small segments, and only that
+  // (docs/gc.md, "Merging small segments").
+  bool merge_only = false;
   while (true) {
     {
       absl::MutexLock l(&mu_);
@@ -392,9 +400,11 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
       jo.bytes_per_second = gc_controller_.JobBytesPerSecond(amp, manual);
       jobs_allowed = gc_controller_.JobsAllowed(amp, options_.max_background_gc);
+      merge_only = !manual && !gc_controller_.collecting();
     }
     std::vector<uint64_t> victim_ids;
     bool seal_active = false;
+    bool merge = false;
     {
       absl::MutexLock pick(&gc_pick_mu_);
       gc::PickRequest request;
@@ -421,14 +431,26 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       // segment, its syncs and manifest edit, one synced rewrite and one
       // removal, instead of each paying for its own (docs/gc.md).
       request.byte_budget = options_.value_log_segment_size;
-      const std::vector<gc::VictimCandidate> victims = policy.Pick(request, manual, [this] {
-        return GetValueLogSpace(/*with_estimate=*/true).amplification();
-      });
+      std::vector<gc::VictimCandidate> victims;
+      if (!merge_only) {
+        victims = policy.Pick(request, manual, [this] {
+          return GetValueLogSpace(/*with_estimate=*/true).amplification();
+        });
+      }
+      if (victims.empty()) {
+        // No garbage worth a job: small segments (flushes of a few values,
+        // short sessions) that no garbage will ever make victims are merged
+        // into one output once there are enough of them. Their victims and
+        // output follow every rule of a garbage job's.
+        request.exclude.insert(outputs.begin(), outputs.end());
+        victims = gc::VictimPicker::PickSmall(request, options_.value_log_segment_size);
+        merge = !victims.empty();
+      }
       if (victims.empty()) {
         // Garbage the write path keeps piling into the active segment
         // (a small key set overwritten again and again) is out of reach
         // until the segment is sealed: seal it, and pick again.
-        seal_active = !sealed_active && ActiveSegmentWorthSealing(policy, manual);
+        seal_active = !merge_only && !sealed_active && ActiveSegmentWorthSealing(policy, manual);
         if (!seal_active) {
           nothing_left = true;
           break;
@@ -468,7 +490,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       for (uint64_t id : victim_ids) {
         if (!is_deferred(id)) gc_claimed_.erase(id);
       }
-      for (uint64_t id : index.TakeClaimedOutputs()) gc_claimed_.erase(id);
+      for (uint64_t id : index.TakeClaimedOutputs()) {
+        gc_claimed_.erase(id);
+        outputs.insert(id);
+      }
       if (!deferred.empty()) {
         PendingVictims p{.ids = deferred, .durable_at = durable_at};
         for (uint64_t id : deferred) {
@@ -508,6 +533,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       RetireCollectedLocked(collected);
     }
     total.victims += victim_ids.size();
+    if (merge) merged += victim_ids.size();
     total.bytes_read += r.bytes_read;
     total.bytes_relocated += r.bytes_relocated;
     total.records_relocated += r.live_records;
@@ -559,9 +585,10 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
   gc_micros_.fetch_add(total.micros, std::memory_order_relaxed);
   if (total.victims > 0) {
     info_log_->Log(
-        "gc: %d segments collected, %d bytes read, %d bytes (%d records) relocated, %d garbage "
-        "records dropped, %d rewrites lost to newer writes, %d segments freed, in %d us",
-        total.victims, total.bytes_read, total.bytes_relocated, total.records_relocated,
+        "gc: %d segments collected (%d of them small ones merged), %d bytes read, %d bytes (%d "
+        "records) relocated, %d garbage records dropped, %d rewrites lost to newer writes, %d "
+        "segments freed, in %d us",
+        total.victims, merged, total.bytes_read, total.bytes_relocated, total.records_relocated,
         total.records_dropped, total.rewrites_lost, total.segments_freed, total.micros);
     NotifyListeners([&](EventListener& l) { l.OnGcCompleted(total); });
   }
@@ -661,20 +688,27 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     // passes the trigger and keeps going until it is back under a lower
     // mark, so that it does not hover at the trigger and leave the value
     // log above it whenever writes pause.
-    absl::MutexLock l(&db_->mu_);
-    const bool collect = db_->gc_controller_.ShouldCollect(
-        db_->GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
-    // Meanwhile, and for kAsWrittenAfterGc after, writes send every
-    // separated value to the value log: under sustained overwrites GC pauses
-    // between its stop mark and the trigger for about a second at a time,
-    // and values sent to the WAL then would keep the next jobs' victims
-    // waiting for a flush.
-    const auto now = std::chrono::steady_clock::now();
-    if (collect) last_collect_ = now;
-    db_->values_as_written_.store(collect || (last_collect_.has_value() &&
-                                          now - *last_collect_ < kAsWrittenAfterGc),
-                              std::memory_order_relaxed);
-    return collect;
+    bool collect;
+    {
+      absl::MutexLock l(&db_->mu_);
+      collect = db_->gc_controller_.ShouldCollect(
+          db_->GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
+      // Meanwhile, and for kAsWrittenAfterGc after, writes send every
+      // separated value to the value log: under sustained overwrites GC
+      // pauses between its stop mark and the trigger for about a second at
+      // a time, and values sent to the WAL then would keep the next jobs'
+      // victims waiting for a flush.
+      const auto now = std::chrono::steady_clock::now();
+      if (collect) last_collect_ = now;
+      db_->values_as_written_.store(collect || (last_collect_.has_value() &&
+                                                now - *last_collect_ < kAsWrittenAfterGc),
+                                    std::memory_order_relaxed);
+    }
+    // Below the trigger a round still merges small segments, and only that
+    // (CollectGarbage reads the controller too): a round that collects
+    // nothing then is no sign of GC falling behind, and flushes nothing.
+    merge_only_ = !collect && SmallSegmentsToMerge();
+    return collect || merge_only_;
   }
   uint64_t GarbageReports() override {
     return db_->garbage_reports_.load(std::memory_order_acquire);
@@ -693,12 +727,14 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     db_->DeleteObsoleteSegments();
     db_->PunchReadyRuns();
   }
-  bool MemTableHidesGarbage() override { return db_->MemTableHidesGarbage(); }
+  bool MemTableHidesGarbage() override { return !merge_only_ && db_->MemTableHidesGarbage(); }
   bool OtherJobsRunning() override { return db_->GcJobsRunning(); }
   void Flush() override {
     db_->Flush().IgnoreError();  // an error is sticky in bg_error_, or the close
   }
   void EndRound(bool can_collect, uint64_t idle_reports, absl::Duration wait) override {
+    // A merge's round is one below the trigger: nothing holds writes back.
+    if (merge_only_) can_collect = true;
     absl::MutexLock l(&db_->mu_);
     // Writers delayed for space, and WaitForBackgroundWork, read this
     // through GcCanCollect, which also sees garbage counted since the
@@ -714,9 +750,37 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
   }
 
  private:
+  // Whether there are gc::kMinSmallSegmentsToMerge small segments no job
+  // holds. The segment list is read again only once segments or claims have
+  // come or gone since it last said no: a round below the trigger comes at
+  // each flush and compaction, and the list holds every segment.
+  bool SmallSegmentsToMerge() {
+    const vlog::SegmentSet::Totals totals = db_->vlog_->segment_set().GetTotals();
+    gc::PickRequest request;
+    {
+      absl::MutexLock l(&db_->mu_);
+      if (!db_->gc_controller_.enabled()) return false;  // no background GC at all
+      request.exclude.insert(db_->gc_claimed_.begin(), db_->gc_claimed_.end());
+    }
+    const std::array<uint64_t, 4> seen = {totals.segments, totals.sealed_segments,
+                                          totals.obsolete_segments, request.exclude.size()};
+    if (seen == nothing_to_merge_at_) return false;
+    const std::vector<vlog::SegmentInfo> segments = db_->vlog_->segment_set().Segments();
+    request.segments = segments;
+    if (!gc::VictimPicker::PickSmall(request, db_->options_.value_log_segment_size).empty()) {
+      return true;
+    }
+    nothing_to_merge_at_ = seen;
+    return false;
+  }
+
   DBImpl* const db_;
   // When ShouldCollect last said yes (GC thread only).
   std::optional<std::chrono::steady_clock::time_point> last_collect_;
+  // The last ShouldCollect said yes only to merge small segments.
+  bool merge_only_ = false;
+  // The figures SmallSegmentsToMerge last found nothing at.
+  std::array<uint64_t, 4> nothing_to_merge_at_ = {~uint64_t{0}};
 };
 
 void DBImpl::GcThread() {

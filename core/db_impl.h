@@ -126,6 +126,9 @@ class DBImpl final : public DB {
   // Tests only: called by Get into a PinnableValue and GetRange between the
   // lookup and the value read (core/retention_test.cc). Set before reads run.
   std::function<void()> after_value_lookup_for_testing;
+  // Tests only: called by the flush thread once a flush's edit is logged,
+  // before its memtable leaves the SuperVersion. Set before the first write.
+  std::function<void()> after_flush_logged_for_testing;
   // Tests only: called by the flush thread before it writes each memtable
   // (outside the DB mutex). Set before the first write.
   std::function<void()> before_flush_for_testing;

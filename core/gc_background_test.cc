@@ -2,8 +2,8 @@
 // sustained overwrites and after a settle step (one that counts the
 // garbage an estimate misses), a close or a second job
 // during a collection leaving nothing uncounted, a small key set
-// overwritten before any flush, and short sessions that leave no segment
-// each behind.
+// overwritten before any flush, short sessions that leave no segment
+// each behind, and small segments merged.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -643,6 +643,55 @@ TEST_P(ShortSessionsTest, ShortSessionsLeaveNoSegmentPerSession) {
 
 INSTANTIATE_TEST_SUITE_P(Placement, ShortSessionsTest,
                          ::testing::Values(size_t{0}, Options().separate_at_flush_below));
+
+// Issue 12, item 6, with background GC: sessions that each flush a few
+// values left for the flush leave a small segment each; below its trigger
+// GC merges them once there are gc::kMinSmallSegmentsToMerge, and never
+// fewer (docs/gc.md, "Merging small segments").
+TEST(GcMergeTest, BackgroundGcMergesSmallSegmentsBelowItsTrigger) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o = GcOptions();
+  o.separate_at_flush_below = 16 << 10;  // 1000-byte values wait for the flush
+  o.value_log_segment_size = 4 << 20;    // small: under 256 KiB
+  std::map<std::string, std::string> model;
+  const auto put_and_flush = [&](DB* db, int s) {
+    for (int j = 0; j < 10; ++j) {
+      const std::string k = absl::StrFormat("key%05d", s * 10 + j);
+      model[k] = Value(s * 10 + j, 1000);
+      ASSERT_TRUE(db->Put({}, k, model[k]).ok());
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  };
+  // Seven sessions without background GC: seven small segments.
+  for (int s = 0; s < 7; ++s) {
+    auto opened = OpenWithFileSystem(o, "/db", fs);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    put_and_flush(opened->get(), s);
+  }
+  o.gc_space_amp_trigger = 1.5;  // background GC at its default from here
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  DB* db = opened->get();
+  ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a GC round or more
+  EXPECT_EQ(SegmentFiles(fs.get()), 7u);
+  EXPECT_EQ(db->GetStats().gc_runs, 0u);
+  // The eighth: nothing is garbage, only a merge brings the count down.
+  put_and_flush(db, 7);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (SegmentFiles(fs.get()) > 1 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_TRUE(db->WaitForBackgroundWork().ok());
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(SegmentFiles(fs.get()), 1u);
+  const Stats st = db->GetStats();
+  EXPECT_EQ(st.gc_runs, 8u);
+  EXPECT_GE(st.gc_bytes_relocated, 8u * 10 * 1000);
+  EXPECT_EQ(st.gc_records_dropped, 0u);
+  ExpectModel(db, model);
+  opened->reset();
+  ReopenAndExpectModel(o, fs, model);
+}
 
 }  // namespace
 }  // namespace cairn

@@ -328,6 +328,64 @@ void RunGcFailingAt(DB* db, io::FaultFileSystem* fs, int fail_at, uint64_t* ops_
   fs->SetFilesystemActive(false);
 }
 
+// Issue 12, item 6: each explicit Flush of values left for the flush
+// (under separate_at_flush_below) writes a small segment of its own, which
+// no garbage ever makes a victim. GC merges them once there are
+// gc::kMinSmallSegmentsToMerge, and never fewer (docs/gc.md, "Merging small
+// segments").
+TEST(GcMergeTest, SessionsThatEachFlushAFewValuesLeaveAFewSegments) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o = GcOptions();
+  o.separate_at_flush_below = 16 << 10;  // 1000-byte values wait for the flush
+  o.value_log_segment_size = 4 << 20;    // small: under 256 KiB
+  std::map<std::string, std::string> model;
+  const auto session = [&](int s, bool run_gc) -> std::optional<GcResult> {
+    auto opened = OpenWithFileSystem(o, "/db", fs);
+    EXPECT_TRUE(opened.ok()) << opened.status();
+    if (!opened.ok()) return std::nullopt;
+    DB* db = opened->get();
+    for (int j = 0; j < 10; ++j) {
+      const std::string k = absl::StrFormat("key%05d", s * 10 + j);
+      model[k] = Value(s * 10 + j, 1000);
+      EXPECT_TRUE(db->Put({}, k, model[k]).ok());
+    }
+    EXPECT_TRUE(db->Flush().ok());
+    if (!run_gc) return std::nullopt;
+    absl::StatusOr<GcResult> r = db->RunGC();
+    EXPECT_TRUE(r.ok()) << r.status();
+    gc_testing::ExpectModel(db, model);
+    return r.ok() ? std::optional<GcResult>(*r) : std::nullopt;
+  };
+  // Seven small segments are left as they are.
+  for (int s = 0; s < 6; ++s) session(s, false);
+  std::optional<GcResult> r = session(6, true);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->victims, 0u);
+  EXPECT_EQ(SegmentFiles(fs.get()), 7u);
+  // From the eighth on they are merged into one.
+  for (int s = 7; s < 19; ++s) session(s, false);
+  EXPECT_EQ(SegmentFiles(fs.get()), 19u);
+  r = session(19, true);
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->victims, 20u);
+  EXPECT_EQ(r->segments_freed, 20u);
+  EXPECT_EQ(r->records_relocated, 200u);
+  EXPECT_EQ(r->records_dropped, 0u);
+  EXPECT_GE(r->bytes_relocated, 200u * 1000);
+  EXPECT_LE(SegmentFiles(fs.get()), 2u);
+  gc_testing::ReopenAndExpectModel(o, fs, model);
+
+  // The merged output is small too: it joins the next merge, and the count
+  // stays at a few files however many sessions come.
+  for (int s = 20; s < 60; ++s) session(s, s % 10 == 9);
+  EXPECT_LE(SegmentFiles(fs.get()), 3u);
+  gc_testing::ReopenAndExpectModel(o, fs, model);
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  const Stats st = (*opened)->GetStats();
+  EXPECT_LE(st.vlog_segments, 3u);
+}
+
 // A crash at every step of a collection (the k-th file operation fails for
 // good, then the machine loses what was not durable) leaves a database that
 // opens with every synced write, reads every value exactly (no dangling

@@ -208,5 +208,56 @@ TEST_F(RetentionDbTest, IteratorOutlivesItsSnapshot) {
   EXPECT_LT(SegmentNames(fs_.get()).size(), held);
 }
 
+// GC merges small segments (docs/gc.md, "Merging small segments"); a
+// flush's own segment is not one of them until the flushed memtable has
+// left the SuperVersion. Picked earlier, the merge's liveness checks found
+// each value inline in that memtable, took every record for dead, and
+// deleted the segment the new table points into (DataLoss once the
+// memtable was gone: the race that took merging out in e56f6a5).
+TEST(RetentionFlushTest, AFlushSegmentIsNotMergedBeforeItsMemtableLeaves) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  Options o = GcOptions();
+  o.separate_at_flush_below = 16 << 10;  // 1000-byte values wait for the flush
+  o.value_log_segment_size = 4 << 20;    // small segments: under 256 KiB
+  std::map<std::string, std::string> model;
+  const auto put_and_flush = [&](DB* db, int s) {
+    for (int j = 0; j < 10; ++j) {
+      const std::string k = absl::StrFormat("key%05d", s * 10 + j);
+      model[k] = Value(s * 10 + j, 1000);
+      ASSERT_TRUE(db->Put({}, k, model[k]).ok());
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  };
+  // Seven small segments: one short of a merge.
+  for (int s = 0; s < 7; ++s) {
+    auto opened = OpenWithFileSystem(o, "/db", fs);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    put_and_flush(opened->get(), s);
+  }
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  DB* db = opened->get();
+  auto* impl = static_cast<DBImpl*>(db);
+  absl::StatusOr<GcResult> during_flush = absl::UnknownError("not run");
+  impl->after_flush_logged_for_testing = [&] {
+    // The eighth small segment is in the set; its memtable still shows its
+    // values. A GC run now must leave it alone.
+    std::thread gc([&] { during_flush = db->RunGC(); });
+    gc.join();
+  };
+  put_and_flush(db, 7);
+  impl->after_flush_logged_for_testing = nullptr;
+  ASSERT_TRUE(during_flush.ok()) << during_flush.status();
+  EXPECT_EQ(during_flush->victims, 0u);
+  gc_testing::ExpectModel(db, model);
+  // Once the memtable is gone the eight are merged, and every value reads.
+  absl::StatusOr<GcResult> after = db->RunGC();
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->victims, 8u);
+  gc_testing::ExpectModel(db, model);
+  opened->reset();
+  gc_testing::ReopenAndExpectModel(o, fs, model);
+}
+
 }  // namespace
 }  // namespace cairn

@@ -69,4 +69,41 @@ std::vector<VictimCandidate> VictimPicker::Pick(const PickRequest& request) cons
   return out;
 }
 
+std::vector<VictimCandidate> VictimPicker::PickSmall(const PickRequest& request,
+                                                    uint64_t target_size) {
+  const uint64_t small_below = target_size / kSmallSegmentFraction;
+  uint64_t newest_id = 0;
+  for (const vlog::SegmentInfo& s : request.segments) newest_id = std::max(newest_id, s.segment_id);
+  std::vector<VictimCandidate> small;
+  for (const vlog::SegmentInfo& s : request.segments) {
+    // The active segment is unsealed; a GC output being written is claimed
+    // (excluded) or unsealed.
+    if (!s.sealed || s.obsolete || request.exclude.contains(s.segment_id)) continue;
+    if (s.size >= small_below) continue;
+    VictimCandidate c;
+    c.segment_id = s.segment_id;
+    c.size = s.size;
+    c.live_bytes = s.live_bytes();
+    c.garbage_ratio = s.garbage_ratio();
+    c.age = request.age ? request.age(s) : static_cast<double>(newest_id - s.segment_id);
+    c.score = Score(c.garbage_ratio, c.age);
+    small.push_back(c);
+  }
+  if (small.size() < kMinSmallSegmentsToMerge) return {};
+  // Oldest first: the merged output takes a new, higher id, so a later
+  // merge reaches the segments it did not take before their output.
+  std::sort(small.begin(), small.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+    return a.segment_id < b.segment_id;
+  });
+  std::vector<VictimCandidate> out;
+  uint64_t total = 0;
+  for (const VictimCandidate& c : small) {
+    // In id order, no skipping: the ones left out are the newest.
+    if (total + c.size > target_size) break;
+    total += c.size;
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace cairn::gc

@@ -18,6 +18,11 @@
 // ratio, then the older (lower) id. Why the default floor is 0.5:
 // docs/gc.md.
 //
+// PickSmall is a second rule, apart from garbage: it merges small sealed
+// segments (a flush of a few values, a short session's) into one, so that
+// their files do not pile up where no garbage would ever make them victims
+// (docs/gc.md, "Merging small segments").
+//
 // Thread safety: a value type; const methods may run concurrently.
 #ifndef CAIRN_GC_VICTIM_PICKER_H_
 #define CAIRN_GC_VICTIM_PICKER_H_
@@ -34,6 +39,14 @@
 #include "vlog/segment_set.h"
 
 namespace cairn::gc {
+
+// A segment under target_size / kSmallSegmentFraction is small (PickSmall).
+inline constexpr uint64_t kSmallSegmentFraction = 16;
+// PickSmall merges only once there are this many small segments: the files
+// a few sessions leave cost little, while each merge rewrites what it
+// takes, and under steady writes (flush segments of the target size) there
+// are never this many.
+inline constexpr size_t kMinSmallSegmentsToMerge = 8;
 
 struct VictimPickerOptions {
   // Segments with a smaller garbage share are never picked. In [0, 1].
@@ -79,6 +92,14 @@ class VictimPicker {
   // The best candidates in score order within request.byte_budget (see
   // PickRequest); empty when there is none.
   std::vector<VictimCandidate> Pick(const PickRequest& request) const;
+
+  // Small segments to merge into one GC output: none while request holds
+  // fewer than kMinSmallSegmentsToMerge candidates under target_size /
+  // kSmallSegmentFraction (sealed, not obsolete, not excluded, whatever
+  // their garbage), else the oldest (lowest id) first while their total
+  // stays within target_size, which at least kSmallSegmentFraction of them
+  // always fit. Ignores min_garbage_ratio and request.byte_budget.
+  static std::vector<VictimCandidate> PickSmall(const PickRequest& request, uint64_t target_size);
 
   // The score of the rule above for a garbage ratio and an age.
   static double Score(double garbage_ratio, double age);

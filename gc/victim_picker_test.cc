@@ -153,6 +153,52 @@ TEST(VictimPickerTest, WorksOnASegmentSetBuiltFromEdits) {
   EXPECT_EQ(VictimPicker().Rank(req).size(), 1u);
 }
 
+TEST(VictimPickerTest, SmallSegmentsAreMergedOnlyFromEightOnOldestFirst) {
+  constexpr uint64_t kTarget = 64000;  // small: under 4000 bytes
+  vlog::SegmentInfo active;  // unsealed, tiny: never taken
+  active.segment_id = 100;
+  active.size = 500;
+  std::vector<vlog::SegmentInfo> segs = {active, Sealed(2, 4000, 0),  // not small
+                                         Sealed(3, 64000, 0)};
+  // Seven small ones, out of id order, one of them with some garbage.
+  for (uint64_t id : {40, 11, 30, 12, 50, 13, 20}) segs.push_back(Sealed(id, 1000, 0));
+  segs.back().garbage_bytes = 300;
+  PickRequest req;
+  req.segments = segs;
+  EXPECT_TRUE(VictimPicker::PickSmall(req, kTarget).empty());  // 7: too few
+
+  segs.push_back(Sealed(60, 3999, 0));  // the eighth, just under a sixteenth
+  req.segments = segs;
+  std::vector<VictimCandidate> picked = VictimPicker::PickSmall(req, kTarget);
+  EXPECT_EQ(Ids(picked), (std::vector<uint64_t>{11, 12, 13, 20, 30, 40, 50, 60}));
+  EXPECT_DOUBLE_EQ(picked[3].garbage_ratio, 0.3);
+  EXPECT_EQ(picked[3].live_bytes, 700u);
+
+  // Obsolete and excluded (claimed) ones do not count, nor are taken.
+  segs.push_back(Sealed(70, 1000, 0));
+  segs.push_back(Sealed(71, 1000, 0));
+  segs.back().obsolete = true;
+  req.segments = segs;
+  req.exclude = {11, 12};
+  EXPECT_TRUE(VictimPicker::PickSmall(req, kTarget).empty());  // 13..60, 70: 7
+  req.exclude = {11};
+  EXPECT_EQ(Ids(VictimPicker::PickSmall(req, kTarget)),
+            (std::vector<uint64_t>{12, 13, 20, 30, 40, 50, 60, 70}));
+
+  // A smaller target: small is under 3000 now, so 60 is not.
+  req.exclude = {};
+  picked = VictimPicker::PickSmall(req, 48000);
+  EXPECT_EQ(Ids(picked), (std::vector<uint64_t>{11, 12, 13, 20, 30, 40, 50, 70}));
+  for (uint64_t id = 200; id < 220; ++id) segs.push_back(Sealed(id, 2900, 0));
+  req.segments = segs;
+  // At most one target size in all, the oldest first: 8 x 1000 + 13 x 2900.
+  std::vector<uint64_t> want = {11, 12, 13, 20, 30, 40, 50, 70};
+  for (uint64_t id = 200; id < 213; ++id) want.push_back(id);
+  EXPECT_EQ(Ids(VictimPicker::PickSmall(req, 48000)), want);
+  // The ratio floor plays no part; the ordinary picker takes none of them.
+  EXPECT_TRUE(VictimPicker().Rank(req).empty());
+}
+
 TEST(VictimPickerTest, ValidateRejectsRatiosOutsideZeroToOne) {
   EXPECT_TRUE(VictimPicker::Validate({}).ok());
   EXPECT_TRUE(VictimPicker::Validate({.min_garbage_ratio = 0}).ok());

@@ -170,6 +170,9 @@ struct Options {
   uint64_t hard_pending_compaction_bytes_limit = uint64_t{256} << 30;
   // Garbage collection of the value log. A segment is collected only when at
   // least this share of its bytes is garbage. Default: 0.5 (docs/gc.md).
+  // Small segments (under a sixteenth of value_log_segment_size) are merged
+  // whatever their garbage once there are 8 (docs/gc.md, "Merging small
+  // segments").
   double gc_min_garbage_ratio = 0.5;
   // Background GC runs while the value log's space amplification (its bytes
   // on disk over its live bytes) exceeds this; 0 disables background GC
