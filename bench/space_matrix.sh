@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The space figures of docs/gc.md ("Measured, issue 12"): cairn (separated
+# The space matrix (docs/bench.md; its runs: docs/results/): cairn (separated
 # values) and RocksDB BlobDB side by side on the same workload, one engine
 # after the other, with incompressible 4 KiB values, 1 GiB live, O_DIRECT
 # reads and a 256 MiB cache each.

@@ -332,7 +332,7 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   // Every file of the flush exists now: their directory entries' sync runs
   // on a thread of its own while the table is finished and the files are
   // synced (a device round trip less for each flush; it came after them
-  // until the 29th session). Waited for below, or, on failure, as the
+  // until 2026-12-05). Waited for below, or, on failure, as the
   // future goes.
   std::future<absl::Status> dir_synced;
   if (s.ok()) {
@@ -546,7 +546,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   // Outputs' directory entries must be durable before the manifest names
   // them. Each output's sync starts on a thread of its own once the file
   // exists (a sync started after a creation covers its entry) and runs
-  // beside the job; it came after the job until the 29th session. The
+  // beside the job; it came after the job until 2026-12-05. The
   // job's ranges call this one at a time (SerializedEnv).
   std::vector<std::future<absl::Status>> dir_syncs;
   env.output_created = [this, &dir_syncs](uint64_t) {

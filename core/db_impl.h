@@ -720,7 +720,7 @@ class DBImpl final : public DB {
   // released beside it marked obsolete and handed to the deleter.
   absl::Mutex obsolete_mu_ ABSL_ACQUIRED_AFTER(gc_mu_) ABSL_ACQUIRED_BEFORE(mu_);
   // Records flushes and compactions dropped, which GC skips without a
-  // liveness check (2 Mi records, 8 MiB at most; docs/gc.md, "Records
+  // liveness check (2 Mi records, 16 MiB at most; docs/gc.md, "Records
   // known dead").
   static constexpr size_t kDeadRecordsBound = size_t{2} << 20;
   vlog::DeadRecords dead_records_{kDeadRecordsBound};

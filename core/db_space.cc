@@ -10,7 +10,7 @@ namespace cairn {
 
 // The value bytes a memtable or L0 names before the garbage they may hide
 // can flush or compact them for it (DBImpl::HidesQuarterOfAllowance). 1 MiB
-// until the 37th session: over a live set of a few MiB that let the value
+// until 2026-12-06: over a live set of a few MiB that let the value
 // log climb a third of live between counts (docs/gc.md, "Counting garbage
 // in time").
 constexpr uint64_t kMinHiddenNamedBytes = uint64_t{256} << 10;

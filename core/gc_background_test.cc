@@ -280,7 +280,7 @@ TEST(GcConcurrencyTest, AJobFinishesWhileAnotherWaitsBeforeItsRewrite) {
 // it. The memtable is flushed by the garbage it hides, so GC can count and
 // collect it: the value log stays bounded, and within 1.5x the live bytes
 // plus one segment once settled. With 1 MiB segments, the default 16 MiB, and
-// 64 MiB (the default until the 44th session), which these writes (31 MiB)
+// 64 MiB (the default until 2026-12-07), which these writes (31 MiB)
 // never fill: the active segment, past GC's floor in garbage while nothing
 // else is, is sealed for GC (gc::VictimPolicy::ShouldSealActive). Before
 // that, 64 MiB segments left a 49 MiB value log for 2.4 MB live.

@@ -62,7 +62,7 @@ class VictimPolicy {
   // When Pick found nothing: whether to seal the active segment, of bytes
   // with garbage counted, so that it can be picked. Writes keep piling
   // garbage into it where a small key set is overwritten again and again,
-  // and a segment is only sealed at its target size (64 MiB by default),
+  // and a segment is only sealed at its target size (16 MiB by default),
   // so that nothing else reclaims it. Yes when its garbage reaches the floor
   // Pick would use (the fallback floor only for background GC past the
   // trigger) and at least kMinSealGarbageBytes, so that sealing, and the

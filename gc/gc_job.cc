@@ -293,7 +293,7 @@ class GcJob {
     // The directory entry's sync runs beside the appends below
     // (io::StartSyncDir): started once the file exists, it covers the entry, and
     // the edit that names the segment waits for it. Done after the output's
-    // own sync, as it was until the 29th session, it added a device round
+    // own sync, as it was until 2026-12-05, it added a device round
     // trip to every job.
     dir_synced_ = io::StartSyncDir(fs_, DirName(output_path_));
     result_->bytes_written = writer->size();

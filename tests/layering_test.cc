@@ -1,4 +1,4 @@
-// Checks the #include lines against the layering of STYLE.md: each folder may
+// Checks the #include lines against the layering of docs/style.md: each folder may
 // include only the folders below it, and lsm/ and vlog/ never each other.
 #include <filesystem>
 #include <fstream>
