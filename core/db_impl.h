@@ -136,6 +136,13 @@ class DBImpl final : public DB {
   size_t dead_records_listed_for_testing() const { return dead_records_.size(); }
   // Tests only: the value log's segment set (its punched runs, say).
   const vlog::ValueLog* value_log_for_testing() const { return vlog_.get(); }
+  // Tests only: closes every segment reader once its users are done, as a
+  // reader cache that keeps nothing open would (core/gc_read_race_test.cc).
+  void EvictSegmentReadersForTesting() {
+    for (const vlog::SegmentInfo& info : vlog_->segment_set().Segments()) {
+      vlog_->EvictReader(info.segment_id);
+    }
+  }
   // Tests only: the value log's segments as the DB knows them now.
   std::vector<vlog::SegmentInfo> ValueLogSegmentsForTesting() const {
     return vlog_->segment_set().Segments();
