@@ -71,39 +71,60 @@ std::vector<VictimCandidate> VictimPicker::Pick(const PickRequest& request) cons
 
 std::vector<VictimCandidate> VictimPicker::PickSmall(const PickRequest& request,
                                                     uint64_t target_size) {
-  const uint64_t small_below = target_size / kSmallSegmentFraction;
-  uint64_t newest_id = 0;
-  for (const vlog::SegmentInfo& s : request.segments) newest_id = std::max(newest_id, s.segment_id);
-  std::vector<VictimCandidate> small;
+  uint64_t newest_id = 0, sealed = 0, live = 0;
   for (const vlog::SegmentInfo& s : request.segments) {
-    // The active segment is unsealed; a GC output being written is claimed
-    // (excluded) or unsealed.
-    if (!s.sealed || s.obsolete || request.exclude.contains(s.segment_id)) continue;
-    if (s.size >= small_below) continue;
-    VictimCandidate c;
-    c.segment_id = s.segment_id;
-    c.size = s.size;
-    c.live_bytes = s.live_bytes();
-    c.garbage_ratio = s.garbage_ratio();
-    c.age = request.age ? request.age(s) : static_cast<double>(newest_id - s.segment_id);
-    c.score = Score(c.garbage_ratio, c.age);
-    small.push_back(c);
+    newest_id = std::max(newest_id, s.segment_id);
+    if (!s.sealed || s.obsolete) continue;
+    ++sealed;
+    live += s.live_bytes();
   }
-  if (small.size() < kMinSmallSegmentsToMerge) return {};
+  // The candidates under small_below, ordered by less, taken while they fit
+  // in budget; none unless at least min_count qualify and two fit.
+  const auto pick = [&](uint64_t small_below, size_t min_count, uint64_t budget,
+                        auto less) -> std::vector<VictimCandidate> {
+    std::vector<VictimCandidate> small;
+    for (const vlog::SegmentInfo& s : request.segments) {
+      // The active segment is unsealed; a GC output being written is
+      // claimed (excluded) or unsealed.
+      if (!s.sealed || s.obsolete || request.exclude.contains(s.segment_id)) continue;
+      if (s.size >= small_below) continue;
+      VictimCandidate c;
+      c.segment_id = s.segment_id;
+      c.size = s.size;
+      c.live_bytes = s.live_bytes();
+      c.garbage_ratio = s.garbage_ratio();
+      c.age = request.age ? request.age(s) : static_cast<double>(newest_id - s.segment_id);
+      c.score = Score(c.garbage_ratio, c.age);
+      small.push_back(c);
+    }
+    if (small.size() < min_count) return {};
+    std::sort(small.begin(), small.end(), less);
+    std::vector<VictimCandidate> out;
+    uint64_t total = 0;
+    for (const VictimCandidate& c : small) {
+      // In order, no skipping: the ones left out come after.
+      if (total + c.size > budget) break;
+      total += c.size;
+      out.push_back(c);
+    }
+    if (out.size() < 2) return {};  // one segment merged alone frees nothing
+    return out;
+  };
   // Oldest first: the merged output takes a new, higher id, so a later
   // merge reaches the segments it did not take before their output.
-  std::sort(small.begin(), small.end(), [](const VictimCandidate& a, const VictimCandidate& b) {
+  const auto oldest = [](const VictimCandidate& a, const VictimCandidate& b) {
     return a.segment_id < b.segment_id;
-  });
-  std::vector<VictimCandidate> out;
-  uint64_t total = 0;
-  for (const VictimCandidate& c : small) {
-    // In id order, no skipping: the ones left out are the newest.
-    if (total + c.size > target_size) break;
-    total += c.size;
-    out.push_back(c);
-  }
-  return out;
+  };
+  std::vector<VictimCandidate> out =
+      pick(target_size / kSmallSegmentFraction, kMinSmallSegmentsToMerge, target_size, oldest);
+  const uint64_t live_targets = target_size == 0 ? 0 : (live + target_size - 1) / target_size;
+  if (!out.empty() || sealed <= kCrowdedBase + kCrowdedPerTarget * live_targets) return out;
+  // Crowded: the smallest first, a short job (kCrowdedBudgetFraction), so
+  // that a session that closes soon after still sees it through.
+  return pick(target_size / kCrowdedFraction, 2, target_size / kCrowdedBudgetFraction,
+              [](const VictimCandidate& a, const VictimCandidate& b) {
+                return a.size != b.size ? a.size < b.size : a.segment_id < b.segment_id;
+              });
 }
 
 }  // namespace cairn::gc

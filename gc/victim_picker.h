@@ -47,6 +47,21 @@ inline constexpr uint64_t kSmallSegmentFraction = 16;
 // takes, and under steady writes (flush segments of the target size) there
 // are never this many.
 inline constexpr size_t kMinSmallSegmentsToMerge = 8;
+// Merge outputs stop being small at a sixteenth of the target, so short
+// runs of mid-sized values would leave one such file per sixteenth of the
+// target (80 of them after 10,000 runs of 8 KiB). When the sealed segments
+// outnumber kCrowdedBase plus kCrowdedPerTarget per target size of their
+// live bytes, segments under target_size / kCrowdedFraction count as small
+// too, so the count stays proportional to the live data. Sustained
+// overwrites keep far fewer segments than that (their segments are near
+// the target size), and a merge comes only when no garbage victim is due.
+inline constexpr size_t kCrowdedBase = 24;
+inline constexpr size_t kCrowdedPerTarget = 2;
+inline constexpr uint64_t kCrowdedFraction = 2;
+// A crowded merge takes at most target_size / kCrowdedBudgetFraction, the
+// smallest segments first: a long job that a close cuts short leaves its
+// copies as garbage, and short sessions would cut every one.
+inline constexpr uint64_t kCrowdedBudgetFraction = 4;
 
 struct VictimPickerOptions {
   // Segments with a smaller garbage share are never picked. In [0, 1].
@@ -98,7 +113,10 @@ class VictimPicker {
   // kSmallSegmentFraction (sealed, not obsolete, not excluded, whatever
   // their garbage), else the oldest (lowest id) first while their total
   // stays within target_size, which at least kSmallSegmentFraction of them
-  // always fit. Ignores min_garbage_ratio and request.byte_budget.
+  // always fit. When there is no such merge and the segments are crowded
+  // (kCrowdedBase), those under target_size / kCrowdedFraction are taken,
+  // the smallest first, within target_size / kCrowdedBudgetFraction (at
+  // least two). Ignores min_garbage_ratio and request.byte_budget.
   static std::vector<VictimCandidate> PickSmall(const PickRequest& request, uint64_t target_size);
 
   // The score of the rule above for a garbage ratio and an age.

@@ -189,7 +189,7 @@ TEST(VictimPickerTest, SmallSegmentsAreMergedOnlyFromEightOnOldestFirst) {
   req.exclude = {};
   picked = VictimPicker::PickSmall(req, 48000);
   EXPECT_EQ(Ids(picked), (std::vector<uint64_t>{11, 12, 13, 20, 30, 40, 50, 70}));
-  for (uint64_t id = 200; id < 220; ++id) segs.push_back(Sealed(id, 2900, 0));
+  for (uint64_t id = 200; id < 214; ++id) segs.push_back(Sealed(id, 2900, 0));
   req.segments = segs;
   // At most one target size in all, the oldest first: 8 x 1000 + 13 x 2900.
   std::vector<uint64_t> want = {11, 12, 13, 20, 30, 40, 50, 70};
@@ -197,6 +197,41 @@ TEST(VictimPickerTest, SmallSegmentsAreMergedOnlyFromEightOnOldestFirst) {
   EXPECT_EQ(Ids(VictimPicker::PickSmall(req, 48000)), want);
   // The ratio floor plays no part; the ordinary picker takes none of them.
   EXPECT_TRUE(VictimPicker().Rank(req).empty());
+}
+
+// Merge outputs stop being small at a sixteenth of the target; once the
+// sealed segments outnumber kCrowdedBase plus kCrowdedPerTarget per target
+// of live bytes, segments under half the target are merged too, so that
+// short runs of mid-sized values do not leave one file per sixteenth.
+TEST(VictimPickerTest, CrowdedSegmentsUnderHalfTheTargetAreMergedToo) {
+  constexpr uint64_t kTarget = 64000;
+  std::vector<vlog::SegmentInfo> segs;
+  // 28 segments of 5000 bytes (over a sixteenth): 140000 live bytes, three
+  // targets' worth, so crowded only past 24 + 2 * 3 = 30.
+  for (uint64_t id = 1; id <= 28; ++id) segs.push_back(Sealed(id, 5000, 0));
+  PickRequest req;
+  req.segments = segs;
+  EXPECT_TRUE(VictimPicker::PickSmall(req, kTarget).empty()) << "28: not crowded";
+  segs.push_back(Sealed(29, 5000, 0));
+  segs.push_back(Sealed(30, 5000, 0));
+  segs.push_back(Sealed(31, 40000, 0));  // over half the target: never taken
+  req.segments = segs;
+  // 31 sealed over three targets of live bytes: crowded. The smallest
+  // first (then the oldest), within a quarter target: 3 of 5000 bytes.
+  segs[9].size = 4500;
+  req.segments = segs;
+  EXPECT_EQ(Ids(VictimPicker::PickSmall(req, kTarget)), (std::vector<uint64_t>{10, 1, 2}));
+  // Garbage counts against the live bytes: 27 of them, three quarters
+  // garbage, hold one target's worth and are crowded past 26.
+  for (vlog::SegmentInfo& s : segs) s.garbage_bytes = s.size / 4 * 3;
+  segs.resize(27);
+  req.segments = segs;
+  EXPECT_EQ(VictimPicker::PickSmall(req, kTarget).size(), 3u);
+  // Eight under a sixteenth come first, oldest first, whatever the crowd.
+  for (uint64_t id = 40; id < 48; ++id) segs.push_back(Sealed(id, 1000, 0));
+  req.segments = segs;
+  EXPECT_EQ(Ids(VictimPicker::PickSmall(req, kTarget)),
+            (std::vector<uint64_t>{40, 41, 42, 43, 44, 45, 46, 47}));
 }
 
 TEST(VictimPickerTest, ValidateRejectsRatiosOutsideZeroToOne) {
