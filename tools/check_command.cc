@@ -209,6 +209,8 @@ class Checker {
   uint64_t wal_batches_ = 0, wal_entries_ = 0, segments_checked_ = 0, segment_records_ = 0;
   uint64_t pointers_checked_ = 0, stale_pointers_ = 0, orphans_ = 0, problems_ = 0;
   uint64_t unbalanced_segments_ = 0, cleanups_ = 0;
+  // A table or WAL could not be read whole: the ledger lacks its pointers.
+  bool index_unread_ = false;
   static constexpr uint64_t kMaxPrinted = 10;
   absl::btree_map<std::string, uint64_t> problems_per_file_;
 };
@@ -360,6 +362,7 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
   absl::StatusOr<std::unique_ptr<lsm::LogReader>> reader = lsm::LogReader::Open(fs_, path, number);
   if (!reader.ok()) {
     Problem(name, reader.status().ToString());
+    index_unread_ = true;
     return true;
   }
   std::string scratch;
@@ -384,10 +387,14 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
           }
           return absl::OkStatus();
         });
-    if (!s.ok()) Problem(name, absl::StrCat("batch at offset ", offset, ": ", s.ToString()));
+    if (!s.ok()) {
+      Problem(name, absl::StrCat("batch at offset ", offset, ": ", s.ToString()));
+      index_unread_ = true;
+    }
   }
   if (!(*reader)->status().ok()) {
     Problem(name, (*reader)->status().ToString());
+    index_unread_ = true;
   } else if (!newest && (*reader)->format_version() >= 2 && !ended) {
     // A closed WAL is synced only when a later sync comes; without its end
     // record a crash cut it before that (docs/durability.md, "WAL switches").
@@ -421,6 +428,7 @@ void Checker::CheckTable(int level, const lsm::FileMetaData& f) {
   absl::StatusOr<uint64_t> size = fs_->GetFileSize(path);
   if (!size.ok()) {
     Problem(name, absl::StrCat("in the version at L", level, ", but: ", size.status().ToString()));
+    index_unread_ = true;
     return;
   }
   if (*size != f.file_size) {
@@ -430,10 +438,14 @@ void Checker::CheckTable(int level, const lsm::FileMetaData& f) {
       table_cache_->FindTable(f.number, f.file_size);
   if (!table.ok()) {
     Problem(name, table.status().ToString());
+    index_unread_ = true;
     return;
   }
   const absl::Status verified = (*table)->VerifyAll();
-  if (!verified.ok()) Problem(name, verified.ToString());
+  if (!verified.ok()) {
+    Problem(name, verified.ToString());
+    index_unread_ = true;
+  }
 
   std::unique_ptr<lsm::InternalIterator> it =
       (*table)->NewIterator({.verify_checksums = true, .fill_cache = false});
@@ -475,6 +487,7 @@ void Checker::CheckTable(int level, const lsm::FileMetaData& f) {
     // Iterating stops at the first bad block, which VerifyAll has usually
     // reported already.
     if (it->status() != verified) Problem(name, it->status().ToString());
+    index_unread_ = true;
   } else if (f.num_entries != 0 && entries != f.num_entries) {
     Problem(name,
             absl::StrFormat("holds %d entries, but the manifest says %d", entries, f.num_entries));
@@ -666,7 +679,11 @@ void Checker::CheckLedger() {
       }
     }
     ++unbalanced_segments_;
-    if (b.unaccounted_bytes() > 0) {
+    if (b.unaccounted_bytes() > 0 && index_unread_) {
+      // The pointers of what could not be read may name these bytes.
+      Problem(name, absl::StrCat(b.DebugString(), ", or named by the entries of a table or WAL "
+                                                  "that could not be read (above)"));
+    } else if (b.unaccounted_bytes() > 0) {
       // A crash between a value's write and its WAL record's, or before a
       // garbage count reached the manifest; the open recounts the ledger
       // (DBImpl::CountUnaccountedGarbage).
