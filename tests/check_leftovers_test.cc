@@ -47,7 +47,8 @@ std::string Key(int i) { return absl::StrFormat("key-%06d", i); }
 
 // 100 to 3,000 bytes, different for each key and round.
 std::string Value(int i, int round) {
-  const size_t size = 100 + (static_cast<size_t>(i) * 797 + static_cast<size_t>(round) * 131) % 2901;
+  const size_t size =
+      100 + (static_cast<size_t>(i) * 797 + static_cast<size_t>(round) * 131) % 2901;
   std::string v = absl::StrFormat("value-%06d-round-%d-", i, round);
   while (v.size() < size) v.push_back(static_cast<char>('a' + (v.size() * 7 + i + round) % 26));
   v.resize(size);
@@ -352,8 +353,10 @@ TEST_F(CheckLeftoversTest, TornManifestTailIsACleanup) {
   const CheckReport r = RunCheckTool(image_);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(Lines(r.output, "problem:"), ::testing::IsEmpty()) << r.output;
-  EXPECT_THAT(r.output, HasSubstr(absl::StrCat("cleanup: ", manifest, ": ends in a torn record at "
-                                               "offset ", old_size)));
+  EXPECT_THAT(r.output, HasSubstr(absl::StrCat("cleanup: ", manifest,
+                                               ": ends in a torn record at "
+                                               "offset ",
+                                               old_size)));
   ExpectOpenCleansUp(image_, before);
 }
 

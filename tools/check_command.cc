@@ -98,7 +98,7 @@ class Checker {
         manifest_records_, tables_, table_entries_, wals_, wal_batches_, wal_entries_,
         segments_checked_, segment_records_, pointers_checked_, stale_pointers_, orphans_,
         unbalanced_segments_, problems_, cleanups_);
-    absl::PrintF("%s\n", problems_ > 0    ? "PROBLEMS FOUND"
+    absl::PrintF("%s\n", problems_ > 0   ? "PROBLEMS FOUND"
                          : cleanups_ > 0 ? "OK (with leftovers the next open cleans up)"
                                          : "OK");
     return problems_ == 0 ? kExitOk : kExitProblems;
@@ -306,8 +306,9 @@ void Checker::CheckSegments() {
                                         (*scanner)->records_read()};
     } else if (!info.sealed && !info.obsolete) {
       // A collection seals its output before it moves any pointer into it.
-      Cleanup(name, "a GC output a crash left unsealed (only garbage): the next open marks it "
-                    "obsolete and deletes it");
+      Cleanup(name,
+              "a GC output a crash left unsealed (only garbage): the next open marks it "
+              "obsolete and deletes it");
     }
     if ((*scanner)->torn_tail()) {
       Cleanup(name, absl::StrFormat("the active segment ends in a torn tail at offset %d (a "
@@ -406,8 +407,9 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
     const std::string msg =
         absl::StrFormat("torn tail at offset %d", (*reader)->valid_end_offset());
     if (newest) {
-      Cleanup(name, absl::StrCat(msg, " (the newest WAL, a write a crash cut): the next open "
-                                      "cuts it off"));
+      Cleanup(name, absl::StrCat(msg,
+                                 " (the newest WAL, a write a crash cut): the next open "
+                                 "cuts it off"));
     } else {
       Problem(name, absl::StrCat(msg, " in a WAL that is not the newest"));
     }
@@ -629,11 +631,12 @@ void Checker::CheckOrphans() {
         if (!segments_.Contains(number) && !wal_segments_.contains(number)) {
           ++orphans_;
           if (OrphanMayBeNamedByALostRecord(number) && !listed_segments_.contains(number)) {
-            Problem(name, absl::StrCat("orphan value-log segment, not in the segment set",
-                                       lost_record));
+            Problem(name,
+                    absl::StrCat("orphan value-log segment, not in the segment set", lost_record));
           } else {
-            Cleanup(name, "orphan value-log segment, not in the segment set and no WAL needs it: "
-                          "the next open deletes it");
+            Cleanup(name,
+                    "orphan value-log segment, not in the segment set and no WAL needs it: "
+                    "the next open deletes it");
           }
         }
         break;
@@ -643,8 +646,9 @@ void Checker::CheckOrphans() {
         break;
       case lsm::FileType::kLog:
         if (number < versions_.LogNumber()) {
-          Cleanup(name, "obsolete WAL, below the log number (its writes are in tables): the next "
-                        "open deletes it");
+          Cleanup(name,
+                  "obsolete WAL, below the log number (its writes are in tables): the next "
+                  "open deletes it");
         }
         break;
       case lsm::FileType::kManifest:
@@ -669,10 +673,11 @@ void Checker::CheckLedger() {
       const auto [bytes, records] = ValuesTheWalCarries(*segments_.Get(b.segment_id));
       // More than the leak would mean a match by chance: leave it out.
       if (bytes > 0 && bytes <= static_cast<uint64_t>(b.unaccounted_bytes())) {
-        Note(absl::StrFormat("%s: %d records (%d bytes) whose values a WAL record carries too (a "
-                             "synced group's): on the ledger as garbage, which the next open "
-                             "counts once it replays that record",
-                             name, records, bytes));
+        Note(
+            absl::StrFormat("%s: %d records (%d bytes) whose values a WAL record carries too (a "
+                            "synced group's): on the ledger as garbage, which the next open "
+                            "counts once it replays that record",
+                            name, records, bytes));
         b.garbage_bytes += bytes;
         b.garbage_records += records;
         if (b.unaccounted_bytes() == 0) continue;
@@ -681,8 +686,9 @@ void Checker::CheckLedger() {
     ++unbalanced_segments_;
     if (b.unaccounted_bytes() > 0 && index_unread_) {
       // The pointers of what could not be read may name these bytes.
-      Problem(name, absl::StrCat(b.DebugString(), ", or named by the entries of a table or WAL "
-                                                  "that could not be read (above)"));
+      Problem(name, absl::StrCat(b.DebugString(),
+                                 ", or named by the entries of a table or WAL "
+                                 "that could not be read (above)"));
     } else if (b.unaccounted_bytes() > 0) {
       // A crash between a value's write and its WAL record's, or before a
       // garbage count reached the manifest; the open recounts the ledger
