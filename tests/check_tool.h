@@ -24,6 +24,7 @@ struct CheckReport {
   // From its summary line (-1 when there was none).
   int tables = -1, wals = -1, segments = -1, pointers = -1, orphans = -1, problems = -1;
   int unbalanced = -1;  // segments whose bytes are neither referenced nor counted
+  int leftovers = -1;   // "cleanup:" lines: what the next open cleans up
 };
 
 // Runs `cairn check dir` (CAIRN_IO picks its backend).
@@ -44,9 +45,10 @@ inline CheckReport RunCheckTool(const std::string& dir) {
                 "summary: %d manifest records, %d tables (%d entries), %d WALs (%d batches, %d "
                 "entries), %d segments (%d records), %d value pointers checked (%d shadowed ones "
                 "into removed segments skipped), %d orphans, %d segments off the ledger; %d "
-                "problems",
+                "problems; %d leftovers",
                 &records, &r.tables, &entries, &r.wals, &batches, &wal_entries, &r.segments,
-                &seg_records, &r.pointers, &skipped, &r.orphans, &r.unbalanced, &r.problems);
+                &seg_records, &r.pointers, &skipped, &r.orphans, &r.unbalanced, &r.problems,
+                &r.leftovers);
   }
   return r;
 }
