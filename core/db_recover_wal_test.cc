@@ -8,7 +8,9 @@
 // A real power cut over the same layouts must still open, with a prefix of
 // the writes that holds every synced one.
 #include <algorithm>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,9 +21,11 @@
 #include "core/db_impl.h"
 #include "core/write_batch_internal.h"
 #include "gtest/gtest.h"
+#include "io/coding.h"
 #include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
 #include "lsm/filename.h"
+#include "lsm/log_format.h"
 #include "lsm/log_reader.h"
 
 namespace cairn {
@@ -281,6 +285,48 @@ TEST_F(DamagedWalTest, APowerCutOverTheSameLayoutsStillOpensWithEverySyncedWrite
       }
     }
   }
+}
+
+// The worked example of docs/wal_format.md, "Sync records", is what
+// SyncRecord encodes; a switch begins its new WAL with such a record.
+TEST_F(DamagedWalTest, SyncRecordMatchesTheFormatDoc) {
+  std::ifstream doc(std::string(CAIRN_SOURCE_DIR) + "/docs/wal_format.md");
+  ASSERT_TRUE(doc.good()) << "cannot read docs/wal_format.md";
+  std::string line, expected;
+  bool inside = false;
+  while (std::getline(doc, line)) {
+    if (line.find("<!-- golden:wal-sync-record:begin -->") != std::string::npos) {
+      inside = true;
+      continue;
+    }
+    if (line.find("<!-- golden:wal-sync-record:end -->") != std::string::npos) break;
+    if (!inside || line.rfind("```", 0) == 0) continue;
+    std::istringstream tokens(line.substr(0, line.find('#')));
+    std::string token;
+    while (tokens >> token) expected.push_back(static_cast<char>(std::stoi(token, nullptr, 16)));
+  }
+  ASSERT_EQ(expected.size(), 13u) << "golden block not found";
+  EXPECT_EQ(WriteBatchInternal::SyncRecord(WriteBatchInternal::SyncKind::kOlderWalsWhole, 41),
+            expected);
+  WriteBatchInternal::SyncKind kind;
+  uint64_t synced = 0;
+  ASSERT_TRUE(WriteBatchInternal::ParseSyncRecord(expected, &kind, &synced));
+  EXPECT_EQ(kind, WriteBatchInternal::SyncKind::kOlderWalsWhole);
+  EXPECT_EQ(synced, 41u);
+  EXPECT_FALSE(WriteBatchInternal::IsEndRecord(expected));
+
+  // Sync writes in the first WAL, then a switch: the second WAL begins
+  // with a switch's sync record naming the last synced write.
+  Start();
+  Build(this, {2, 0});
+  Kill();
+  uint64_t end = 0;
+  const std::vector<Record> records = Records(Wals()[1], &end);
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0].offset, lsm::kLogFileHeaderSize);
+  ASSERT_TRUE(WriteBatchInternal::ParseSyncRecord(records[0].payload, &kind, &synced));
+  EXPECT_EQ(kind, WriteBatchInternal::SyncKind::kSwitch);
+  EXPECT_EQ(synced, static_cast<uint64_t>(last_synced_ + 1));  // sequences start at 1
 }
 
 }  // namespace
