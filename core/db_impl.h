@@ -214,26 +214,30 @@ class DBImpl final : public DB {
   // VersionSet::LogAndApply with the value log's changes in the same edit;
   // serialized (see the definition).
   absl::Status LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit* segment_edit);
-  // What replaying one WAL found.
+  // db_recover_wal.cc. What replaying one WAL found.
   struct LogReplay {
     lsm::SequenceNumber first_sequence = 0, last_sequence = 0;  // 0: no write
     bool cut_short = false;  // stopped at a torn record or a value never written whole
     uint64_t cut_offset = 0;
     std::string cut_reason;
-    // Format 2, a WAL that is not the newest: it lacks its end record, so
-    // a crash cut it before any sync covered it. Newer WALs then hold only
-    // writes that were never synced, and replay stops here.
+    // Format 2, not the newest WAL: no end record, so a crash cut it before
+    // any sync covered it (or a newer WAL), and replay stops here.
     bool unended = false;
+    // Format 4 sync records: the highest synced sequence one names, where,
+    // and the first saying the older WALs are durable whole.
+    lsm::SequenceNumber synced_through = 0;
+    uint64_t synced_offset = 0;
+    std::optional<uint64_t> older_whole_offset;
   };
   absl::Status ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTable* mem,
                          lsm::SequenceNumber* max_sequence, LogReplay* replay);
-  // Replay: a WAL may hold pointers into a segment GC collected and
-  // deleted once the writes that superseded them were durable. Such a
-  // pointer is applied without reading it, as long as a later replayed
-  // write to its key supersedes it. NoteCollectedPointer records or clears
-  // the key for each replayed entry and returns true for such a pointer;
-  // CheckCollectedPointersSuperseded, after the last WAL, is DataLoss when
-  // one is still the newest write to its key.
+  absl::Status ScanSyncRecords(uint64_t log_number, LogReplay* replay) const;  // nothing applied
+  // Replay: a WAL may hold pointers into a segment GC collected and deleted
+  // once the writes that superseded them were durable. Such a pointer is
+  // applied unread if a later replayed write to its key supersedes it.
+  // NoteCollectedPointer records or clears the key for each replayed entry
+  // and returns true for such a pointer; CheckCollectedPointersSuperseded,
+  // after the last WAL, is DataLoss when one is still its key's newest.
   bool NoteCollectedPointer(uint64_t log_number, lsm::SequenceNumber seq, lsm::ValueType type,
                             std::string_view key, std::string_view value);
   absl::Status CheckCollectedPointersSuperseded();
@@ -262,10 +266,10 @@ class DBImpl final : public DB {
   // lists (the caller checked the OPTIONS file first). Sets *names to the
   // directory's entries. Reads only.
   absl::Status RecoverManifest(std::vector<std::string>* names);
-  // Replays the WALs from the manifest's log number on (in names), oldest
-  // first, into *mem. With edit non-null a full memtable is written to an L0
-  // table recorded in *edit (garbage in *garbage); with null every write
-  // stays in memory (read-only). Sets *max_sequence to the last replayed.
+  // db_recover_wal.cc: replays the WALs from the manifest's log number on
+  // (in names), oldest first, into *mem. With edit non-null a full memtable
+  // goes to an L0 table recorded in *edit (garbage in *garbage); null keeps
+  // all in memory (read-only). Sets *max_sequence to the last replayed.
   absl::Status ReplayLogs(const std::vector<std::string>& names,
                           std::shared_ptr<lsm::MemTable>* mem,
                           lsm::SequenceNumber* max_sequence, lsm::VersionEdit* edit,
@@ -610,6 +614,8 @@ class DBImpl final : public DB {
   // into the value log (so a WAL sync must sync the value log too). Write
   // leader only (NewLog runs in the leader's MakeRoomForWrite).
   bool wal_names_unsynced_values_ = false;
+  // Durable by a WAL sync or the open's flush: a switch's sync record.
+  lsm::SequenceNumber wal_synced_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> wal_unsynced_bytes_{0};  // since the last sync (at most)
   std::atomic<bool> values_as_written_{false};  // GC collects, or did < 10 s ago
   // Numbers of files being written that are not yet in a version.

@@ -267,6 +267,10 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
   // take (recovery stops at the first WAL without its end record).
   std::vector<std::shared_ptr<lsm::LogWriter>> closed_logs;
   if (sync) closed_logs = UnsyncedClosedLogs();
+  // Once they are synced, every write they hold is durable (they are a
+  // suffix of imm_, so the newest closed WAL is imm_'s last).
+  const SequenceNumber closed_through =
+      closed_logs.empty() ? 0 : std::max(wal_synced_sequence_, imm_.back().last_sequence);
   std::shared_ptr<lsm::MemTable> mem = mem_;
   WriteBatch* group = &group_batch_;
   absl::Status status;
@@ -323,13 +327,21 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
         status = vlog_->Flush();
       }
     }
+    for (const std::shared_ptr<lsm::LogWriter>& closed : closed_logs) {
+      if (status.ok()) status = closed->Sync();
+    }
+    if (status.ok() && !closed_logs.empty()) {
+      // Only now that their syncs completed: a sync record that survives
+      // in the live WAL proves they were durable whole, so recovery takes
+      // one of them cut or damaged for lost synced writes, not for a power
+      // cut's unsynced suffix (docs/wal_format.md, "Sync records").
+      status = log->AddRecord(WriteBatchInternal::SyncRecord(
+          WriteBatchInternal::SyncKind::kOlderWalsWhole, closed_through));
+    }
     if (status.ok() && wal_record->Count() > 0) {
       const std::string_view contents = WriteBatchInternal::Contents(*wal_record);
       status = log->AddRecord(contents);
       wal_unsynced_bytes_.fetch_add(contents.size(), std::memory_order_relaxed);
-    }
-    for (const std::shared_ptr<lsm::LogWriter>& closed : closed_logs) {
-      if (status.ok()) status = closed->Sync();
     }
     if (status.ok()) {
       if (!sync) {
@@ -383,6 +395,7 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
     // writes).
     if (sync) {
       versions_->SetLastSequence(last_sequence_.load());
+      wal_synced_sequence_ = last_sequence_.load();
       MarkLogsSynced(closed_logs);
       wal_unsynced_bytes_.store(0, std::memory_order_relaxed);
     }
@@ -677,6 +690,7 @@ absl::Status DBImpl::NewLog() {
   // no obsolete file to RemoveObsoleteFiles.
   const uint64_t number = versions_->NewFileNumber();
   const std::string path = lsm::LogFileName(dbname_, number);
+  const SequenceNumber synced = wal_synced_sequence_;
   switch_running_ = true;
   mu_.Unlock();
   absl::StatusOr<std::unique_ptr<lsm::LogWriter>> created = [&]()
@@ -688,6 +702,11 @@ absl::Status DBImpl::NewLog() {
                                                        .prefill_bytes = options_.wal_prefill_bytes}));
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::LogWriter> log,
                            lsm::LogWriter::Create(std::move(file), number));
+    // What the syncs so far made durable, synced with the header at no
+    // extra cost: a cut below it in an older WAL is then damage, not the
+    // unsynced suffix a power cut takes (docs/wal_format.md, "Sync records").
+    CAIRN_RETURN_IF_ERROR(log->AddRecord(
+        WriteBatchInternal::SyncRecord(WriteBatchInternal::SyncKind::kSwitch, synced)));
     // The new WAL's header and directory entry must be durable before any
     // sync write in it is acknowledged; a synced header also means a crash
     // can only tear records, never the header.

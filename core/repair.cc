@@ -29,6 +29,7 @@
 #include "lsm/block.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
+#include "lsm/log_format.h"
 #include "lsm/log_reader.h"
 #include "lsm/table_cache.h"
 #include "lsm/version_set.h"
@@ -274,6 +275,13 @@ class Repairer {
     while (true) {
       while (reader.ReadRecord(&record, &scratch)) {
         const uint64_t offset = reader.last_record_offset();
+        WriteBatchInternal::SyncKind kind;
+        uint64_t synced = 0;
+        // A sync record (format 4) holds no write.
+        if (reader.format_version() >= lsm::kSyncRecordLogFormatVersion &&
+            WriteBatchInternal::ParseSyncRecord(record, &kind, &synced)) {
+          continue;
+        }
         lsm::SequenceNumber first = 0;
         uint64_t count = 0;
         absl::Status s = WriteBatchInternal::ForEach(

@@ -96,6 +96,27 @@ bool WriteBatchInternal::IsEndRecord(std::string_view contents) {
   return contents.size() == kBatchHeaderSize && io::DecodeFixed32(contents.data() + 8) == 0;
 }
 
+std::string WriteBatchInternal::SyncRecord(SyncKind kind, uint64_t synced_sequence) {
+  std::string record = EndRecord(synced_sequence);
+  record.push_back(static_cast<char>(kind));
+  return record;
+}
+
+bool WriteBatchInternal::ParseSyncRecord(std::string_view contents, SyncKind* kind,
+                                         uint64_t* synced_sequence) {
+  if (contents.size() != kBatchHeaderSize + 1 || io::DecodeFixed32(contents.data() + 8) != 0) {
+    return false;
+  }
+  const auto k = static_cast<uint8_t>(contents[kBatchHeaderSize]);
+  if (k != static_cast<uint8_t>(SyncKind::kSwitch) &&
+      k != static_cast<uint8_t>(SyncKind::kOlderWalsWhole)) {
+    return false;
+  }
+  *kind = static_cast<SyncKind>(k);
+  *synced_sequence = io::DecodeFixed64(contents.data());
+  return true;
+}
+
 void WriteBatchInternal::Append(WriteBatch* dst, const WriteBatch& src) {
   SetCount(dst, dst->Count() + src.Count());
   dst->rep_.append(src.rep_, kBatchHeaderSize, std::string::npos);

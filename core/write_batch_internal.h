@@ -40,6 +40,23 @@ class WriteBatchInternal {
   // newest write's sequence. No other batch the DB writes is empty.
   static std::string EndRecord(uint64_t sequence);
   static bool IsEndRecord(std::string_view contents);
+  // A sync record (WAL format 4, docs/wal_format.md, "Sync records"): what
+  // was durable when it was written, so that recovery can tell a power
+  // cut's unsynced suffix from damage to synced writes. 13 bytes: an empty
+  // batch's header carrying the synced sequence, then the kind.
+  enum class SyncKind : uint8_t {
+    // The first record of a WAL a switch began: every write through the
+    // sequence was synced before this WAL was.
+    kSwitch = 1,
+    // Written by a sync that synced the closed WALs, after their syncs
+    // completed: every older WAL is durable whole, through its end record.
+    kOlderWalsWhole = 2,
+  };
+  static std::string SyncRecord(SyncKind kind, uint64_t synced_sequence);
+  // Whether contents is a sync record (of a known kind); sets the outputs
+  // when it is.
+  static bool ParseSyncRecord(std::string_view contents, SyncKind* kind,
+                              uint64_t* synced_sequence);
   // Appends src's entries to dst (sequence of dst unchanged).
   static void Append(WriteBatch* dst, const WriteBatch& src);
   // Appends entries, whole encoded entries cut from another batch's

@@ -25,9 +25,12 @@ inline constexpr uint64_t kLogMagic = 0x4c41574e52494143ull;  // "CAIRNWAL" as f
 // was synced (docs/wal_format.md, "End records"). Version 3 adds that a
 // log may end in zeros its writer filled ahead of its appends
 // (FileOptions::prefill_bytes): zeros from where a fragment would start to
-// the end of the file are its clean end ("Zeros written ahead"). Readers
-// take all three.
-inline constexpr uint32_t kLogFormatVersion = 3;
+// the end of the file are its clean end ("Zeros written ahead"). Version 4
+// adds the WAL's sync records (13-byte records an older build would take
+// for writes it cannot parse, so it must refuse the file: "Sync records").
+// Readers take all four; the framing is the same in each.
+inline constexpr uint32_t kLogFormatVersion = 4;
+inline constexpr uint32_t kSyncRecordLogFormatVersion = 4;
 inline constexpr uint32_t kPrefilledLogFormatVersion = 3;
 inline constexpr uint32_t kOldestLogFormatVersion = 1;
 inline constexpr size_t kLogFileHeaderSize = 8 + 4 + 8 + 4;

@@ -53,6 +53,7 @@
 #include "core/write_batch_internal.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
+#include "lsm/log_format.h"
 #include "lsm/log_reader.h"
 #include "lsm/table_cache.h"
 #include "lsm/version_set.h"
@@ -159,6 +160,9 @@ class Checker {
   // False when recovery would stop after this WAL (a closed one a crash
   // cut before any sync): the newer ones are not replayed.
   bool CheckWal(uint64_t number, bool newest);
+  // The offset of the WAL's first sync record saying the older WALs were
+  // synced whole, if it has one.
+  std::optional<uint64_t> OlderWalsWholeRecord(uint64_t number);
   void CheckTables();
   void CheckTable(int level, const lsm::FileMetaData& f);
   void CheckPointer(const std::string& file, const std::string& where, std::string_view user_key,
@@ -348,12 +352,41 @@ void Checker::CheckWals() {
   for (size_t i = 0; i < logs.size(); ++i) {
     if (CheckWal(logs[i], i + 1 == logs.size())) continue;
     for (size_t j = i + 1; j < logs.size(); ++j) {
-      Cleanup(BaseName(lsm::LogFileName(dbname_, logs[j])),
-              "after a WAL a crash cut before any sync: never synced, so the next open does not "
-              "replay it, and deletes it");
+      const std::string name(BaseName(lsm::LogFileName(dbname_, logs[j])));
+      // A sync record saying the older WALs were synced whole (format 4)
+      // makes the cut one damage, as the open rules (docs/wal_format.md).
+      if (std::optional<uint64_t> at = OlderWalsWholeRecord(logs[j]); at.has_value()) {
+        Problem(std::string(BaseName(lsm::LogFileName(dbname_, logs[i]))),
+                absl::StrCat("ends without its end record, but ", name, " at offset ", *at,
+                             " holds a sync record written once it was synced whole: damage, "
+                             "and the open refuses it"));
+      } else {
+        Cleanup(name,
+                "after a WAL a crash cut before any sync: never synced, so the next open does "
+                "not replay it, and deletes it");
+      }
     }
     break;
   }
+}
+
+std::optional<uint64_t> Checker::OlderWalsWholeRecord(uint64_t number) {
+  absl::StatusOr<std::unique_ptr<lsm::LogReader>> reader =
+      lsm::LogReader::Open(fs_, lsm::LogFileName(dbname_, number), number);
+  if (!reader.ok() || (*reader)->format_version() < lsm::kSyncRecordLogFormatVersion) {
+    return std::nullopt;
+  }
+  std::string scratch;
+  std::string_view record;
+  while ((*reader)->ReadRecord(&record, &scratch)) {
+    WriteBatchInternal::SyncKind kind;
+    uint64_t synced = 0;
+    if (WriteBatchInternal::ParseSyncRecord(record, &kind, &synced) &&
+        kind == WriteBatchInternal::SyncKind::kOlderWalsWhole) {
+      return (*reader)->last_record_offset();
+    }
+  }
+  return std::nullopt;
 }
 
 bool Checker::CheckWal(uint64_t number, bool newest) {
@@ -370,6 +403,13 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
   std::string_view record;
   bool ended = false;  // the last record is an end record (format 2)
   while ((*reader)->ReadRecord(&record, &scratch)) {
+    WriteBatchInternal::SyncKind kind;
+    uint64_t synced = 0;
+    if ((*reader)->format_version() >= lsm::kSyncRecordLogFormatVersion &&
+        WriteBatchInternal::ParseSyncRecord(record, &kind, &synced)) {
+      ended = false;  // a sync record holds no write
+      continue;
+    }
     ++wal_batches_;
     ended = WriteBatchInternal::IsEndRecord(record);
     const uint64_t offset = (*reader)->last_record_offset();

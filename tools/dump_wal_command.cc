@@ -100,6 +100,17 @@ int RunDumpWal(const Args& args) {
       bad_batch = true;
       continue;
     }
+    WriteBatchInternal::SyncKind kind;
+    uint64_t synced = 0;
+    if ((*reader)->format_version() >= lsm::kSyncRecordLogFormatVersion &&
+        WriteBatchInternal::ParseSyncRecord(record, &kind, &synced)) {
+      absl::PrintF("record at offset %d: sync record: writes through seq %d synced%s\n", offset,
+                   synced,
+                   kind == WriteBatchInternal::SyncKind::kOlderWalsWhole
+                       ? ", every older WAL synced whole"
+                       : " (the switch that began this WAL)");
+      continue;
+    }
     absl::PrintF("record at offset %d: seq %d count %d (%d bytes)\n", offset,
                  io::DecodeFixed64(record.data()), io::DecodeFixed32(record.data() + 8),
                  record.size());
