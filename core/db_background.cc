@@ -65,7 +65,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     mem = imm_.front().mem;
     flushed_through = imm_.front().last_sequence;
     flush_running_ = true;
-    overwrites = garbage_yield_ > 0.5;
+    overwrites = ledger_.yield() > 0.5;
   }
   if (before_flush_for_testing) before_flush_for_testing();
   const auto start = std::chrono::steady_clock::now();
@@ -168,18 +168,10 @@ absl::Status DBImpl::FlushOldestImmutable() {
       // supersede (but GC's rewrites', which supersede records of collected
       // victims), and those its deletions do.
       const uint64_t named = value_bytes - std::min(value_bytes, gc_value_bytes);
-      if (s.ok() && foresee.has_value()) {
-        // What it hides is listed exactly: nothing left to estimate, and
-        // the yield is learnt here rather than at its compaction, from all
-        // it hides (records of victims GC is collecting are not listed).
-        l0_hidden_[f.number] = {};
-        if (named > 0) {
-          const double yield = std::min(1.0, static_cast<double>(found_bytes) / named);
-          garbage_yield_ = 0.5 * garbage_yield_ + 0.5 * yield;
-        }
-      } else if (s.ok()) {
-        const uint64_t deleted = DeletedValueEstimate(deletions);
-        l0_hidden_[f.number] = {named + deleted, deleted};
+      if (s.ok()) {
+        ledger_.TableFlushed(f.number, named, deletions,
+                             foresee.has_value() ? std::optional<uint64_t>(found_bytes)
+                                                 : std::nullopt);
       }
     }
     if (s.ok()) {
@@ -439,7 +431,7 @@ bool DBImpl::NeedsCompaction() {
 
 std::unique_ptr<lsm::Compaction> DBImpl::PickBackgroundCompaction(const lsm::Version& v) {
   std::unique_ptr<lsm::Compaction> c = lsm::PickCompaction(v, compaction_options_);
-  if (c == nullptr && NeedsGarbageCompaction()) {
+  if (c == nullptr && ledger_.NeedsGarbageCompaction()) {
     c = lsm::PickRangeCompaction(v, compaction_options_, 0, nullptr, nullptr);
   }
   return c;
@@ -572,21 +564,13 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
     for (const auto& [level, f] : edit.new_files()) pending_outputs_.erase(f.number);
     if (s.ok()) {
       if (c.level() == 0) {
-        uint64_t inflow = 0;
-        for (const auto& f : c.inputs(0)) {
-          auto it = l0_hidden_.find(f->number);
-          if (it == l0_hidden_.end()) continue;
-          inflow += it->second.value_bytes;
-          l0_hidden_.erase(it);
+        std::vector<uint64_t> inputs;
+        for (const auto& f : c.inputs(0)) inputs.push_back(f->number);
+        uint64_t counted = 0;
+        for (const vlog::SegmentEdit::Change& ch : garbage.edit().changes()) {
+          if (ch.tag == vlog::SegmentEditTag::kAddGarbage) counted += ch.bytes;
         }
-        if (inflow > 0) {
-          uint64_t counted = 0;
-          for (const vlog::SegmentEdit::Change& ch : garbage.edit().changes()) {
-            if (ch.tag == vlog::SegmentEditTag::kAddGarbage) counted += ch.bytes;
-          }
-          const double yield = std::min(1.0, static_cast<double>(counted) / inflow);
-          garbage_yield_ = 0.5 * garbage_yield_ + 0.5 * yield;
-        }
+        ledger_.Level0Compacted(inputs, counted);
       }
       LevelCompactionStats& ls = level_stats_[stats.output_level];
       ++ls.compactions;
@@ -672,7 +656,7 @@ absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* e
 
 bool DBImpl::GcBehind() {
   if (!gc_controller_.enabled() || !GcCanCollect()) return false;
-  const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+  const double amp = ledger_.Space(/*with_estimate=*/true).amplification();
   // Collecting until the stop mark, or about to start.
   return gc_controller_.collecting() ? amp > gc_controller_.collect_until()
                                      : amp > gc_controller_.start_mark();
@@ -720,7 +704,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
   {
     absl::MutexLock l(&mu_);
     settle_gc = gc_controller_.SettleWanted(
-        GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
+        ledger_.Space(/*with_estimate=*/true).amplification());
     if (settle_gc && GcCanCollect()) gc_controller_.Settle();
     background_cv_.SignalAll();
   }
@@ -743,7 +727,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       // estimate of the garbage L0 hides.
       absl::MutexLock l(&mu_);
       settle_gc = gc_controller_.SettleWanted(
-          GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
+          ledger_.Space(/*with_estimate=*/true).amplification());
       if (!settle_gc) break;
       if (GcCanCollect()) gc_controller_.Settle();
       background_cv_.SignalAll();
@@ -757,7 +741,7 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       // uncounted) ends the settle's collection, and what a flush or
       // compaction counts afterwards stays behind (one fill and overwrite
       // pass ended at 1.43x). Collect again while GC can.
-      if (GcCanCollect() && GetValueLogSpaceLocked(/*with_estimate=*/true).amplification() >
+      if (GcCanCollect() && ledger_.Space(/*with_estimate=*/true).amplification() >
                                 gc_controller_.settle_mark()) {
         gc_controller_.Settle();
         background_cv_.SignalAll();

@@ -153,17 +153,16 @@ class DBImpl::GcIndex final : public gc::IndexView {
   void Copied(uint64_t bytes) override {
     copied_ += bytes;
     unlisted_ += bytes;
-    db_->gc_copies_.fetch_add(bytes, std::memory_order_relaxed);
-    db_->gc_copies_unlisted_.fetch_add(bytes, std::memory_order_relaxed);
+    db_->ledger_.GcCopied(bytes);
   }
   // The current job's copies leave the space figure (its victims are gone
   // from it, or the job ended without that).
   void ReleaseCopies() {
     ReleaseUnlisted();
-    db_->gc_copies_.fetch_sub(std::exchange(copied_, 0), std::memory_order_relaxed);
+    db_->ledger_.GcCopiesReleased(std::exchange(copied_, 0));
   }
   void ReleaseUnlisted() {
-    db_->gc_copies_unlisted_.fetch_sub(std::exchange(unlisted_, 0), std::memory_order_relaxed);
+    db_->ledger_.GcUnlistedReleased(std::exchange(unlisted_, 0));
   }
 
   // The victims the last job's final edit left unmarked, and the sequence
@@ -397,7 +396,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
       CAIRN_RETURN_IF_ERROR(bg_error_);
       // Each victim's budget from the figure now: once writes are being
       // slowed for space, GC must not sleep.
-      const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+      const double amp = ledger_.Space(/*with_estimate=*/true).amplification();
       jo.bytes_per_second = gc_controller_.JobBytesPerSecond(amp, manual);
       jobs_allowed = gc_controller_.JobsAllowed(amp, options_.max_background_gc);
       merge_only = !manual && !gc_controller_.collecting();
@@ -498,7 +497,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
         PendingVictims p{.ids = deferred, .durable_at = durable_at};
         for (uint64_t id : deferred) {
           if (std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id)) {
-            // What they take on the device, as GetValueLogSpaceLocked counts.
+            // What they take on the device, as SpaceLedger::Space counts.
             p.bytes += info->allocated_bytes();
             p.garbage += std::min(info->size, info->garbage_bytes) -
                          std::min(info->garbage_bytes, info->punched_bytes);
@@ -665,7 +664,7 @@ bool DBImpl::ActiveSegmentWorthSealing(const gc::VictimPolicy& policy, bool manu
 
 bool DBImpl::MemTableHidesGarbage() {
   absl::MutexLock l(&mu_);
-  return MemTableGarbageEstimate() >= kMinGarbageFlushBytes;
+  return ledger_.MemTableGarbageEstimate() >= kMinGarbageFlushBytes;
 }
 
 bool DBImpl::GcJobsRunning() {
@@ -692,7 +691,7 @@ class DBImpl::GcHostImpl final : public gc::GcHost {
     {
       absl::MutexLock l(&db_->mu_);
       collect = db_->gc_controller_.ShouldCollect(
-          db_->GetValueLogSpaceLocked(/*with_estimate=*/true).amplification());
+          db_->ledger_.Space(/*with_estimate=*/true).amplification());
       // Meanwhile, and for kAsWrittenAfterGc after, writes send every
       // separated value to the value log: under sustained overwrites GC
       // pauses between its stop mark and the trigger for about a second at

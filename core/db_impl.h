@@ -40,6 +40,7 @@
 #include "core/foreseen_garbage.h"
 #include "core/info_log.h"
 #include "core/retention.h"
+#include "core/space_ledger.h"
 #include "core/super_version.h"
 #include "core/garbage_meter.h"
 #include "vlog/dead_records.h"
@@ -166,7 +167,7 @@ class DBImpl final : public DB {
     std::shared_ptr<lsm::MemTable> mem;
     uint64_t log_number;  // the WAL holding its writes
     uint64_t value_bytes;  // value-log bytes its pointers name
-    // Of value_bytes, the estimate for its deletions (DeletedValueEstimate):
+    // Of value_bytes, the estimate for its deletions (the ledger's):
     // garbage at full weight, where pointers hide garbage at the yield.
     uint64_t deleted_bytes;
     // Its WAL, closed with an end record but not synced (null once a sync
@@ -325,10 +326,10 @@ class DBImpl final : public DB {
   // log and builds *group from their entries, each separated value replaced
   // by its pointer.
   absl::Status PlaceGroup(absl::Span<const PreparedBatch* const> members, WriteBatch* group);
-  // Write leader only: inserts group into mem, adding the value-log bytes
-  // its pointers name to mem_value_bytes_ (and, for GC's rewrites, to
-  // mem_gc_value_bytes_), and those of the pointers in mem that its entries
-  // supersede to mem_superseded_bytes_.
+  // Write leader only: inserts group into mem and tells the ledger the
+  // value-log bytes its pointers name (GC's rewrites apart), those of the
+  // pointers in mem its entries supersede, its deletions and the records
+  // its flush will write.
   absl::Status InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bool gc_rewrite);
   // Write leader only: *record becomes the members' entries as the callers
   // gave them, values included (the WAL record of a synced group of small
@@ -337,9 +338,6 @@ class DBImpl final : public DB {
                                 WriteBatch* record);
   // Recovery: inserts a replayed WAL record into mem.
   absl::Status InsertInto(lsm::MemTable* mem, const WriteBatch& batch);
-  // The memtable is full by the value-log bytes it names or hides
-  // (Options::max_memtable_value_bytes; docs/gc.md).
-  bool MemTableValueBytesFull() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // db_read.cc
   // A view for a read that ends before this thread reads again (Get,
@@ -443,29 +441,13 @@ class DBImpl final : public DB {
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
   double ValueLogSpaceAmplification() const;
-  // What GC steers by (core/db_records.h); uncounted is filled only when
-  // with_estimate is set (takes mu_).
+  // What GC steers by (the ledger's figure under mu_); uncounted is filled
+  // only when with_estimate is set.
   ValueLogSpace GetValueLogSpace(bool with_estimate) ABSL_LOCKS_EXCLUDED(mu_);
-  ValueLogSpace GetValueLogSpaceLocked(bool with_estimate) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The garbage the mutable memtable hides: max(the pointers its entries
-  // superseded in it, garbage_yield_ times the value bytes it names).
-  uint64_t MemTableGarbageEstimate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The garbage value_bytes named by pointers may hide, of which
-  // deleted_bytes are deletions' estimate: the pointers' share at
-  // garbage_yield_, the deletions' at full weight.
-  uint64_t HiddenEstimate(uint64_t value_bytes, uint64_t deleted_bytes) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether hidden, the garbage that named value-log bytes (a memtable's,
-  // or L0's) may hide, is more than a quarter of the garbage the trigger
-  // allows over the rest of the uncounted log: time to flush or compact
-  // them so it gets counted. False under 256 KiB named or without a
-  // trigger.
-  bool HidesQuarterOfAllowance(uint64_t named, uint64_t hidden) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The value-log bytes that deletions may hide: each is taken to hide one
-  // value of the mean size per table entry (live value-log bytes over the
-  // entries of every table), since which value a deletion hides, if any,
-  // is known only to the compaction that drops it.
-  uint64_t DeletedValueEstimate(uint64_t deletions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // What the ledger reads of the engine (core/space_ledger.h, Sources).
+  SpaceLedger::Figures SpaceFiguresLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  static SpaceLedger::Settings LedgerSettings(const Options& options);
+  SpaceLedger::Sources LedgerSources();
   // False while background GC, past its trigger, found nothing to collect
   // and no garbage has been counted since it looked.
   bool GcCanCollect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -482,19 +464,7 @@ class DBImpl final : public DB {
   // Whether a background GC job is running (another thread's, when asked
   // by a loop between its own jobs).
   bool GcJobsRunning() ABSL_LOCKS_EXCLUDED(mu_);
-  // What v's L0 tables may hide below them (core/db_records.h); nullopt
-  // while one of them is being compacted.
-  std::optional<Level0Hidden> Level0HiddenBytes(const lsm::Version& v)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A compaction of every L0 file into the base level is due so that the
-  // value log's garbage gets counted: the pointers in L0 may hide enough
-  // older versions that the value log's space amplification could be past
-  // Options::gc_space_amp_trigger without GC seeing it (docs/gc.md,
-  // "Counting garbage in time").
-  bool NeedsGarbageCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // A settle step: whether the garbage the memtables and L0 may hide (every
-  // pointer they name taken to hide a live record, deletions at their
-  // estimate) could put the value log past mark. False without GC.
+  // A settle step: SpaceLedger::HiddenGarbageMayPass; false without GC.
   bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void GcThread();
 
@@ -633,9 +603,6 @@ class DBImpl final : public DB {
   absl::flat_hash_map<std::string, CollectedPointer> replay_collected_;
   absl::Status bg_error_ ABSL_GUARDED_BY(mu_);
   bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
-  // Bytes running GC jobs copied whose victims are still in the space figure,
-  // and of them those in outputs not in the set yet (gc::IndexView::Copied).
-  std::atomic<uint64_t> gc_copies_{0}, gc_copies_unlisted_{0};
   bool flush_running_ ABSL_GUARDED_BY(mu_) = false;
   // A memtable switch is between its unlock and relock (NewLog syncs the
   // new WAL without mu_): WaitForBackgroundWork waits it out, so that it
@@ -646,20 +613,6 @@ class DBImpl final : public DB {
   uint64_t pending_compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   lsm::CompactionOptions compaction_options_;
   std::array<LevelCompactionStats, lsm::kNumLevels> level_stats_ ABSL_GUARDED_BY(mu_);
-  // Value-log bytes named by each L0 table this process flushed (tables
-  // from before the open are estimated); dropped when the table leaves L0.
-  absl::flat_hash_map<uint64_t, Level0Hidden> l0_hidden_ ABSL_GUARDED_BY(mu_);
-  // The average value-log record at the first estimate for a table from
-  // before the open (0 until then): taken once, since every write asks for
-  // the estimate and it walks every segment.
-  uint64_t recovered_average_record_ ABSL_GUARDED_BY(mu_) = 0;
-  // Garbage counted per value-log byte named by the L0 tables compacted,
-  // as a moving average (0 until the first L0 compaction: assuming the
-  // worst made every load look like overwrites, and slowed it for space
-  // GC could never free). Scales what the tables and memtables not yet
-  // compacted are expected to hide; the memtable's own superseded pointers
-  // are counted exactly whatever it says.
-  double garbage_yield_ ABSL_GUARDED_BY(mu_) = 0.0;
   // Whether GC's last round collected (or was below its trigger), and the
   // count of manifest edits that counted garbage (garbage_reports_) when a
   // round that found nothing began. Read through GcCanCollect: garbage
@@ -671,31 +624,13 @@ class DBImpl final : public DB {
   uint64_t gc_idle_reports_ ABSL_GUARDED_BY(mu_) = 0;
   // When GC runs, how fast, and how much user writes wait for it.
   gc::GcController gc_controller_ ABSL_GUARDED_BY(mu_);
+  // The space figures between the manifest's counts: what the memtables and
+  // L0 name and hide, the yield, GC's copies (core/space_ledger.h). Its
+  // events and questions run under mu_, but the write leader's counts.
+  SpaceLedger ledger_;
   // Whether the last user write found the value log past the slowdown mark.
   bool write_delayed_ ABSL_GUARDED_BY(mu_) = false;
   StallCondition stall_condition_ ABSL_GUARDED_BY(mu_) = StallCondition::kNormal;
-  // Of the current memtable, kept by the write leader and reset with it:
-  // value-log bytes its pointers name, bytes of pointers newer entries in it
-  // superseded (garbage once flushed), records its flush will write.
-  std::atomic<uint64_t> mem_value_bytes_{0}, mem_superseded_bytes_{0}, mem_flush_value_bytes_{0};
-  // Of mem_value_bytes_, the bytes GC's rewrites name. They hide no garbage:
-  // the record each supersedes is in a victim GC has collected already. So
-  // every estimate of hidden garbage leaves them out (MemHiddenValueBytes), and
-  // so does the yield that scales it; only the named-bytes cap counts them.
-  std::atomic<uint64_t> mem_gc_value_bytes_{0};
-  // Value-log bytes the current memtable names that may hide garbage below
-  // it: mem_value_bytes_ less GC's rewrites.
-  uint64_t MemHiddenValueBytes() const {
-    const uint64_t named = mem_value_bytes_.load(std::memory_order_relaxed);
-    return named - std::min(named, mem_gc_value_bytes_.load(std::memory_order_relaxed));
-  }
-  // Of the current memtable, likewise: its deletions (separated mode only),
-  // each of which may hide a value in the tables below.
-  std::atomic<uint64_t> mem_deletions_{0};
-  // DeletedValueEstimate's mean value-log bytes per table entry, and the
-  // version it was taken from (compared only, never dereferenced).
-  const lsm::Version* entries_version_ ABSL_GUARDED_BY(mu_) = nullptr;
-  uint64_t table_entries_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<std::thread> background_threads_;
   // Set once Recover has made the recovered state durable; until then the
   // destructor deletes and writes nothing. Never set on a read-only DB.

@@ -149,6 +149,7 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
           .space_amp_trigger = options.gc_space_amp_trigger,
           .min_garbage_ratio = options.gc_min_garbage_ratio,
           .bytes_per_second = options.gc_bytes_per_sec}),
+      ledger_(LedgerSettings(options), LedgerSources()),
       read_only_(read_only) {
   TurnOffMutexDeadlockDetectionInReleaseBuilds();
   deleter_ = std::make_unique<FileDeleter>(

@@ -477,7 +477,7 @@ void DBImpl::BuildValuesRecord(absl::Span<const PreparedBatch* const> members,
 absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bool gc_rewrite) {
   // Only a memtable that holds pointers can hide value-log garbage; inline
   // mode pays nothing here.
-  const bool mem_has_pointers = mem_value_bytes_.load(std::memory_order_relaxed) > 0;
+  const bool mem_has_pointers = ledger_.MemHasPointers();
   const bool separated = options_.value_separation_threshold != kInlineValues;
   const size_t threshold = options_.value_separation_threshold;
   uint64_t named = 0, superseded = 0, deletions = 0, for_flush = 0;
@@ -510,51 +510,12 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bo
         }
         return absl::OkStatus();
       });
-  if (named > 0) mem_value_bytes_.fetch_add(named, std::memory_order_relaxed);
-  if (named > 0 && gc_rewrite) mem_gc_value_bytes_.fetch_add(named, std::memory_order_relaxed);
-  if (superseded > 0) mem_superseded_bytes_.fetch_add(superseded, std::memory_order_relaxed);
-  if (deletions > 0) mem_deletions_.fetch_add(deletions, std::memory_order_relaxed);
-  if (for_flush > 0) mem_flush_value_bytes_.fetch_add(for_flush, std::memory_order_relaxed);
+  ledger_.GroupInserted({.named = named,
+                         .gc_rewrite = gc_rewrite,
+                         .superseded = superseded,
+                         .deletions = deletions,
+                         .for_flush = for_flush});
   return s;
-}
-
-bool DBImpl::MemTableValueBytesFull() {
-  const uint64_t named = mem_value_bytes_.load(std::memory_order_relaxed);
-  const uint64_t deletions = mem_deletions_.load(std::memory_order_relaxed);
-  if (named == 0 && deletions == 0) return false;
-  if (named >= options_.max_memtable_value_bytes) return true;
-  // What the pointers hide below is known only once a flush and an L0
-  // compaction count it, and the estimate's yield lags a load that turned
-  // into overwrites (it reads 0 until L0 compactions count garbage). So,
-  // past 256 KiB, the memtable is flushed once the worst case of what it
-  // hides alone (every value it names hides a live one below) is more
-  // garbage than the trigger allows over the rest: in a small database a
-  // few overwrites of each key otherwise sat in the memtable, unseen, at
-  // 2-3x live. The bytes GC's rewrites name are left out: they hide
-  // nothing.
-  const uint64_t hiding = MemHiddenValueBytes();
-  if (HidesQuarterOfAllowance(hiding, hiding)) return true;
-  // Garbage the memtable holds itself (a small set of keys overwritten
-  // again and again) is invisible to GC until a flush counts it: flush
-  // once it passes a quarter of the garbage the trigger allows over the
-  // live value log, or 256 KiB, whichever is more. What its deletions hide
-  // below it (an estimate; the compaction after the flush counts it) flushes
-  // it once it passes all the garbage the trigger allows, or a sixteenth of
-  // the memtable size: flushed as soon, a stream of deletions had GC copy
-  // the values it was about to delete again and again, and made a flush per
-  // few hundred deletions as the database emptied.
-  // Without background GC nobody acts on what the deletions hide before a
-  // compaction reaches them anyway (as NeedsGarbageCompaction).
-  const uint64_t superseded = mem_superseded_bytes_.load(std::memory_order_relaxed);
-  const uint64_t deleted =
-      options_.gc_space_amp_trigger > 0 ? DeletedValueEstimate(deletions) : 0;
-  if (superseded < (256u << 10) && deleted < options_.memtable_size / 16) return false;
-  const double t = options_.gc_space_amp_trigger > 1 ? options_.gc_space_amp_trigger : 1.5;
-  const ValueLogSpace space = GetValueLogSpaceLocked(/*with_estimate=*/true);
-  const uint64_t dead = std::min(space.bytes, space.garbage + space.uncounted);
-  const double live = static_cast<double>(space.bytes - dead);
-  return (superseded >= (256u << 10) && static_cast<double>(superseded) >= 0.25 * (t - 1) * live) ||
-         (deleted >= options_.memtable_size / 16 && static_cast<double>(deleted) >= (t - 1) * live);
 }
 
 absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
@@ -576,7 +537,7 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   // GC is behind: the write waits its turn at the delayed-write rate, at
   // most max_write_delay (gc/gc_controller.h). The figure is kept per edit,
   // so this reads counters, never every segment.
-  const double amp = GetValueLogSpaceLocked(/*with_estimate=*/true).amplification();
+  const double amp = ledger_.Space(/*with_estimate=*/true).amplification();
   // Writes wait only for a GC that is collecting. One that has not looked
   // since the trigger was passed sleeps between idle rounds (up to a
   // second): wake it rather than delay writes for nothing meanwhile.
@@ -639,7 +600,7 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
       continue;
     }
     if (!force && mem_->ApproximateMemoryUsage() < options_.memtable_size &&
-        !MemTableValueBytesFull()) {
+        !ledger_.MemTableFull()) {
       if (allow_delay && !write_delayed_) SetStallCondition(StallCondition::kNormal, "");
       return absl::OkStatus();
     }
@@ -739,19 +700,12 @@ absl::Status DBImpl::NewLog() {
   }
   std::shared_ptr<lsm::LogWriter> closed(std::move(log_));
   log_ = *std::move(created);
-  const uint64_t deleted = DeletedValueEstimate(mem_deletions_.load(std::memory_order_relaxed));
-  const uint64_t hidden =
-      MemHiddenValueBytes() + mem_flush_value_bytes_.load(std::memory_order_relaxed) + deleted;
-  imm_.push_back({std::move(mem_), log_number_, hidden, deleted, std::move(closed),
-                  last_sequence_.load(), mem_flush_value_bytes_.load(std::memory_order_relaxed)});
+  const SpaceLedger::SwitchedMemTable switched = ledger_.MemTableSwitched();
+  imm_.push_back({std::move(mem_), log_number_, switched.value_bytes, switched.deleted_bytes,
+                  std::move(closed), last_sequence_.load(), switched.flush_value_bytes});
   log_number_ = number;
   mem_ = NewMemTable();
   InstallSuperVersionLocked();
-  mem_value_bytes_.store(0, std::memory_order_relaxed);
-  mem_gc_value_bytes_.store(0, std::memory_order_relaxed);
-  mem_superseded_bytes_.store(0, std::memory_order_relaxed);
-  mem_flush_value_bytes_.store(0, std::memory_order_relaxed);
-  mem_deletions_.store(0, std::memory_order_relaxed);
   background_cv_.SignalAll();
   return absl::OkStatus();
 }
