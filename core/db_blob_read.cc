@@ -25,7 +25,7 @@ absl::Status DBImpl::LookupForValueRead(const ReadOptions& options, std::string_
     return absl::InvalidArgumentError(
         absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
   }
-  gets_.fetch_add(1, std::memory_order_relaxed);
+  counters_.gets.fetch_add(1, std::memory_order_relaxed);
   *view = GetReadView(options);
   CAIRN_RETURN_IF_ERROR(LookupInView(*view, key, type, stored));
   if (after_value_lookup_for_testing) after_value_lookup_for_testing();
@@ -49,7 +49,7 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, Pinna
   } else {
     s = ResolveStoredValue(key, type, stored, value->OwnBuffer(), options.fill_cache);
   }
-  if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+  if (s.ok()) counters_.gets_found.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
 
@@ -73,7 +73,7 @@ absl::Status DBImpl::GetRange(const ReadOptions& options, std::string_view key, 
       s = absl::NotFoundError("key not found");
       break;
   }
-  if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+  if (s.ok()) counters_.gets_found.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
 

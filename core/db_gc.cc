@@ -106,7 +106,7 @@ class DBImpl::GcIndex final : public gc::IndexView {
         base_mem = now.sv->mem;
         CAIRN_RETURN_IF_ERROR(LookUp(now, keys, old_pointers, &live));
         checked_through_ = std::max(checked_through_, now.sequence);
-        db_->gc_rewrite_rechecks_.fetch_add(keys.size(), std::memory_order_relaxed);
+        db_->gc_counters_.rewrite_rechecks.fetch_add(keys.size(), std::memory_order_relaxed);
       }
       for (size_t i = 0; i < keys.size(); ++i) {
         if (!live[i]) continue;  // a newer Put or a Delete won
@@ -467,7 +467,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     if (seal_active) {
       sealed_active = true;
       CAIRN_RETURN_IF_ERROR(SealActiveSegmentInQueue());
-      gc_active_seals_.fetch_add(1, std::memory_order_relaxed);
+      gc_counters_.active_seals.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     gc::GcJobResult r;
@@ -538,16 +538,16 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     total.records_relocated += r.live_records;
     total.records_dropped += r.records_dropped;
     total.rewrites_lost += r.rewrites_lost;
-    gc_runs_.fetch_add(victim_ids.size(), std::memory_order_relaxed);
-    gc_bytes_read_.fetch_add(r.bytes_read, std::memory_order_relaxed);
-    gc_bytes_relocated_.fetch_add(r.bytes_relocated, std::memory_order_relaxed);
-    gc_records_dropped_.fetch_add(r.records_dropped, std::memory_order_relaxed);
-    gc_records_known_dead_.fetch_add(r.records_known_dead, std::memory_order_relaxed);
-    gc_scan_micros_.fetch_add(r.scan_micros, std::memory_order_relaxed);
-    gc_liveness_micros_.fetch_add(r.liveness_micros, std::memory_order_relaxed);
-    gc_write_micros_.fetch_add(r.write_micros, std::memory_order_relaxed);
-    gc_rewrite_micros_.fetch_add(r.rewrite_micros, std::memory_order_relaxed);
-    gc_throttled_micros_.fetch_add(r.throttled_micros, std::memory_order_relaxed);
+    gc_counters_.runs.fetch_add(victim_ids.size(), std::memory_order_relaxed);
+    gc_counters_.bytes_read.fetch_add(r.bytes_read, std::memory_order_relaxed);
+    gc_counters_.bytes_relocated.fetch_add(r.bytes_relocated, std::memory_order_relaxed);
+    gc_counters_.records_dropped.fetch_add(r.records_dropped, std::memory_order_relaxed);
+    gc_counters_.records_known_dead.fetch_add(r.records_known_dead, std::memory_order_relaxed);
+    gc_counters_.scan_micros.fetch_add(r.scan_micros, std::memory_order_relaxed);
+    gc_counters_.liveness_micros.fetch_add(r.liveness_micros, std::memory_order_relaxed);
+    gc_counters_.write_micros.fetch_add(r.write_micros, std::memory_order_relaxed);
+    gc_counters_.rewrite_micros.fetch_add(r.rewrite_micros, std::memory_order_relaxed);
+    gc_counters_.throttled_micros.fetch_add(r.throttled_micros, std::memory_order_relaxed);
     DeleteObsoleteSegments();
     if (!manual) break;  // background: one victim per pass, then re-check
   }
@@ -575,13 +575,13 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
     }
     CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(how));
   }
-  const uint64_t freed_before = gc_segments_freed_.load();
+  const uint64_t freed_before = gc_counters_.segments_freed.load();
   DeleteObsoleteSegments();
-  total.segments_freed = gc_segments_freed_.load() - freed_before;
+  total.segments_freed = gc_counters_.segments_freed.load() - freed_before;
   total.micros = std::chrono::duration_cast<std::chrono::microseconds>(
                      std::chrono::steady_clock::now() - start)
                      .count();
-  gc_micros_.fetch_add(total.micros, std::memory_order_relaxed);
+  gc_counters_.micros.fetch_add(total.micros, std::memory_order_relaxed);
   if (total.victims > 0) {
     info_log_->Log(
         "gc: %d segments collected (%d of them small ones merged), %d bytes read, %d bytes (%d "
@@ -596,7 +596,7 @@ absl::StatusOr<GcResult> DBImpl::CollectGarbage(bool manual) {
 
 absl::StatusOr<GcResult> DBImpl::RunGC() {
   CAIRN_RETURN_IF_ERROR(CheckWritable("RunGC"));
-  const uint64_t freed_before = gc_segments_freed_.load();
+  const uint64_t freed_before = gc_counters_.segments_freed.load();
   CAIRN_ASSIGN_OR_RETURN(GcResult r, CollectGarbage(/*manual=*/true));
   PunchReadyRuns(/*wait=*/true);
   deleter_->WaitIdle();  // the victims' files are gone on return
@@ -605,7 +605,7 @@ absl::StatusOr<GcResult> DBImpl::RunGC() {
     absl::MutexLock l(&mu_);
     if (!bg_error_.ok()) return bg_error_;
   }
-  r.segments_freed = gc_segments_freed_.load() - freed_before;
+  r.segments_freed = gc_counters_.segments_freed.load() - freed_before;
   return r;
 }
 
@@ -638,7 +638,7 @@ absl::Status DBImpl::CountUnaccountedGarbage() {
       accounting.Check(vlog_->segment_set(), vlog_->ActiveSizes()));
   if (edit.empty()) return absl::OkStatus();
   for (const vlog::SegmentEdit::Change& c : edit.changes()) {
-    gc_leaked_bytes_recounted_.fetch_add(c.bytes, std::memory_order_relaxed);
+    gc_counters_.leaked_bytes_recounted.fetch_add(c.bytes, std::memory_order_relaxed);
   }
   lsm::VersionEdit ve;
   return LogAndApply(&ve, &edit);

@@ -44,11 +44,11 @@ absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
   // A synced group covers every write before it, the closed WALs' included.
   if (action == Action::kSync) {
     CAIRN_RETURN_IF_ERROR(SyncWalInQueue());
-    gc_victim_syncs_.fetch_add(1, std::memory_order_relaxed);
+    gc_counters_.victim_syncs.fetch_add(1, std::memory_order_relaxed);
   } else if (action == Action::kSwitch) {
     // Their release comes with the flush (a later call).
     CAIRN_RETURN_IF_ERROR(SwitchMemTableInQueue());
-    gc_victim_switches_.fetch_add(1, std::memory_order_relaxed);
+    gc_counters_.victim_switches.fetch_add(1, std::memory_order_relaxed);
   }
   absl::MutexLock release(&obsolete_mu_);
   std::vector<PendingVictims> ready;
@@ -76,7 +76,7 @@ absl::Status DBImpl::ReleasePendingVictims(VictimRelease how) {
     return s;
   }
   for (const PendingVictims& p : ready) {
-    gc_victims_waited_.fetch_add(p.ids.size(), std::memory_order_relaxed);
+    gc_counters_.victims_waited.fetch_add(p.ids.size(), std::memory_order_relaxed);
     for (uint64_t id : p.ids) gc_claimed_.erase(id);
     RetireCollectedLocked(p.ids);
   }
@@ -139,7 +139,7 @@ void DBImpl::DeleteObsoleteSegments() {
     dead_records_.Forget(id);
     foreseen_.Forget(id);
     deleter_->Remove(lsm::ValueLogFileName(dbname_, id));
-    gc_segments_freed_.fetch_add(1, std::memory_order_relaxed);
+    gc_counters_.segments_freed.fetch_add(1, std::memory_order_relaxed);
   }
 }
 

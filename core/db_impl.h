@@ -35,6 +35,7 @@
 #include "absl/types/span.h"
 #include "cairn/db.h"
 #include "cairn/listener.h"
+#include "core/db_counters.h"
 #include "core/db_records.h"
 #include "core/file_deleter.h"
 #include "core/foreseen_garbage.h"
@@ -701,11 +702,6 @@ class DBImpl final : public DB {
   // links are made: a punch in between could reach the checkpoint's files.
   absl::Mutex punch_mu_ ABSL_ACQUIRED_BEFORE(gc_mu_);
   std::atomic<bool> punch_unsupported_{false};
-  std::atomic<uint64_t> punch_runs_{0};          // runs logged
-  std::atomic<uint64_t> punch_bytes_{0};         // whole-block bytes punched
-  std::atomic<uint64_t> punch_calls_{0};         // holes punched (one fallocate each)
-  std::atomic<uint64_t> punch_skipped_linked_{0};  // segments left alone: a second name
-  std::atomic<uint64_t> punch_held_for_readers_{0};  // rounds held back: a read-only reader
   // Victims of background jobs whose records all moved or died, waiting
   // until the writes that moved or superseded them are durable (sequence
   // durable_at) before the manifest marks them obsolete: a background job
@@ -714,26 +710,9 @@ class DBImpl final : public DB {
   std::vector<PendingVictims> gc_pending_victims_ ABSL_GUARDED_BY(mu_);
   // The waiting victims' bytes and counted garbage, summed (a few entries).
   PendingVictims PendingVictimTotals() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  std::atomic<uint64_t> gc_runs_{0}, gc_segments_freed_{0}, gc_bytes_read_{0};
-  // Active segments GC sealed below their target size to collect them.
-  std::atomic<uint64_t> gc_active_seals_{0};
-  std::atomic<uint64_t> gc_rewrite_rechecks_{0};
-  std::atomic<uint64_t> gc_victims_waited_{0}, gc_victim_syncs_{0}, gc_victim_switches_{0};
-  std::atomic<uint64_t> gc_bytes_relocated_{0}, gc_records_dropped_{0}, gc_micros_{0};
-  std::atomic<uint64_t> gc_records_known_dead_{0};
-  // Where GC jobs spent their time (gc::GcJobResult).
-  std::atomic<uint64_t> gc_scan_micros_{0}, gc_liveness_micros_{0}, gc_write_micros_{0};
-  std::atomic<uint64_t> gc_rewrite_micros_{0}, gc_throttled_micros_{0};
-  // Garbage found at open that nothing had counted (CountUnaccountedGarbage).
-  std::atomic<uint64_t> gc_leaked_bytes_recounted_{0};
-
+  GcCounters gc_counters_;
   // Counters for GetStats.
-  std::atomic<uint64_t> user_bytes_written_{0}, puts_{0}, deletes_{0};
-  std::atomic<uint64_t> gets_{0}, gets_found_{0};
-  std::atomic<uint64_t> live_user_bytes_{0};  // from the last cairn.live-bytes scan
-  std::atomic<uint64_t> stall_slowdowns_{0}, stall_stops_{0}, stall_micros_{0};
-  std::atomic<uint64_t> stall_max_micros_{0};
-  std::atomic<uint64_t> stall_max_delay_micros_{0};  // the longest delay asked for
+  UserCounters counters_;
 };
 
 }  // namespace cairn

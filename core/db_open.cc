@@ -242,7 +242,7 @@ void DBImpl::LogOpen(uint64_t micros) {
       "open: done in %d us; last sequence %d, WAL %06d, manifest %06d; tables per level [%s]; "
       "%d value-log segments, %d bytes (%d garbage); %d garbage bytes recounted",
       micros, last_sequence_.load(), versions_->LogNumber(), versions_->ManifestFileNumber(), levels,
-      vlog.segments, vlog.bytes, vlog.garbage_bytes, gc_leaked_bytes_recounted_.load());
+      vlog.segments, vlog.bytes, vlog.garbage_bytes, gc_counters_.leaked_bytes_recounted.load());
 }
 
 DBImpl::~DBImpl() { Close().IgnoreError(); }

@@ -122,7 +122,7 @@ void DBImpl::PunchReadyRuns(bool wait) {
   // wait for the next round.
   const absl::StatusOr<bool> readers = fs_->LockFileHasReaders(lsm::LockFileName(dbname_));
   if (!readers.ok() || *readers) {
-    punch_held_for_readers_.fetch_add(1, std::memory_order_relaxed);
+    gc_counters_.punch_held_for_readers.fetch_add(1, std::memory_order_relaxed);
     absl::MutexLock l(&mu_);
     for (PendingPunch& p : ready) {
       gc_claimed_.erase(p.segment_id);
@@ -150,7 +150,7 @@ void DBImpl::PunchReadyRuns(bool wait) {
         fs_->GetFileSpace(lsm::ValueLogFileName(dbname_, id));
     if (!space.ok()) continue;  // its scan or deletion reports what is wrong
     if (space->links > 1) {
-      punch_skipped_linked_.fetch_add(1, std::memory_order_relaxed);
+      gc_counters_.punch_skipped_linked.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     // Runs planned apart may overlap; and what is punched already is left
@@ -173,17 +173,17 @@ void DBImpl::PunchReadyRuns(bool wait) {
   }
   if (s.ok()) {
     for (const auto& [id, added] : logged) {
-      punch_runs_.fetch_add(added.size(), std::memory_order_relaxed);
+      gc_counters_.punch_runs.fetch_add(added.size(), std::memory_order_relaxed);
       const std::vector<std::pair<uint64_t, uint64_t>> ranges =
           vlog::PunchRanges(set.PunchedRuns(id), added);
       if (ranges.empty()) continue;
       const std::string path = lsm::ValueLogFileName(dbname_, id);
       const absl::Status punched = fs_->PunchHoles(path, ranges);
       if (punched.ok()) {
-        punch_calls_.fetch_add(ranges.size(), std::memory_order_relaxed);
+        gc_counters_.punch_calls.fetch_add(ranges.size(), std::memory_order_relaxed);
         uint64_t bytes = 0;
         for (const auto& [offset, length] : ranges) bytes += length;
-        punch_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+        gc_counters_.punch_bytes.fetch_add(bytes, std::memory_order_relaxed);
         continue;
       }
       // The runs stay listed: their records are dead either way, and a

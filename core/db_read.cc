@@ -174,9 +174,9 @@ absl::Status DBImpl::Get(const ReadOptions& options, std::string_view key, std::
     return absl::InvalidArgumentError(
         absl::StrCat("key of ", key.size(), " bytes exceeds the limit of ", kMaxKeySize));
   }
-  gets_.fetch_add(1, std::memory_order_relaxed);
+  counters_.gets.fetch_add(1, std::memory_order_relaxed);
   absl::Status s = GetFromView(GetReadView(options), key, value);
-  if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+  if (s.ok()) counters_.gets_found.fetch_add(1, std::memory_order_relaxed);
   return s;
 }
 
@@ -215,7 +215,7 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
           absl::StrCat("key of ", keys[i].size(), " bytes exceeds the limit of ", kMaxKeySize));
       continue;
     }
-    gets_.fetch_add(1, std::memory_order_relaxed);
+    counters_.gets.fetch_add(1, std::memory_order_relaxed);
     valid.push_back(static_cast<uint32_t>(i));
   }
   LookupBatchInView(view, keys, valid, &types, &stored, &statuses);
@@ -256,7 +256,7 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
     }
   }
   for (const absl::Status& s : statuses) {
-    if (s.ok()) gets_found_.fetch_add(1, std::memory_order_relaxed);
+    if (s.ok()) counters_.gets_found.fetch_add(1, std::memory_order_relaxed);
   }
   return statuses;
 }

@@ -44,11 +44,11 @@ using io::IoCategory;
 Stats DBImpl::GetStats() {
   Stats st;
   st.io_backend = fs_->Name();
-  st.user_bytes_written = user_bytes_written_.load();
-  st.puts = puts_.load();
-  st.deletes = deletes_.load();
-  st.gets = gets_.load();
-  st.gets_found = gets_found_.load();
+  st.user_bytes_written = counters_.bytes_written.load();
+  st.puts = counters_.puts.load();
+  st.deletes = counters_.deletes.load();
+  st.gets = counters_.gets.load();
+  st.gets_found = counters_.gets_found.load();
 
   const auto io = fs_->stats().GetAll();
   auto cat = [&io](IoCategory c) { return io[static_cast<int>(c)]; };
@@ -111,11 +111,11 @@ Stats DBImpl::GetStats() {
     }
     st.levels.push_back(ls);
   }
-  st.stall_slowdowns = stall_slowdowns_.load();
-  st.stall_stops = stall_stops_.load();
-  st.stall_micros = stall_micros_.load();
-  st.stall_max_micros = stall_max_micros_.load();
-  st.stall_max_delay_micros = stall_max_delay_micros_.load();
+  st.stall_slowdowns = counters_.stall_slowdowns.load();
+  st.stall_stops = counters_.stall_stops.load();
+  st.stall_micros = counters_.stall_micros.load();
+  st.stall_max_micros = counters_.stall_max_micros.load();
+  st.stall_max_delay_micros = counters_.stall_max_delay_micros.load();
   {
     absl::MutexLock l(&mu_);
     st.delayed_write_rate = write_delayed_ ? gc_controller_.delayed_write_rate() : 0;
@@ -127,11 +127,11 @@ Stats DBImpl::GetStats() {
   st.vlog_garbage_bytes = vt.garbage_bytes;
   st.vlog_punched_bytes = vt.punched_bytes;
   st.vlog_foreseen_garbage_bytes = foreseen_.total_bytes();
-  st.gc_punched_runs = punch_runs_.load();
-  st.gc_punched_bytes = punch_bytes_.load();
-  st.gc_punch_calls = punch_calls_.load();
-  st.gc_punch_skipped_linked = punch_skipped_linked_.load();
-  st.gc_punch_held_for_readers = punch_held_for_readers_.load();
+  st.gc_punched_runs = gc_counters_.punch_runs.load();
+  st.gc_punched_bytes = gc_counters_.punch_bytes.load();
+  st.gc_punch_calls = gc_counters_.punch_calls.load();
+  st.gc_punch_skipped_linked = gc_counters_.punch_skipped_linked.load();
+  st.gc_punch_held_for_readers = gc_counters_.punch_held_for_readers.load();
   st.value_cache_hits = vt.cache_hits;
   st.value_cache_misses = vt.cache_misses;
   st.value_cache_bytes = vt.cache_bytes;
@@ -139,33 +139,33 @@ Stats DBImpl::GetStats() {
   st.block_cache_bytes = block_cache_->usage();
   st.block_cache_capacity = block_cache_->capacity();
   st.cache_shared = options_.block_cache_size == 0 && options_.value_cache_size == 0;
-  st.gc_runs = gc_runs_.load();
-  st.gc_segments_freed = gc_segments_freed_.load();
-  st.gc_active_seals = gc_active_seals_.load();
-  st.gc_bytes_read = gc_bytes_read_.load();
-  st.gc_bytes_relocated = gc_bytes_relocated_.load();
-  st.gc_records_dropped = gc_records_dropped_.load();
-  st.gc_records_known_dead = gc_records_known_dead_.load();
-  st.gc_micros = gc_micros_.load();
-  st.gc_scan_micros = gc_scan_micros_.load();
-  st.gc_liveness_micros = gc_liveness_micros_.load();
-  st.gc_write_micros = gc_write_micros_.load();
-  st.gc_rewrite_micros = gc_rewrite_micros_.load();
-  st.gc_throttled_micros = gc_throttled_micros_.load();
-  st.gc_rewrite_rechecks = gc_rewrite_rechecks_.load();
-  st.gc_victims_waited = gc_victims_waited_.load();
-  st.gc_victim_syncs = gc_victim_syncs_.load();
-  st.gc_victim_switches = gc_victim_switches_.load();
+  st.gc_runs = gc_counters_.runs.load();
+  st.gc_segments_freed = gc_counters_.segments_freed.load();
+  st.gc_active_seals = gc_counters_.active_seals.load();
+  st.gc_bytes_read = gc_counters_.bytes_read.load();
+  st.gc_bytes_relocated = gc_counters_.bytes_relocated.load();
+  st.gc_records_dropped = gc_counters_.records_dropped.load();
+  st.gc_records_known_dead = gc_counters_.records_known_dead.load();
+  st.gc_micros = gc_counters_.micros.load();
+  st.gc_scan_micros = gc_counters_.scan_micros.load();
+  st.gc_liveness_micros = gc_counters_.liveness_micros.load();
+  st.gc_write_micros = gc_counters_.write_micros.load();
+  st.gc_rewrite_micros = gc_counters_.rewrite_micros.load();
+  st.gc_throttled_micros = gc_counters_.throttled_micros.load();
+  st.gc_rewrite_rechecks = gc_counters_.rewrite_rechecks.load();
+  st.gc_victims_waited = gc_counters_.victims_waited.load();
+  st.gc_victim_syncs = gc_counters_.victim_syncs.load();
+  st.gc_victim_switches = gc_counters_.victim_switches.load();
   st.gc_relocated_per_user_byte =
       st.user_bytes_written == 0
           ? 0
           : static_cast<double>(st.gc_bytes_relocated) / static_cast<double>(st.user_bytes_written);
-  st.gc_recounted_bytes = gc_leaked_bytes_recounted_.load();
+  st.gc_recounted_bytes = gc_counters_.leaked_bytes_recounted.load();
   st.vlog_space_amplification = ValueLogSpaceAmplification();
   st.gc_space_amplification = GetValueLogSpace(/*with_estimate=*/true).amplification();
   // Live user bytes are known only from a full scan (cairn.live-bytes);
   // until one has run, space amplification is reported as 0 (unknown).
-  st.live_user_bytes_estimate = live_user_bytes_.load();
+  st.live_user_bytes_estimate = counters_.live_bytes.load();
   st.disk_bytes = DirectoryBytes(fs_.get(), dbname_);
   st.space_amplification =
       st.live_user_bytes_estimate == 0
@@ -319,7 +319,7 @@ bool DBImpl::GetProperty(std::string_view name, std::string* value) {
     // their pointers, so no value is read.
     absl::StatusOr<uint64_t> bytes = LiveBytesFromPointers();
     if (!bytes.ok()) return false;
-    live_user_bytes_.store(*bytes);
+    counters_.live_bytes.store(*bytes);
     *value = absl::StrCat(*bytes);
     return true;
   }

@@ -378,9 +378,9 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
         puts += m->puts;
         deletes += m->deletes;
       }
-      user_bytes_written_.fetch_add(user_bytes, std::memory_order_relaxed);
-      puts_.fetch_add(puts, std::memory_order_relaxed);
-      deletes_.fetch_add(deletes, std::memory_order_relaxed);
+      counters_.bytes_written.fetch_add(user_bytes, std::memory_order_relaxed);
+      counters_.puts.fetch_add(puts, std::memory_order_relaxed);
+      counters_.deletes.fetch_add(deletes, std::memory_order_relaxed);
     }
     mu_.Lock();
   }
@@ -549,8 +549,9 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   write_delayed_ = delay > absl::ZeroDuration() || amp > gc_controller_.slowdown_mark();
   if (delay <= absl::ZeroDuration()) return absl::OkStatus();
   SetStallCondition(StallCondition::kDelayed, "value-log space: GC is behind");
-  stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
-  RaiseTo(stall_max_delay_micros_, static_cast<uint64_t>(absl::ToInt64Microseconds(delay)));
+  counters_.stall_slowdowns.fetch_add(1, std::memory_order_relaxed);
+  RaiseTo(counters_.stall_max_delay_micros,
+          static_cast<uint64_t>(absl::ToInt64Microseconds(delay)));
   mu_.Unlock();
   const auto start = std::chrono::steady_clock::now();
   absl::SleepFor(delay);
@@ -563,12 +564,12 @@ void DBImpl::RecordStall(std::chrono::steady_clock::time_point start) {
   const uint64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
                               std::chrono::steady_clock::now() - start)
                               .count();
-  stall_micros_.fetch_add(micros, std::memory_order_relaxed);
-  RaiseTo(stall_max_micros_, micros);
+  counters_.stall_micros.fetch_add(micros, std::memory_order_relaxed);
+  RaiseTo(counters_.stall_max_micros, micros);
 }
 
 void DBImpl::SlowDownWrite() {
-  stall_slowdowns_.fetch_add(1, std::memory_order_relaxed);
+  counters_.stall_slowdowns.fetch_add(1, std::memory_order_relaxed);
   mu_.Unlock();
   const auto start = std::chrono::steady_clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -612,7 +613,7 @@ absl::Status DBImpl::MakeRoomForWrite(bool force) {
                         : l0_files >= options_.level0_stop_trigger
                             ? "level-0 files at the stop trigger"
                             : "pending compaction bytes at the hard limit");
-      stall_stops_.fetch_add(1, std::memory_order_relaxed);
+      counters_.stall_stops.fetch_add(1, std::memory_order_relaxed);
       const auto start = std::chrono::steady_clock::now();
       background_cv_.Wait(&mu_);
       RecordStall(start);
