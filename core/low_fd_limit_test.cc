@@ -1,6 +1,6 @@
 // Under a low open-file limit (RLIMIT_NOFILE 256) the DB's open tables and
 // value-log segment readers stay within one descriptor budget (half the soft
-// limit, core/db_fd_budget.cc): reads that would hold more (a MultiGet over
+// limit, core/db_open.cc FdBudgetLimit): reads that would hold more (a MultiGet over
 // hundreds of segments, prefetching scans) succeed or fail that read with
 // ResourceExhausted, writes and flushes keep working, and a read-only open
 // does not hold every segment open (docs/decisions/20261207_fd_budget.md).

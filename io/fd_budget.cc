@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/strings/cord.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
 

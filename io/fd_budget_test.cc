@@ -122,7 +122,8 @@ TEST(FdBudgetTest, CloseIdleClosesEveryIdleFile) {
 }
 
 TEST(FdBudgetTest, OnlyDescriptorShortagesAreShortages) {
-  EXPECT_TRUE(IsFdShortage(absl::ResourceExhaustedError("open /d/000012.vlog: Too many open files")));
+  EXPECT_TRUE(
+      IsFdShortage(absl::ResourceExhaustedError("open /d/000012.vlog: Too many open files")));
   EXPECT_TRUE(IsFdShortage(
       absl::ResourceExhaustedError("open /d/000012.vlog: Too many open files in system")));
   EXPECT_FALSE(IsFdShortage(absl::ResourceExhaustedError("write /d/000012.vlog: No space left")));
