@@ -7,6 +7,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "core/background_retry.h"
 #include "core/db_impl.h"
 #include "core/flush_segments.h"
 #include "io/dir_sync.h"
@@ -44,12 +45,20 @@ void DBImpl::SetStallCondition(StallCondition condition, std::string_view cause)
 
 void DBImpl::BackgroundThread() {
   absl::MutexLock l(&mu_);
+  int retries = 0;
   while (true) {
     while (!shutting_down_ && (imm_.empty() || !bg_error_.ok())) background_cv_.Wait(&mu_);
     if (shutting_down_) return;
     mu_.Unlock();
     absl::Status s = FlushOldestImmutable();
+    if (IsRetryable(s)) fd_budget_->CloseIdle();
     mu_.Lock();
+    if (IsRetryable(s)) {
+      info_log_->Log("flush: %s; retrying", s.ToString());
+      background_cv_.WaitWithTimeout(&mu_, RetryPause(retries++));
+      continue;
+    }
+    retries = 0;
     if (!s.ok()) SetBackgroundError(s);
     background_cv_.SignalAll();
   }
@@ -84,6 +93,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
   absl::Status s = WriteLevel0Table(mem.get(), &edit, &garbage, &value_bytes,
                                     garbage.mutable_edit(), /*at_open=*/false, &deletions,
                                     &gc_value_bytes, &foresee);
+  s = RetryableBeforeEdit(std::move(s));
   uint64_t foreseen_bytes = 0, found_bytes = 0, foresee_micros = 0;
   if (s.ok() && foresee.has_value()) {
     // Listed before the table is installed, so before any compaction of
@@ -480,7 +490,12 @@ void DBImpl::CompactionThread() {
     mu_.Lock();
     c->SetInputsBeingCompacted(false);
     --compactions_running_;
-    if (!s.ok()) SetBackgroundError(s);
+    if (IsRetryable(s)) {
+      info_log_->Log("compaction: %s; retrying", s.ToString());
+      background_cv_.WaitWithTimeout(&mu_, RetryPause(0) * 10);
+    } else if (!s.ok()) {
+      SetBackgroundError(s);
+    }
     background_cv_.SignalAll();
   }
 }
@@ -554,6 +569,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
     const absl::Status d = synced.get();
     if (s.ok()) s = d;
   }
+  s = RetryableBeforeEdit(std::move(s));
   if (s.ok()) {
     garbage.Finish();
     s = LogAndApply(&edit, &garbage.edit());
@@ -643,7 +659,7 @@ absl::Status DBImpl::CompactRange(const std::string* begin, const std::string* e
     s = CompactLevelLocked(level, begin, end);
   }
   --manual_compactions_;
-  if (!s.ok()) SetBackgroundError(s);
+  if (!s.ok() && !IsRetryable(s)) SetBackgroundError(s);
   background_cv_.SignalAll();
   if (s.ok()) {
     // Its inputs are gone on return.
@@ -668,7 +684,7 @@ absl::Status DBImpl::CountHiddenGarbage() {
   ++manual_compactions_;
   const absl::Status s = CompactLevelLocked(0, nullptr, nullptr);
   --manual_compactions_;
-  if (!s.ok()) SetBackgroundError(s);
+  if (!s.ok() && !IsRetryable(s)) SetBackgroundError(s);
   background_cv_.SignalAll();
   return s;
 }

@@ -48,6 +48,7 @@
 #include "vlog/value_log.h"
 #include "gc/gc_controller.h"
 #include "gc/obsolete_segments.h"
+#include "io/fd_budget.h"
 #include "io/file_system.h"
 #include "io/ring.h"
 #include "lsm/block_cache.h"
@@ -552,6 +553,7 @@ class DBImpl final : public DB {
   lsm::TableOptions table_options_;
   lsm::ReadCounters read_counters_;
   std::unique_ptr<lsm::BlockCache> block_cache_;
+  std::shared_ptr<io::FdBudget> fd_budget_;  // the tables' and segment readers' (FdBudgetLimit)
   std::unique_ptr<lsm::TableCache> table_cache_;
   std::unique_ptr<lsm::VersionSet> versions_;
   std::unique_ptr<vlog::ValueLog> vlog_;

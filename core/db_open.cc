@@ -140,6 +140,21 @@ size_t MaxOpenSegments() {
   return std::clamp<size_t>(static_cast<size_t>(limit.rlim_cur) / 4, 64, kMost);
 }
 
+// Descriptors the open tables and segment readers may hold together,
+// including those reads hold past either cache's bound: half the process's
+// file-descriptor limit (at least 32), as RocksDB's max_open_files is one
+// number, so that the WALs, the manifest, the files being written and the
+// application keep the other half. Past it a read closes idle files, then
+// waits or fails with ResourceExhausted; writes are not starved
+// (docs/decisions/20261207_fd_budget.md). No limit: no budget to speak of.
+size_t FdBudgetLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return std::numeric_limits<size_t>::max();
+  }
+  return std::max<size_t>(static_cast<size_t>(limit.rlim_cur) / 2, 32);
+}
+
 }  // namespace
 
 DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs,
@@ -172,11 +187,13 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   block_cache_ = options_.block_cache_size > 0
                      ? std::make_unique<lsm::BlockCache>(options_.block_cache_size)
                      : std::make_unique<lsm::BlockCache>(shared_cache);
-  // A read-only DB holds every table of its one view open (RecoverReadOnly),
-  // so its cache never closes one: a writer may delete the file meanwhile.
-  table_cache_ = std::make_unique<lsm::TableCache>(
-      fs_.get(), dbname_, table_options_, block_cache_.get(), &read_counters_,
-      read_only_ ? std::numeric_limits<size_t>::max() : size_t{1000});
+  // A read-only DB bounds its open files as a read-write one does: its view
+  // of a database of more files than the budget could not stay open whole
+  // (RecoverReadOnly says what a writer's deletions then cost it).
+  fd_budget_ = std::make_shared<io::FdBudget>(FdBudgetLimit());
+  table_cache_ = std::make_unique<lsm::TableCache>(fs_.get(), dbname_, table_options_,
+                                                   block_cache_.get(), &read_counters_,
+                                                   size_t{1000}, fd_budget_);
   versions_ = std::make_unique<lsm::VersionSet>(fs_.get(), dbname_);
   info_log_ = InfoLog::Open(fs_.get(), dbname_, /*max_size=*/0);  // the real one once locked
   compaction_options_.level0_trigger = options_.level0_compaction_trigger;
@@ -193,8 +210,8 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
   // info_log_ is replaced once the database is locked; the note reads it then.
   vo.note = [this](const std::string& note) { info_log_->Log("%s", note); };
   vo.value_cache_size = options_.value_cache_size;
-  // As the table cache, a read-only DB holds every segment of its view open.
-  vo.max_open_segments = read_only_ ? std::numeric_limits<size_t>::max() : MaxOpenSegments();
+  vo.max_open_segments = MaxOpenSegments();
+  vo.fd_budget = fd_budget_;
   vo.shared_cache = std::move(shared_cache);
   vo.segment_path = [d = dbname_](uint64_t id) { return lsm::ValueLogFileName(d, id); };
   vo.parse_segment_name = [](std::string_view name, uint64_t* id) {

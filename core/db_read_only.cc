@@ -40,9 +40,14 @@ absl::Status DBImpl::RecoverReadOnly() {
   // however large. The value log is read as it is; its active segment's
   // torn tail is neither cut nor continued.
   CAIRN_RETURN_IF_ERROR(ReplayLogs(names, &mem, &max_sequence, /*edit=*/nullptr, nullptr));
-  // Every file of the view is opened now and held open for the life of the
-  // DB: a writer in another process that compacts or collects garbage
-  // deletes files this view still reads, and an open file outlives its name.
+  // Every file of the view is opened now, and as many as the caches' bounds
+  // and the descriptor budget allow stay open for the life of the DB: a
+  // writer in another process that compacts or collects garbage deletes
+  // files this view still reads, and an open file outlives its name. A view
+  // of more files than that reopens the ones it closed, and a read of one
+  // the writer deleted meanwhile fails with DataLoss naming it (a fresh
+  // open reads the writer's newer view); holding them all would run the
+  // process out of descriptors (docs/decisions/20261207_fd_budget.md).
   // A file already gone fails the open, which OpenForReadOnly tries again.
   const std::shared_ptr<const lsm::Version> version = versions_->current();
   for (int level = 0; level < lsm::kNumLevels; ++level) {

@@ -1,5 +1,6 @@
 #include "lsm/table_cache.h"
 
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -38,15 +39,53 @@ class TableHoldingIterator final : public InternalIterator {
 }  // namespace
 
 TableCache::TableCache(io::FileSystem* fs, std::string dbname, const TableOptions& options,
-                       BlockCache* block_cache, ReadCounters* counters, size_t max_open_files)
+                       BlockCache* block_cache, ReadCounters* counters, size_t max_open_files,
+                       std::shared_ptr<io::FdBudget> budget)
     : fs_(fs),
       dbname_(std::move(dbname)),
       options_(options),
       block_cache_(block_cache),
       counters_(counters),
-      max_open_files_(max_open_files < 1 ? 1 : max_open_files) {}
+      max_open_files_(max_open_files < 1 ? 1 : max_open_files),
+      budget_(std::move(budget)) {
+  if (budget_ != nullptr) reclaimer_id_ = budget_->AddReclaimer([this] { return CloseIdle(); });
+}
 
-TableCache::~TableCache() = default;
+TableCache::~TableCache() {
+  if (budget_ != nullptr) budget_->RemoveReclaimer(reclaimer_id_);
+}
+
+bool TableCache::CloseIdle() {
+  std::shared_ptr<Table> closed;  // released after the lock
+  absl::MutexLock lock(&mu_);
+  // Only the cache holds an idle table, and only the cache (under mu_)
+  // hands out new holds, so a count of 1 stays 1 while the lock is held.
+  for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {
+    if (it->table.use_count() != 1) continue;
+    closed = std::move(it->table);
+    index_.erase(it->file_number);
+    lru_.erase(std::next(it).base());
+    return true;
+  }
+  return false;
+}
+
+absl::StatusOr<std::unique_ptr<Table>> TableCache::Open(uint64_t file_number,
+                                                       uint64_t file_size) const {
+  io::FileOptions file_options;
+  file_options.category = io::IoCategory::kTable;
+  file_options.direct = options_.direct_reads;
+  absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> opened_file =
+      fs_->NewRandomAccessFile(TableFileName(dbname_, file_number), file_options);
+  if (absl::IsNotFound(opened_file.status())) {
+    // The version lists it: a missing table is lost data, never an absent key.
+    return absl::DataLossError(absl::StrCat(TableFileName(dbname_, file_number),
+                                            ": missing, but the current version lists it"));
+  }
+  CAIRN_RETURN_IF_ERROR(opened_file.status());
+  return Table::Open(options_, *std::move(opened_file), file_size, file_number, block_cache_,
+                     counters_);
+}
 
 absl::StatusOr<std::shared_ptr<Table>> TableCache::FindTable(uint64_t file_number,
                                                              uint64_t file_size) {
@@ -60,22 +99,18 @@ absl::StatusOr<std::shared_ptr<Table>> TableCache::FindTable(uint64_t file_numbe
   // Open outside the lock: it reads the device, and other files' lookups
   // should not wait for it. Two threads may race to open the same file; the
   // first to insert wins and the other's table is dropped.
-  io::FileOptions file_options;
-  file_options.category = io::IoCategory::kTable;
-  file_options.direct = options_.direct_reads;
-  absl::StatusOr<std::unique_ptr<io::RandomAccessFile>> opened_file =
-      fs_->NewRandomAccessFile(TableFileName(dbname_, file_number), file_options);
-  if (absl::IsNotFound(opened_file.status())) {
-    // The version lists it: a missing table is lost data, never an absent key.
-    return absl::DataLossError(absl::StrCat(TableFileName(dbname_, file_number),
-                                            ": missing, but the current version lists it"));
+  if (budget_ != nullptr) CAIRN_RETURN_IF_ERROR(budget_->Acquire(/*wait=*/true));
+  absl::StatusOr<std::unique_ptr<Table>> opened = Open(file_number, file_size);
+  std::shared_ptr<Table> table;
+  if (budget_ == nullptr) {
+    CAIRN_RETURN_IF_ERROR(opened.status());
+    table = *std::move(opened);
+  } else if (!opened.ok()) {
+    budget_->Release();
+    return opened.status();
+  } else {
+    table = io::FdBudget::Attach(budget_, *std::move(opened));
   }
-  CAIRN_RETURN_IF_ERROR(opened_file.status());
-  std::unique_ptr<io::RandomAccessFile> file = *std::move(opened_file);
-  CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<Table> opened,
-                         Table::Open(options_, std::move(file), file_size, file_number,
-                                     block_cache_, counters_));
-  std::shared_ptr<Table> table = std::move(opened);
 
   std::vector<std::shared_ptr<Table>> closed;  // released after the lock
   absl::MutexLock lock(&mu_);

@@ -7,6 +7,11 @@
 // Tables are handed out as shared_ptr, so a table evicted or Evict()ed while
 // a Get or an iterator uses it stays open until they finish.
 //
+// With an io::FdBudget, every table open, cached or not, holds one of its
+// units until its last user lets go; an open past the budget first closes
+// idle tables and segment readers (CloseIdle is this cache's reclaimer),
+// then waits a while for one to come free.
+//
 // Thread safety: every method may be called from any thread.
 #ifndef CAIRN_LSM_TABLE_CACHE_H_
 #define CAIRN_LSM_TABLE_CACHE_H_
@@ -23,6 +28,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "io/fd_budget.h"
 #include "io/file_system.h"
 #include "lsm/block_cache.h"
 #include "lsm/internal_iterator.h"
@@ -35,9 +41,11 @@ namespace cairn::lsm {
 class TableCache {
  public:
   // fs, block_cache and counters must outlive the cache; block_cache and
-  // counters may be null. REQUIRES: max_open_files >= 1.
+  // counters may be null, and so may budget (no budget).
+  // REQUIRES: max_open_files >= 1.
   TableCache(io::FileSystem* fs, std::string dbname, const TableOptions& options,
-             BlockCache* block_cache, ReadCounters* counters, size_t max_open_files = 1000);
+             BlockCache* block_cache, ReadCounters* counters, size_t max_open_files = 1000,
+             std::shared_ptr<io::FdBudget> budget = nullptr);
   ~TableCache();
 
   TableCache(const TableCache&) = delete;
@@ -45,7 +53,8 @@ class TableCache {
 
   // The open table for file_number, opening it if needed. Errors from
   // opening (DataLoss naming the file when it is missing, I/O errors, ...)
-  // are returned and not cached, so a later call tries again.
+  // are returned and not cached, so a later call tries again; so is the
+  // budget's ResourceExhausted (io::IsFdShortage).
   absl::StatusOr<std::shared_ptr<Table>> FindTable(uint64_t file_number, uint64_t file_size);
 
   // Table::Get on the file's table.
@@ -61,10 +70,17 @@ class TableCache {
   // it keep it until they let go.
   void Evict(uint64_t file_number);
 
+  // Closes the least recently used table no user holds: true, or false
+  // when every open table is in use.
+  bool CloseIdle();
+
   // Tables currently held open by the cache.
   size_t open_tables() const;
 
  private:
+  // Opens the file's table (FindTable's open, outside the lock).
+  absl::StatusOr<std::unique_ptr<Table>> Open(uint64_t file_number, uint64_t file_size) const;
+
   struct Entry {
     uint64_t file_number;
     std::shared_ptr<Table> table;
@@ -76,6 +92,8 @@ class TableCache {
   BlockCache* const block_cache_;
   ReadCounters* const counters_;
   const size_t max_open_files_;
+  const std::shared_ptr<io::FdBudget> budget_;
+  uint64_t reclaimer_id_ = 0;
 
   mutable absl::Mutex mu_;
   std::list<Entry> lru_ ABSL_GUARDED_BY(mu_);  // front = most recently used

@@ -6,7 +6,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "io/fd_budget.h"
 #include "io/memory_file_system.h"
 #include "lsm/block_cache.h"
 #include "lsm/dbformat.h"
@@ -169,6 +171,32 @@ TEST_F(TableCacheTest, TablesShareTheBlockCache) {
   EXPECT_EQ(counters_.block_cache_misses, 2u);
   EXPECT_EQ(counters_.block_cache_hits, 2u);
   EXPECT_EQ(block_cache_.entries(), 2u);
+}
+
+// With a budget shared with the segment readers, tables held past the bound
+// count against it, and a spent budget closes idle tables (an idle segment
+// reader, through its reclaimer) before it fails an open.
+TEST_F(TableCacheTest, TablesDrawFromTheBudgetAndIdleOnesCloseForNewOpens) {
+  const uint64_t size1 = MakeTable(1), size2 = MakeTable(2), size3 = MakeTable(3);
+  auto budget = std::make_shared<io::FdBudget>(2, absl::ZeroDuration());
+  TableCache cache(&fs_, kDb, options_, &block_cache_, &counters_, /*max_open_files=*/1, budget);
+  auto one = cache.FindTable(1, size1);
+  auto two = cache.FindTable(2, size2);  // 1 leaves the cache but is held
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(cache.open_tables(), 1u);
+  EXPECT_EQ(budget->in_use(), 2u);
+  // Both held: 3 cannot open.
+  auto three = cache.FindTable(3, size3);
+  EXPECT_TRUE(io::IsFdShortage(three.status())) << three.status();
+  two->reset();  // 2 idle in the cache: closes for 3
+  three = cache.FindTable(3, size3);
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(budget->in_use(), 2u);
+  one->reset();
+  EXPECT_EQ(budget->in_use(), 1u);
+  // A failed open gives its unit back.
+  EXPECT_FALSE(cache.FindTable(9, 100).ok());
+  EXPECT_EQ(budget->in_use(), 1u);
 }
 
 }  // namespace

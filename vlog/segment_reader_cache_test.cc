@@ -6,7 +6,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "io/fd_budget.h"
 #include "io/memory_file_system.h"
 #include "vlog/segment_writer.h"
 
@@ -146,6 +148,63 @@ TEST_F(SegmentReaderCacheTest, ConcurrentReadersShareOneReaderPerSegment) {
   }
   for (auto& th : threads) th.join();
   EXPECT_LE(cache_.open_readers(), 3u);
+}
+
+}  // namespace
+}  // namespace cairn::vlog
+
+namespace cairn::vlog {
+namespace {
+
+// With a budget, readers held past max_open count against it, idle ones
+// close for a new open, and a MultiRead over more segments than the budget
+// reads every value (docs/decisions/20261207_fd_budget.md).
+class BudgetedSegmentReaderCacheTest : public SegmentReaderCacheTest {};
+
+TEST_F(BudgetedSegmentReaderCacheTest, ReadersHeldPastTheBoundAreCounted) {
+  // A budget of 16 leaves an eighth (2) to tables: readers may take 13.
+  auto budget = std::make_shared<io::FdBudget>(16, absl::ZeroDuration());
+  SegmentReaderCache bounded(&fs_, PathOf, false, /*max_open=*/1, budget);
+  auto one = bounded.Get(1);
+  auto two = bounded.Get(2);  // closes 1 in the cache, but 1 is held
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(bounded.open_readers(), 1u);
+  EXPECT_EQ(budget->in_use(), 2u);
+  one->reset();
+  EXPECT_EQ(budget->in_use(), 1u);
+}
+
+TEST_F(BudgetedSegmentReaderCacheTest, ASpentBudgetClosesIdleReadersThenFails) {
+  // A budget of 2, of which an eighth (none) is kept for tables.
+  auto budget = std::make_shared<io::FdBudget>(2, absl::ZeroDuration());
+  SegmentReaderCache cache(&fs_, PathOf, false, /*max_open=*/10, budget);
+  auto one = cache.Get(1);
+  ASSERT_TRUE(one.ok());
+  {
+    auto two = cache.Get(2);
+    ASSERT_TRUE(two.ok());
+  }
+  // 2 is idle: it closes for 3.
+  auto three = cache.Get(3);
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(budget->in_use(), 2u);
+  EXPECT_EQ(cache.open_readers(), 2u);
+  // 1 and 3 are held: 2 cannot open.
+  auto again = cache.Get(2);
+  EXPECT_TRUE(io::IsFdShortage(again.status())) << again.status();
+  one->reset();
+  EXPECT_TRUE(cache.Get(2).ok());
+}
+
+TEST_F(BudgetedSegmentReaderCacheTest, MultiReadPastTheBudgetReadsEveryValue) {
+  auto budget = std::make_shared<io::FdBudget>(1, absl::ZeroDuration());
+  SegmentReaderCache cache(&fs_, PathOf, false, /*max_open=*/10, budget);
+  std::vector<std::string_view> keys(keys_.begin(), keys_.end());
+  std::vector<std::string> values;
+  std::vector<absl::Status> statuses;
+  ASSERT_TRUE(cache.MultiRead(pointers_, keys, &values, &statuses).ok());
+  EXPECT_EQ(values, values_);
+  EXPECT_LE(budget->in_use(), 1u);
 }
 
 }  // namespace

@@ -96,6 +96,7 @@ class ValueLogFetcher final : public ValueFetcher {
     std::unique_ptr<Fetch> fetch = std::move(it->second);
     fetches_.erase(it);
     if (fetch->read != nullptr) Finish(fetch.get());
+    if (fetch->deferred) ReadNow(fetch.get());
     absl::Status s = std::move(fetch->status);
     if (!s.ok()) {
       Recycle(std::move(fetch));
@@ -143,6 +144,9 @@ class ValueLogFetcher final : public ValueFetcher {
     std::shared_ptr<const vlog::SegmentReader> reader;
     std::shared_ptr<Read> read;  // null once done (a cache hit, an error)
     uint64_t readahead = 0;      // bytes a read starting at its record covers
+    // Started while the descriptor budget was spent: no reader, read when
+    // taken (ReadNow).
+    bool deferred = false;
     // Once done (a cache hit, or its read decoded): the value, which pin
     // holds (the value cache's copy, the read's buffer, or the value
     // decompressed). Never copied before it is taken: a scan that ends
@@ -170,6 +174,7 @@ class ValueLogFetcher final : public ValueFetcher {
     fetch->view = {};
     fetch->pin.reset();
     fetch->readahead = 0;
+    fetch->deferred = false;
     fetch->status = absl::OkStatus();
     free_.push_back(std::move(fetch));
   }
@@ -184,8 +189,15 @@ class ValueLogFetcher final : public ValueFetcher {
       fetch->pin = std::move(hit);
       return false;
     }
+    // A read ahead never waits for a descriptor, nor fails the scan for
+    // want of one: past the budget the value is read when taken, by which
+    // time the values taken before it have let their readers go.
     absl::StatusOr<std::shared_ptr<const vlog::SegmentReader>> reader =
-        vlog_->readers_.Get(fetch->ptr.segment_id);
+        vlog_->readers_.Get(fetch->ptr.segment_id, /*wait=*/false);
+    if (io::IsFdShortage(reader.status())) {
+      fetch->deferred = true;
+      return false;
+    }
     if (!reader.ok()) {
       fetch->status = reader.status();
       return false;
@@ -313,6 +325,15 @@ class ValueLogFetcher final : public ValueFetcher {
       return;
     }
     if (cached) vlog_->cache_.Insert(fetch->ptr.segment_id, fetch->ptr.offset, owned);
+    fetch->view = *owned;
+    fetch->pin = std::move(owned);
+  }
+
+  // A deferred fetch's value, read now as a Get reads it.
+  void ReadNow(Fetch* fetch) {
+    auto owned = std::make_shared<std::string>();
+    fetch->status = vlog_->readers_.Read(fetch->ptr, fetch->key, owned.get());
+    if (!fetch->status.ok()) return;
     fetch->view = *owned;
     fetch->pin = std::move(owned);
   }

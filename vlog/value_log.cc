@@ -19,7 +19,8 @@ ValueLog::ValueLog(io::FileSystem* fs, std::string dbname, ValueLogOptions optio
       // for a few percent more bytes (docs/vlog_format.md).
       encoding_{options_.compress, /*compression_level=*/1, vlog::kDefaultValueChunkSize},
       log_edit_(std::move(log_edit)),
-      readers_(fs, options_.segment_path, options_.direct_reads, options_.max_open_segments),
+      readers_(fs, options_.segment_path, options_.direct_reads, options_.max_open_segments,
+               options_.fd_budget),
       cache_(options_.value_cache_size > 0 ? vlog::ValueCache(options_.value_cache_size)
                                            : vlog::ValueCache(options_.shared_cache)) {}
 

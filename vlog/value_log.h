@@ -67,9 +67,11 @@ struct ValueLogOptions {
   // A fresh file number for a new segment.
   std::function<uint64_t()> new_file_number;
   // Segment readers kept open at most, the least recently used closed
-  // first (SegmentReaderCache). A read-only DB keeps every one open: a
-  // writer may delete a file its view still reads.
+  // first (SegmentReaderCache).
   size_t max_open_segments = SegmentReaderCache::kDefaultMaxOpen;
+  // The descriptor budget the readers draw from with the DB's tables
+  // (io::FdBudget); null: none.
+  std::shared_ptr<io::FdBudget> fd_budget;
 };
 
 class ValueLog {
