@@ -6,8 +6,12 @@
 // Files: db_open.cc (open, recovery, close), db_write.cc (write queue, group
 // commit, memtable switch, stalls), db_read.cc (Get, MultiGet, iterators,
 // snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
-// db_stats.cc (stats and properties), db_checkpoint.cc (checkpoints),
-// db_threads.cc (starting the background threads, GC's priority).
+// db_settle.cc (WaitForBackgroundWork), db_stats.cc (stats and properties),
+// db_checkpoint.cc (checkpoints), db_threads.cc (starting the background
+// threads, GC's priority). GC: db_gc.cc (jobs), db_gc_victims.cc (a victim's
+// release and deletion), db_punch.cc (punched runs), core/retention.h (when
+// value-log bytes may leave the disk), core/space_ledger.h (the space
+// figures).
 //
 // Thread safety: mu_ guards the mutable state below; the WAL is written by
 // the write-group leader alone, outside mu_.
@@ -485,6 +489,7 @@ class DBImpl final : public DB {
   absl::Status DoCompaction(const lsm::Compaction& c, std::shared_ptr<const lsm::Version> base)
       ABSL_LOCKS_EXCLUDED(mu_);
   bool NeedsCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // db_settle.cc
   // Background GC is (or is about to start) collecting, and can.
   bool GcBehind() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Waits on background_cv_ while busy() holds, re-asking at least every
@@ -493,6 +498,7 @@ class DBImpl final : public DB {
   // A settle step: flushes the memtable and compacts L0 into L1, so that
   // every pointer they hide below is counted as garbage.
   absl::Status CountHiddenGarbage() ABSL_LOCKS_EXCLUDED(mu_);
+  // db_background.cc
   // Compacts the tables of level in [begin, end] (null: unbounded) into the
   // level below, one compaction after another, waiting for automatic ones
   // that hold its files. Releases mu_ while each runs.
