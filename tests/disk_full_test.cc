@@ -25,9 +25,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
+#include <atomic>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 #include "core/db_impl.h"
 #include "gtest/gtest.h"
 #include "io/fault_file_system.h"
@@ -340,7 +344,8 @@ TEST_P(DiskFullGcTest, FullWhileGcWritesItsOutputFailsCleanly) {
 
 // Overwrites with background GC until the disk is full (issue 63, item 5):
 // 4 KiB values over 1 MiB segments, GC triggered early, ENOSPC (persistent)
-// from write #k of any file on. Writes go on until one is refused; the DB is
+// from write #k of any file on, or for that write alone, either as a short
+// write or as none (k % 4 picks). Writes go on until one is refused; the DB is
 // closed with the disk still full, the space comes back, and one reopen and
 // close must leave every segment byte on the ledger: `cairn check` finds no
 // problem and no segment off the ledger. k walks a range that covers every
@@ -365,8 +370,12 @@ class DiskFullOverwriteTest : public ::testing::Test {
       absl::StatusOr<std::unique_ptr<DB>> db = OpenWithFileSystem(MakeOptions(), "/db", fs);
       EXPECT_OK(db);
       if (!db.ok()) return {};
-      fs->FailAfter(k, io::InjectedNoSpaceError("disk full"), io::FaultKind::kAnyWrite,
-                    /*persistent=*/true);
+      // Persistent ENOSPC, one refused write (a real disk takes writes
+      // again as GC frees space), or either as a short write.
+      const int m = static_cast<int>(k % 4);
+      fs->FailAfter(k, io::InjectedNoSpaceError("disk full"),
+                    (m & 1) ? io::FaultKind::kShortWrite : io::FaultKind::kAnyWrite,
+                    /*persistent=*/(m & 2) == 0);
       *writes = 0;
       for (int i = 0; i < 20000; ++i) {
         const std::string key = absl::StrFormat("key%04d", i % 100);
@@ -383,7 +392,13 @@ class DiskFullOverwriteTest : public ::testing::Test {
       absl::StatusOr<std::unique_ptr<DB>> db = OpenWithFileSystem(MakeOptions(), "/db", fs);
       EXPECT_OK(db);
       if (!db.ok()) return {};
-      EXPECT_OK((*db)->WaitForBackgroundWork());
+      // Half the runs close while GC may still be collecting (the close
+      // cancels its job), half once background work is done.
+      if ((k / 4) % 2 == 0) {
+        EXPECT_OK((*db)->WaitForBackgroundWork());
+      } else {
+        ::usleep(static_cast<useconds_t>(k % 7) * 1000);
+      }
     }
     return CheckCopy(base.get(), absl::StrCat("overwrite", k));
   }
@@ -403,16 +418,20 @@ TEST_F(DiskFullOverwriteTest, LedgerKeepsEveryRecordAfterTheReopen) {
     const CheckReport report = RunOnce(k, &writes);
     const bool clean = report.exit_code == 0 && report.problems == 0 && report.unbalanced == 0;
     if (!clean) ++failed;
-    if (std::getenv("CAIRN_DEBUG_RUNS") != nullptr) std::printf("k=%llu writes=%d\n%s\n", (unsigned long long)k, writes, report.output.c_str());
     EXPECT_TRUE(clean) << "after " << writes << " writes:\n" << report.output;
   }
   std::printf("disk_full: overwrite runs %d, %d with the ledger off\n", runs, failed);
 }
 
-// The same on a real file system that fills up (a small ext4 image, say):
-// CAIRN_DISK_FULL_DIR names a directory there. Each run writes a filler
-// file, overwrites 4 KiB values with GC running until a write is refused,
-// closes, removes the filler, reopens and closes, and runs `cairn check`.
+// The same on a real file system that fills up (a 64 MiB ext4 image, say):
+// CAIRN_DISK_FULL_DIR names a directory there. Each run writes a 4 MiB
+// filler file, overwrites 4 KiB values with GC running until a write is
+// refused, closes, removes the filler, reopens and closes, and runs `cairn
+// check`. Knobs: CAIRN_DISK_FULL_RUNS (20), CAIRN_DISK_FULL_KEYS (6000),
+// CAIRN_DF_THREADS (1 writer), CAIRN_DF_MIXED (values of 1-25 KiB),
+// CAIRN_DF_SYNC (every fourth write synced), CAIRN_DF_DEFAULTS (default
+// segment and memtable sizes), CAIRN_DISK_FULL_FREE_OPEN (the filler goes
+// before the close), CAIRN_DF_WAIT (the reopen waits for background work).
 TEST(DiskFullRealTest, LedgerKeepsEveryRecordAfterTheReopen) {
   const char* dir = std::getenv("CAIRN_DISK_FULL_DIR");
   if (dir == nullptr) GTEST_SKIP() << "set CAIRN_DISK_FULL_DIR to a small file system";
@@ -423,8 +442,12 @@ TEST(DiskFullRealTest, LedgerKeepsEveryRecordAfterTheReopen) {
   const std::string db_dir = absl::StrCat(dir, "/db");
   const std::string filler = absl::StrCat(dir, "/filler");
   Options o;
-  o.value_log_segment_size = 1 << 20;
-  o.memtable_size = 1 << 20;
+  if (std::getenv("CAIRN_DF_DEFAULTS") == nullptr) {
+    o.value_log_segment_size = 1 << 20;
+    o.memtable_size = 1 << 20;
+  }
+  const bool sync = std::getenv("CAIRN_DF_SYNC") != nullptr;
+  const bool mixed = std::getenv("CAIRN_DF_MIXED") != nullptr;
   int failed = 0;
   for (int r = 0; r < runs; ++r) {
     SCOPED_TRACE(absl::StrCat("run ", r));
@@ -436,18 +459,41 @@ TEST(DiskFullRealTest, LedgerKeepsEveryRecordAfterTheReopen) {
     {
       absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(o, db_dir);
       ASSERT_OK(db);
-      for (int i = 0; i < 400000; ++i) {
-        const std::string key = absl::StrFormat("key%06d", (i * 7919) % keys);
-        refused = (*db)->Put(WriteOptions(), key, std::string(4096, 'a' + i % 26));
-        if (!refused.ok()) break;
-        ++writes;
+      const char* t = std::getenv("CAIRN_DF_THREADS");
+      const int threads = t != nullptr ? std::atoi(t) : 1;
+      std::atomic<bool> stop{false};
+      std::atomic<int> done{0};
+      absl::Mutex refused_mu;
+      std::vector<std::thread> writers;
+      for (int w = 0; w < threads; ++w) {
+        writers.emplace_back([&, w] {
+          for (int i = w; i < 400000 && !stop.load(); i += threads) {
+            const std::string key = absl::StrFormat("key%06d", (i * 7919) % keys);
+            const size_t len = mixed ? 1024 + (i * 2654435761u) % (24 << 10) : 4096;
+            absl::Status s = (*db)->Put(WriteOptions{.sync = sync && i % 4 == 0}, key,
+                                        std::string(len, 'a' + i % 26));
+            if (!s.ok()) {
+              absl::MutexLock l(&refused_mu);
+              refused = s;
+              stop = true;
+              break;
+            }
+            done.fetch_add(1);
+          }
+        });
       }
+      for (std::thread& th : writers) th.join();
+      writes = done.load();
+      // Space comes back while the database is still open.
+      if (std::getenv("CAIRN_DISK_FULL_FREE_OPEN") != nullptr) std::filesystem::remove(filler);
     }
     std::filesystem::remove(filler);
     {
       absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(o, db_dir);
       ASSERT_OK(db);
-      EXPECT_OK((*db)->WaitForBackgroundWork());
+      if (std::getenv("CAIRN_DF_WAIT") != nullptr) {
+        EXPECT_OK((*db)->WaitForBackgroundWork());
+      }
     }
     const CheckReport report = RunCheckTool(db_dir);
     const bool clean = report.exit_code == 0 && report.problems == 0 && report.unbalanced == 0;
