@@ -650,24 +650,10 @@ INSTANTIATE_TEST_SUITE_P(Placement, ShortSessionsTest,
 // fewer (docs/gc.md, "Merging small segments").
 TEST(GcMergeTest, BackgroundGcMergesSmallSegmentsBelowItsTrigger) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
-  Options o = GcOptions();
-  o.separate_at_flush_below = 16 << 10;  // 1000-byte values wait for the flush
-  o.value_log_segment_size = 4 << 20;    // small: under 256 KiB
+  Options o = gc_testing::SmallSegmentOptions();
   std::map<std::string, std::string> model;
-  const auto put_and_flush = [&](DB* db, int s) {
-    for (int j = 0; j < 10; ++j) {
-      const std::string k = absl::StrFormat("key%05d", s * 10 + j);
-      model[k] = Value(s * 10 + j, 1000);
-      ASSERT_TRUE(db->Put({}, k, model[k]).ok());
-    }
-    ASSERT_TRUE(db->Flush().ok());
-  };
   // Seven sessions without background GC: seven small segments.
-  for (int s = 0; s < 7; ++s) {
-    auto opened = OpenWithFileSystem(o, "/db", fs);
-    ASSERT_TRUE(opened.ok()) << opened.status();
-    put_and_flush(opened->get(), s);
-  }
+  gc_testing::SmallSegmentSessions(o, fs, 0, 7, &model);
   o.gc_space_amp_trigger = 1.5;  // background GC at its default from here
   auto opened = OpenWithFileSystem(o, "/db", fs);
   ASSERT_TRUE(opened.ok()) << opened.status();
@@ -677,7 +663,7 @@ TEST(GcMergeTest, BackgroundGcMergesSmallSegmentsBelowItsTrigger) {
   EXPECT_EQ(SegmentFiles(fs.get()), 7u);
   EXPECT_EQ(db->GetStats().gc_runs, 0u);
   // The eighth: nothing is garbage, only a merge brings the count down.
-  put_and_flush(db, 7);
+  gc_testing::PutTenAndFlush(db, 7, &model);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (SegmentFiles(fs.get()) > 1 && std::chrono::steady_clock::now() < deadline) {
     ASSERT_TRUE(db->WaitForBackgroundWork().ok());

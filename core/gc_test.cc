@@ -335,21 +335,14 @@ void RunGcFailingAt(DB* db, io::FaultFileSystem* fs, int fail_at, uint64_t* ops_
 // segments").
 TEST(GcMergeTest, SessionsThatEachFlushAFewValuesLeaveAFewSegments) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
-  Options o = GcOptions();
-  o.separate_at_flush_below = 16 << 10;  // 1000-byte values wait for the flush
-  o.value_log_segment_size = 4 << 20;    // small: under 256 KiB
+  const Options o = gc_testing::SmallSegmentOptions();
   std::map<std::string, std::string> model;
   const auto session = [&](int s, bool run_gc) -> std::optional<GcResult> {
     auto opened = OpenWithFileSystem(o, "/db", fs);
     EXPECT_TRUE(opened.ok()) << opened.status();
     if (!opened.ok()) return std::nullopt;
     DB* db = opened->get();
-    for (int j = 0; j < 10; ++j) {
-      const std::string k = absl::StrFormat("key%05d", s * 10 + j);
-      model[k] = Value(s * 10 + j, 1000);
-      EXPECT_TRUE(db->Put({}, k, model[k]).ok());
-    }
-    EXPECT_TRUE(db->Flush().ok());
+    gc_testing::PutTenAndFlush(db, s, &model);
     if (!run_gc) return std::nullopt;
     absl::StatusOr<GcResult> r = db->RunGC();
     EXPECT_TRUE(r.ok()) << r.status();

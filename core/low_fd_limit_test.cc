@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
+#include "core/testing/fd_helpers.h"
 #include "gtest/gtest.h"
 #include "io/testing/status_matchers.h"
 
@@ -27,16 +28,9 @@ namespace {
 constexpr rlim_t kLimit = 256;
 constexpr int kValues = 400;  // one segment each: more than the limit
 
-size_t OpenFileDescriptors() {
-  size_t n = 0;
-  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
-    ++n;
-  }
-  return n;
-}
-
-std::string Key(int i) { return absl::StrFormat("key%05d", i); }
-std::string Value(int i) { return std::string(64 << 10, static_cast<char>('a' + i % 26)); }
+using fd_testing::Key;
+using fd_testing::OpenFileDescriptors;
+using fd_testing::Value;
 
 Options SmallSegments() {
   Options o;

@@ -216,24 +216,10 @@ TEST_F(RetentionDbTest, IteratorOutlivesItsSnapshot) {
 // memtable was gone: the race that took merging out in e56f6a5).
 TEST(RetentionFlushTest, AFlushSegmentIsNotMergedBeforeItsMemtableLeaves) {
   auto fs = std::make_shared<io::MemoryFileSystem>();
-  Options o = GcOptions();
-  o.separate_at_flush_below = 16 << 10;  // 1000-byte values wait for the flush
-  o.value_log_segment_size = 4 << 20;    // small segments: under 256 KiB
+  const Options o = gc_testing::SmallSegmentOptions();
   std::map<std::string, std::string> model;
-  const auto put_and_flush = [&](DB* db, int s) {
-    for (int j = 0; j < 10; ++j) {
-      const std::string k = absl::StrFormat("key%05d", s * 10 + j);
-      model[k] = Value(s * 10 + j, 1000);
-      ASSERT_TRUE(db->Put({}, k, model[k]).ok());
-    }
-    ASSERT_TRUE(db->Flush().ok());
-  };
   // Seven small segments: one short of a merge.
-  for (int s = 0; s < 7; ++s) {
-    auto opened = OpenWithFileSystem(o, "/db", fs);
-    ASSERT_TRUE(opened.ok()) << opened.status();
-    put_and_flush(opened->get(), s);
-  }
+  gc_testing::SmallSegmentSessions(o, fs, 0, 7, &model);
   auto opened = OpenWithFileSystem(o, "/db", fs);
   ASSERT_TRUE(opened.ok()) << opened.status();
   DB* db = opened->get();
@@ -245,7 +231,7 @@ TEST(RetentionFlushTest, AFlushSegmentIsNotMergedBeforeItsMemtableLeaves) {
     std::thread gc([&] { during_flush = db->RunGC(); });
     gc.join();
   };
-  put_and_flush(db, 7);
+  gc_testing::PutTenAndFlush(db, 7, &model);
   impl->after_flush_logged_for_testing = nullptr;
   ASSERT_TRUE(during_flush.ok()) << during_flush.status();
   EXPECT_EQ(during_flush->victims, 0u);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "core/db_impl.h"
 #include "gtest/gtest.h"
@@ -82,6 +83,37 @@ inline void ReopenAndExpectModel(const Options& o,
   ASSERT_TRUE(opened.ok()) << opened.status();
   EXPECT_EQ((*opened)->GetStats().gc_recounted_bytes, 0u);
   ExpectModel(opened->get(), model);
+}
+
+// Options under which each Flush of a few 1000-byte values writes a small
+// segment of its own (values wait for the flush; segments under a
+// sixteenth of 4 MiB are small: docs/gc.md, "Merging small segments").
+inline Options SmallSegmentOptions() {
+  Options o = GcOptions();
+  o.separate_at_flush_below = 16 << 10;
+  o.value_log_segment_size = 4 << 20;
+  return o;
+}
+
+// Session s's ten values (keys s*10 .. s*10+9) into db and model, then a
+// Flush: one small segment under SmallSegmentOptions.
+inline void PutTenAndFlush(DB* db, int s, std::map<std::string, std::string>* model) {
+  for (int j = 0; j < 10; ++j) {
+    const std::string k = absl::StrFormat("key%05d", s * 10 + j);
+    (*model)[k] = Value(s * 10 + j, 1000);
+    ASSERT_TRUE(db->Put({}, k, (*model)[k]).ok());
+  }
+  ASSERT_TRUE(db->Flush().ok());
+}
+
+// Sessions [first, last), each opened on fs, PutTenAndFlush, closed.
+inline void SmallSegmentSessions(const Options& o, const std::shared_ptr<io::MemoryFileSystem>& fs,
+                                 int first, int last, std::map<std::string, std::string>* model) {
+  for (int s = first; s < last; ++s) {
+    auto opened = OpenWithFileSystem(o, "/db", fs);
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    PutTenAndFlush(opened->get(), s, model);
+  }
 }
 
 }  // namespace cairn::gc_testing
