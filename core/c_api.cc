@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "c_api_internal.h"
+#include "core/c_api_internal.h"
 #include "cairn/c.h"
 #include "cairn/db.h"
 #include "cairn/repair.h"

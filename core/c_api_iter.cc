@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "c_api_internal.h"
+#include "core/c_api_internal.h"
 #include "cairn/c.h"
 #include "cairn/db.h"
 
