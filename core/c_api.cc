@@ -8,10 +8,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/c_api_internal.h"
 #include "cairn/c.h"
 #include "cairn/db.h"
 #include "cairn/repair.h"
+#include "core/c_api_internal.h"
 
 namespace cairn::c_api {
 
@@ -20,10 +20,10 @@ namespace {
 // Indexed by absl::StatusCode: the names messages start with, as RocksDB's
 // C API spells its codes ("NotFound: ...").
 constexpr const char* kCApiCodeNames[] = {
-    "OK",         "Cancelled",   "Unknown",          "InvalidArgument", "DeadlineExceeded",
-    "NotFound",   "AlreadyExists", "PermissionDenied", "ResourceExhausted",
-    "FailedPrecondition", "Aborted", "OutOfRange",   "Unimplemented",   "Internal",
-    "Unavailable", "DataLoss",   "Unauthenticated"};
+    "OK",       "Cancelled",      "Unknown",          "InvalidArgument",   "DeadlineExceeded",
+    "NotFound", "AlreadyExists",  "PermissionDenied", "ResourceExhausted", "FailedPrecondition",
+    "Aborted",  "OutOfRange",     "Unimplemented",    "Internal",          "Unavailable",
+    "DataLoss", "Unauthenticated"};
 constexpr int kCApiCodeCount = sizeof(kCApiCodeNames) / sizeof(kCApiCodeNames[0]);
 
 absl::Status CApiNullHandle(const char* what) {
@@ -66,8 +66,7 @@ absl::Status CheckBytes(const char* ptr, size_t len, const char* what) {
 }
 
 cairn::ReadOptions ToReadOptions(const cairn_readoptions_t* options,
-                                 std::string_view* lower_storage,
-                                 std::string_view* upper_storage) {
+                                 std::string_view* lower_storage, std::string_view* upper_storage) {
   if (options == nullptr) return cairn::ReadOptions();
   cairn::ReadOptions ro = options->options;
   ro.iterate_lower_bound = nullptr;
@@ -110,8 +109,7 @@ cairn::WriteOptions ToWriteOptions(const cairn_writeoptions_t* options) {
   return options == nullptr ? cairn::WriteOptions() : options->options;
 }
 
-cairn_t* OpenWith(bool read_only, const cairn_options_t* options, const char* path,
-                  char** errptr) {
+cairn_t* OpenWith(bool read_only, const cairn_options_t* options, const char* path, char** errptr) {
   cairn::Options opts;
   if (!SaveError(ToOptions(options, &opts), errptr) || !SaveError(CheckPath(path), errptr)) {
     return nullptr;
@@ -170,11 +168,11 @@ void cairn_options_destroy(cairn_options_t* options) { delete options; }
 
 // A NULL handle makes a setter do nothing and a getter return 0: neither has
 // an errptr, and cairn_open reports the NULL options.
-#define CAIRN_C_OPTION_FIELD_(type, name)                                  \
-  void cairn_options_set_##name(cairn_options_t* options, type value) {   \
-    if (options != nullptr) options->options.name = value;                 \
-  }                                                                        \
-  type cairn_options_get_##name(const cairn_options_t* options) {         \
+#define CAIRN_C_OPTION_FIELD_(type, name)                                                        \
+  void cairn_options_set_##name(cairn_options_t* options, type value) {                          \
+    if (options != nullptr) options->options.name = value;                                       \
+  }                                                                                              \
+  type cairn_options_get_##name(const cairn_options_t* options) {                                \
     return options == nullptr ? static_cast<type>(0) : static_cast<type>(options->options.name); \
   }
 CAIRN_C_OPTION_FIELD_(unsigned char, create_if_missing)
@@ -237,11 +235,11 @@ void cairn_readoptions_set_snapshot(cairn_readoptions_t* options, const cairn_sn
   }
 }
 
-#define CAIRN_C_READ_OPTION_(type, name)                                           \
-  void cairn_readoptions_set_##name(cairn_readoptions_t* options, type v) {        \
-    if (options != nullptr) options->options.name = v;                             \
-  }                                                                                \
-  type cairn_readoptions_get_##name(const cairn_readoptions_t* options) {          \
+#define CAIRN_C_READ_OPTION_(type, name)                                                         \
+  void cairn_readoptions_set_##name(cairn_readoptions_t* options, type v) {                      \
+    if (options != nullptr) options->options.name = v;                                           \
+  }                                                                                              \
+  type cairn_readoptions_get_##name(const cairn_readoptions_t* options) {                        \
     return options == nullptr ? static_cast<type>(0) : static_cast<type>(options->options.name); \
   }
 CAIRN_C_READ_OPTION_(unsigned char, verify_checksums)
@@ -278,8 +276,7 @@ unsigned char cairn_writeoptions_get_sync(const cairn_writeoptions_t* options) {
 cairn_t* cairn_open(const cairn_options_t* options, const char* path, char** errptr) {
   return cairn::c_api::OpenWith(false, options, path, errptr);
 }
-cairn_t* cairn_open_for_read_only(const cairn_options_t* options, const char* path,
-                                  char** errptr) {
+cairn_t* cairn_open_for_read_only(const cairn_options_t* options, const char* path, char** errptr) {
   return cairn::c_api::OpenWith(true, options, path, errptr);
 }
 
@@ -321,13 +318,13 @@ void cairn_put(cairn_t* db, const cairn_writeoptions_t* options, const char* key
       !SaveError(CheckBytes(val, vallen, "value"), errptr)) {
     return;
   }
-  SaveError(db->db->Put(cairn::c_api::ToWriteOptions(options), Bytes(key, keylen),
-                        Bytes(val, vallen)),
-            errptr);
+  SaveError(
+      db->db->Put(cairn::c_api::ToWriteOptions(options), Bytes(key, keylen), Bytes(val, vallen)),
+      errptr);
 }
 
-void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* key,
-                  size_t keylen, char** errptr) {
+void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* key, size_t keylen,
+                  char** errptr) {
   if (!SaveError(CheckDb(db), errptr) || !SaveError(CheckBytes(key, keylen, "key"), errptr)) {
     return;
   }
@@ -384,9 +381,9 @@ char* cairn_get(cairn_t* db, const cairn_readoptions_t* options, const char* key
   }
   std::string_view lo, hi;
   std::string value;
-  if (!SaveError(db->db->Get(cairn::c_api::ToReadOptions(options, &lo, &hi), Bytes(key, keylen),
-                             &value),
-                 errptr)) {
+  if (!SaveError(
+          db->db->Get(cairn::c_api::ToReadOptions(options, &lo, &hi), Bytes(key, keylen), &value),
+          errptr)) {
     return nullptr;
   }
   if (vallen != nullptr) *vallen = value.size();
@@ -401,9 +398,9 @@ size_t cairn_get_into(cairn_t* db, const cairn_readoptions_t* options, const cha
   }
   std::string_view lo, hi;
   cairn::PinnableValue value;
-  if (!SaveError(db->db->Get(cairn::c_api::ToReadOptions(options, &lo, &hi), Bytes(key, keylen),
-                             &value),
-                 errptr)) {
+  if (!SaveError(
+          db->db->Get(cairn::c_api::ToReadOptions(options, &lo, &hi), Bytes(key, keylen), &value),
+          errptr)) {
     return 0;
   }
   const std::string_view v = value.value();
@@ -411,8 +408,8 @@ size_t cairn_get_into(cairn_t* db, const cairn_readoptions_t* options, const cha
   return v.size();
 }
 
-cairn_pinnable_t* cairn_get_pinned(cairn_t* db, const cairn_readoptions_t* options,
-                                   const char* key, size_t keylen, char** errptr) {
+cairn_pinnable_t* cairn_get_pinned(cairn_t* db, const cairn_readoptions_t* options, const char* key,
+                                   size_t keylen, char** errptr) {
   if (!SaveError(CheckDb(db), errptr) || !SaveError(CheckBytes(key, keylen, "key"), errptr)) {
     return nullptr;
   }
@@ -456,8 +453,8 @@ char* cairn_get_range(cairn_t* db, const cairn_readoptions_t* options, const cha
 }
 
 void cairn_multi_get(cairn_t* db, const cairn_readoptions_t* options, size_t n,
-                     const char* const* keys, const size_t* keylens, char** values,
-                     size_t* vallens, char** errs) {
+                     const char* const* keys, const size_t* keylens, char** values, size_t* vallens,
+                     char** errs) {
   if (n == 0) return;
   if (values == nullptr || vallens == nullptr || errs == nullptr) return;  // nowhere to answer
   for (size_t i = 0; i < n; ++i) {

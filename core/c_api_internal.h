@@ -69,8 +69,7 @@ inline std::string_view Bytes(const char* ptr, size_t len) {
 // The ReadOptions of options (defaults for NULL), pointing into *options'
 // bounds: options must outlive the result's use.
 cairn::ReadOptions ToReadOptions(const cairn_readoptions_t* options,
-                                 std::string_view* lower_storage,
-                                 std::string_view* upper_storage);
+                                 std::string_view* lower_storage, std::string_view* upper_storage);
 
 }  // namespace cairn::c_api
 

@@ -1,16 +1,16 @@
 // The C API (cairn/c.h), second half: iterators and their batch copy,
 // snapshots, maintenance, properties and statistics.
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/c_api_internal.h"
 #include "cairn/c.h"
 #include "cairn/db.h"
+#include "core/c_api_internal.h"
 
 struct cairn_iterator_t {
   std::unique_ptr<cairn::Iterator> it;
@@ -112,8 +112,8 @@ void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr) {
   SaveError(it->it->status(), errptr);
 }
 
-size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len,
-                             size_t max_entries, size_t* bytes_used, char** errptr) {
+size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
+                             size_t* bytes_used, char** errptr) {
   size_t used = 0, count = 0;
   if (bytes_used != nullptr) *bytes_used = 0;
   if (!cairn::c_api::IterUsable(it)) {
@@ -189,9 +189,9 @@ void cairn_run_gc(cairn_t* db, cairn_gc_result_t* result, char** errptr) {
   if (!SaveError(CheckDb(db), errptr)) return;
   auto r = db->db->RunGC();
   if (!SaveError(r.status(), errptr) || result == nullptr) return;
-  *result = cairn_gc_result_t{r->victims,           r->segments_freed,  r->bytes_read,
-                              r->bytes_relocated,   r->records_relocated, r->records_dropped,
-                              r->rewrites_lost,     r->micros};
+  *result = cairn_gc_result_t{
+      r->victims,           r->segments_freed,  r->bytes_read,    r->bytes_relocated,
+      r->records_relocated, r->records_dropped, r->rewrites_lost, r->micros};
 }
 
 void cairn_checkpoint(cairn_t* db, const char* dir, cairn_checkpoint_result_t* result,
@@ -226,41 +226,53 @@ void cairn_get_stats(cairn_t* db, cairn_stats_t* stats, size_t size, char** errp
   const cairn::Stats s = db->db->GetStats();
   cairn_stats_t out{};
 #define CAIRN_C_STAT_(name) out.name = s.name;
-  CAIRN_C_STAT_(user_bytes_written) CAIRN_C_STAT_(puts) CAIRN_C_STAT_(deletes)
-  CAIRN_C_STAT_(gets) CAIRN_C_STAT_(gets_found) CAIRN_C_STAT_(wal_bytes_written)
-  CAIRN_C_STAT_(wal_bytes_prefilled) CAIRN_C_STAT_(vlog_bytes_written)
-  CAIRN_C_STAT_(flush_bytes_written) CAIRN_C_STAT_(compaction_bytes_written)
-  CAIRN_C_STAT_(gc_bytes_written) CAIRN_C_STAT_(manifest_bytes_written)
-  CAIRN_C_STAT_(write_amplification) CAIRN_C_STAT_(table_reads) CAIRN_C_STAT_(table_bytes_read)
-  CAIRN_C_STAT_(vlog_reads) CAIRN_C_STAT_(vlog_bytes_read) CAIRN_C_STAT_(read_amplification)
-  CAIRN_C_STAT_(bloom_probes) CAIRN_C_STAT_(bloom_rejections)
-  CAIRN_C_STAT_(bloom_false_positives) CAIRN_C_STAT_(block_cache_hits)
-  CAIRN_C_STAT_(block_cache_misses) CAIRN_C_STAT_(value_cache_hits)
-  CAIRN_C_STAT_(value_cache_misses) CAIRN_C_STAT_(block_cache_bytes)
-  CAIRN_C_STAT_(block_cache_capacity) CAIRN_C_STAT_(value_cache_bytes)
-  CAIRN_C_STAT_(value_cache_capacity) CAIRN_C_STAT_(cache_shared) CAIRN_C_STAT_(disk_bytes)
-  CAIRN_C_STAT_(sst_bytes) CAIRN_C_STAT_(vlog_bytes) CAIRN_C_STAT_(vlog_segments)
-  CAIRN_C_STAT_(vlog_garbage_bytes) CAIRN_C_STAT_(vlog_punched_bytes)
-  CAIRN_C_STAT_(vlog_foreseen_garbage_bytes) CAIRN_C_STAT_(live_user_bytes_estimate)
-  CAIRN_C_STAT_(space_amplification) CAIRN_C_STAT_(stall_slowdowns) CAIRN_C_STAT_(stall_stops)
-  CAIRN_C_STAT_(stall_micros) CAIRN_C_STAT_(stall_max_micros)
-  CAIRN_C_STAT_(stall_max_delay_micros) CAIRN_C_STAT_(delayed_write_rate)
-  CAIRN_C_STAT_(pending_compaction_bytes) CAIRN_C_STAT_(gc_runs)
-  CAIRN_C_STAT_(gc_segments_freed) CAIRN_C_STAT_(gc_bytes_read) CAIRN_C_STAT_(gc_bytes_relocated)
-  CAIRN_C_STAT_(gc_records_dropped) CAIRN_C_STAT_(gc_records_known_dead)
-  CAIRN_C_STAT_(gc_punched_runs) CAIRN_C_STAT_(gc_punched_bytes) CAIRN_C_STAT_(gc_punch_calls)
-  CAIRN_C_STAT_(gc_punch_skipped_linked) CAIRN_C_STAT_(gc_punch_held_for_readers)
-  CAIRN_C_STAT_(gc_micros) CAIRN_C_STAT_(gc_scan_micros) CAIRN_C_STAT_(gc_liveness_micros)
-  CAIRN_C_STAT_(gc_write_micros) CAIRN_C_STAT_(gc_rewrite_micros)
-  CAIRN_C_STAT_(gc_throttled_micros) CAIRN_C_STAT_(gc_rewrite_rechecks)
-  CAIRN_C_STAT_(gc_victims_waited) CAIRN_C_STAT_(gc_victim_syncs)
-  CAIRN_C_STAT_(gc_victim_switches) CAIRN_C_STAT_(gc_victim_bytes_waiting)
-  CAIRN_C_STAT_(gc_active_seals) CAIRN_C_STAT_(gc_relocated_per_user_byte)
-  CAIRN_C_STAT_(gc_recounted_bytes) CAIRN_C_STAT_(vlog_space_amplification)
-  CAIRN_C_STAT_(gc_space_amplification)
+  CAIRN_C_STAT_(user_bytes_written)
+  CAIRN_C_STAT_(puts) CAIRN_C_STAT_(deletes) CAIRN_C_STAT_(gets) CAIRN_C_STAT_(gets_found) CAIRN_C_STAT_(
+      wal_bytes_written) CAIRN_C_STAT_(wal_bytes_prefilled) CAIRN_C_STAT_(vlog_bytes_written)
+      CAIRN_C_STAT_(flush_bytes_written) CAIRN_C_STAT_(compaction_bytes_written) CAIRN_C_STAT_(
+          gc_bytes_written) CAIRN_C_STAT_(manifest_bytes_written) CAIRN_C_STAT_(write_amplification)
+          CAIRN_C_STAT_(table_reads) CAIRN_C_STAT_(table_bytes_read) CAIRN_C_STAT_(vlog_reads) CAIRN_C_STAT_(
+              vlog_bytes_read) CAIRN_C_STAT_(read_amplification) CAIRN_C_STAT_(bloom_probes)
+              CAIRN_C_STAT_(bloom_rejections) CAIRN_C_STAT_(bloom_false_positives) CAIRN_C_STAT_(
+                  block_cache_hits) CAIRN_C_STAT_(block_cache_misses) CAIRN_C_STAT_(value_cache_hits)
+                  CAIRN_C_STAT_(value_cache_misses) CAIRN_C_STAT_(block_cache_bytes) CAIRN_C_STAT_(
+                      block_cache_capacity) CAIRN_C_STAT_(value_cache_bytes) CAIRN_C_STAT_(value_cache_capacity)
+                      CAIRN_C_STAT_(cache_shared) CAIRN_C_STAT_(disk_bytes) CAIRN_C_STAT_(
+                          sst_bytes) CAIRN_C_STAT_(vlog_bytes) CAIRN_C_STAT_(vlog_segments)
+                          CAIRN_C_STAT_(vlog_garbage_bytes) CAIRN_C_STAT_(vlog_punched_bytes) CAIRN_C_STAT_(
+                              vlog_foreseen_garbage_bytes) CAIRN_C_STAT_(live_user_bytes_estimate)
+                              CAIRN_C_STAT_(space_amplification) CAIRN_C_STAT_(stall_slowdowns) CAIRN_C_STAT_(
+                                  stall_stops) CAIRN_C_STAT_(stall_micros) CAIRN_C_STAT_(stall_max_micros)
+                                  CAIRN_C_STAT_(stall_max_delay_micros) CAIRN_C_STAT_(
+                                      delayed_write_rate) CAIRN_C_STAT_(pending_compaction_bytes)
+                                      CAIRN_C_STAT_(gc_runs) CAIRN_C_STAT_(gc_segments_freed) CAIRN_C_STAT_(
+                                          gc_bytes_read) CAIRN_C_STAT_(gc_bytes_relocated)
+                                          CAIRN_C_STAT_(gc_records_dropped) CAIRN_C_STAT_(
+                                              gc_records_known_dead) CAIRN_C_STAT_(gc_punched_runs)
+                                              CAIRN_C_STAT_(gc_punched_bytes) CAIRN_C_STAT_(
+                                                  gc_punch_calls) CAIRN_C_STAT_(gc_punch_skipped_linked)
+                                                  CAIRN_C_STAT_(gc_punch_held_for_readers) CAIRN_C_STAT_(
+                                                      gc_micros) CAIRN_C_STAT_(gc_scan_micros)
+                                                      CAIRN_C_STAT_(gc_liveness_micros) CAIRN_C_STAT_(
+                                                          gc_write_micros) CAIRN_C_STAT_(gc_rewrite_micros)
+                                                          CAIRN_C_STAT_(gc_throttled_micros) CAIRN_C_STAT_(
+                                                              gc_rewrite_rechecks) CAIRN_C_STAT_(gc_victims_waited)
+                                                              CAIRN_C_STAT_(gc_victim_syncs) CAIRN_C_STAT_(
+                                                                  gc_victim_switches)
+                                                                  CAIRN_C_STAT_(
+                                                                      gc_victim_bytes_waiting)
+                                                                      CAIRN_C_STAT_(gc_active_seals)
+                                                                          CAIRN_C_STAT_(
+                                                                              gc_relocated_per_user_byte)
+                                                                              CAIRN_C_STAT_(
+                                                                                  gc_recounted_bytes)
+                                                                                  CAIRN_C_STAT_(
+                                                                                      vlog_space_amplification)
+                                                                                      CAIRN_C_STAT_(
+                                                                                          gc_space_amplification)
 #undef CAIRN_C_STAT_
-  // A caller built against an older, shorter struct gets its prefix.
-  std::memcpy(stats, &out, std::min(size, sizeof(out)));
+      // A caller built against an older, shorter struct gets its prefix.
+      std::memcpy(stats, &out, std::min(size, sizeof(out)));
 }
 
 }  // extern "C"

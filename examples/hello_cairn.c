@@ -76,10 +76,11 @@ int main(int argc, char** argv) {
   cairn_checkpoint_result_t cp;
   cairn_checkpoint(db, checkpoint, &cp, &err);
   if (failed("checkpoint", &err)) goto out_db;
-  printf("hello_cairn_c: %zu keys scanned, checkpoint in %s (%llu files linked, %llu copied), "
-         "cairn %s\n",
-         scanned, checkpoint, (unsigned long long)cp.files_linked,
-         (unsigned long long)cp.files_copied, cairn_version());
+  printf(
+      "hello_cairn_c: %zu keys scanned, checkpoint in %s (%llu files linked, %llu copied), "
+      "cairn %s\n",
+      scanned, checkpoint, (unsigned long long)cp.files_linked, (unsigned long long)cp.files_copied,
+      cairn_version());
   status = scanned == 10 ? 0 : 1;
 
 out_db:

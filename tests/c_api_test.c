@@ -16,14 +16,14 @@
 
 static int g_passed = 0, g_failed = 0;
 
-#define CHECK(cond)                                                     \
-  do {                                                                  \
-    if (cond) {                                                         \
-      ++g_passed;                                                       \
-    } else {                                                            \
-      ++g_failed;                                                       \
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (cond) {                                                                \
+      ++g_passed;                                                              \
+    } else {                                                                   \
+      ++g_failed;                                                              \
       fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                   \
+    }                                                                          \
   } while (0)
 
 /* No error; prints the message of one. */
@@ -40,17 +40,17 @@ static int g_passed = 0, g_failed = 0;
   } while (0)
 
 /* An error with this code; frees it. */
-#define CHECK_CODE(err, code)                                                            \
-  do {                                                                                   \
-    if (cairn_error_code(err) == (code)) {                                               \
-      ++g_passed;                                                                        \
-    } else {                                                                             \
-      ++g_failed;                                                                        \
-      fprintf(stderr, "%s:%d: wanted %s, got %s\n", __FILE__, __LINE__,                 \
-              cairn_code_name(code), (err) != NULL ? (err) : "no error");                \
-    }                                                                                    \
-    cairn_free(err);                                                                     \
-    (err) = NULL;                                                                        \
+#define CHECK_CODE(err, code)                                                                  \
+  do {                                                                                         \
+    if (cairn_error_code(err) == (code)) {                                                     \
+      ++g_passed;                                                                              \
+    } else {                                                                                   \
+      ++g_failed;                                                                              \
+      fprintf(stderr, "%s:%d: wanted %s, got %s\n", __FILE__, __LINE__, cairn_code_name(code), \
+              (err) != NULL ? (err) : "no error");                                             \
+    }                                                                                          \
+    cairn_free(err);                                                                           \
+    (err) = NULL;                                                                              \
   } while (0)
 
 static char g_root[256];
@@ -128,25 +128,31 @@ static void test_options(void) {
   CHECK(cairn_options_get_compression(o) == 1);
   CHECK(cairn_options_get_gc_space_amp_trigger(o) > 1.4);
   /* Every setter round-trips through its getter. */
-#define ROUND(name, v)                \
-  cairn_options_set_##name(o, v);     \
+#define ROUND(name, v)            \
+  cairn_options_set_##name(o, v); \
   CHECK(cairn_options_get_##name(o) == (v));
-  ROUND(create_if_missing, 0) ROUND(error_if_exists, 1) ROUND(memtable_size, 1 << 20)
-  ROUND(max_memtable_value_bytes, 7) ROUND(block_size, 8192) ROUND(cache_size, 1 << 20)
-  ROUND(block_cache_size, 3) ROUND(cache_new_table_blocks, 0) ROUND(bloom_bits_per_key, 5)
-  ROUND(compression, 0) ROUND(io_backend, 2) ROUND(direct_reads, 1) ROUND(direct_writes, 1)
-  ROUND(value_log_bytes_per_sync, 9) ROUND(wal_bytes_per_sync, 11) ROUND(wal_prefill_bytes, 0)
-  ROUND(value_separation_threshold, CAIRN_INLINE_VALUES) ROUND(separate_at_flush_below, 13)
-  ROUND(separate_at_flush_during_gc, 1) ROUND(value_log_segment_size, 1 << 22)
-  ROUND(value_cache_size, 17) ROUND(target_file_size, 1 << 21) ROUND(level_size_multiplier, 8)
-  ROUND(soft_pending_compaction_bytes_limit, 19) ROUND(hard_pending_compaction_bytes_limit, 23)
-  ROUND(gc_min_garbage_ratio, 0.25) ROUND(gc_space_amp_trigger, 1.5) ROUND(gc_bytes_per_sec, 29)
-  ROUND(gc_punch_holes, 0) ROUND(max_background_gc, 2) ROUND(gc_nice_adjustment, 3)
-  ROUND(max_background_compactions, 2) ROUND(max_subcompactions, 1)
-  ROUND(compaction_readahead_size, 31) ROUND(max_info_log_size, 0)
-  ROUND(stats_dump_period_sec, 0)
+  ROUND(create_if_missing, 0)
+  ROUND(error_if_exists, 1) ROUND(memtable_size, 1 << 20) ROUND(max_memtable_value_bytes, 7)
+      ROUND(block_size, 8192) ROUND(cache_size, 1 << 20) ROUND(block_cache_size, 3)
+          ROUND(cache_new_table_blocks, 0) ROUND(bloom_bits_per_key, 5) ROUND(compression, 0)
+              ROUND(io_backend, 2) ROUND(direct_reads, 1) ROUND(direct_writes, 1)
+                  ROUND(value_log_bytes_per_sync, 9) ROUND(wal_bytes_per_sync, 11) ROUND(
+                      wal_prefill_bytes, 0) ROUND(value_separation_threshold, CAIRN_INLINE_VALUES)
+                      ROUND(separate_at_flush_below, 13) ROUND(separate_at_flush_during_gc, 1)
+                          ROUND(value_log_segment_size, 1 << 22) ROUND(value_cache_size, 17) ROUND(
+                              target_file_size, 1 << 21) ROUND(level_size_multiplier, 8)
+                              ROUND(soft_pending_compaction_bytes_limit, 19)
+                                  ROUND(hard_pending_compaction_bytes_limit, 23) ROUND(
+                                      gc_min_garbage_ratio, 0.25) ROUND(gc_space_amp_trigger, 1.5)
+                                      ROUND(gc_bytes_per_sec, 29) ROUND(gc_punch_holes, 0)
+                                          ROUND(max_background_gc, 2) ROUND(gc_nice_adjustment, 3)
+                                              ROUND(max_background_compactions, 2)
+                                                  ROUND(max_subcompactions, 1)
+                                                      ROUND(compaction_readahead_size, 31)
+                                                          ROUND(max_info_log_size, 0)
+                                                              ROUND(stats_dump_period_sec, 0)
 #undef ROUND
-  cairn_options_destroy(o);
+                                                                  cairn_options_destroy(o);
 
   cairn_readoptions_t* ro = cairn_readoptions_create();
   CHECK(cairn_readoptions_get_verify_checksums(ro) == 1);

@@ -91,7 +91,7 @@ int cairn_version_number(void);
 cairn_options_t* cairn_options_create(void);
 void cairn_options_destroy(cairn_options_t* options);
 
-#define CAIRN_C_OPTION_(type, name)                                        \
+#define CAIRN_C_OPTION_(type, name)                                    \
   void cairn_options_set_##name(cairn_options_t* options, type value); \
   type cairn_options_get_##name(const cairn_options_t* options);
 CAIRN_C_OPTION_(unsigned char, create_if_missing)
@@ -171,8 +171,7 @@ unsigned char cairn_writeoptions_get_sync(const cairn_writeoptions_t* options);
 /* ---- Open, close, destroy, repair ---- */
 /* NULL on failure, with *errptr set. */
 cairn_t* cairn_open(const cairn_options_t* options, const char* path, char** errptr);
-cairn_t* cairn_open_for_read_only(const cairn_options_t* options, const char* path,
-                                  char** errptr);
+cairn_t* cairn_open_for_read_only(const cairn_options_t* options, const char* path, char** errptr);
 void cairn_close(cairn_t* db, char** errptr);
 void cairn_release(cairn_t* db);
 void cairn_destroy_db(const cairn_options_t* options, const char* path, char** errptr);
@@ -185,8 +184,8 @@ void cairn_repair_db(const cairn_options_t* options, const char* path, char** re
 /* options may be NULL for the defaults (here and for every read). */
 void cairn_put(cairn_t* db, const cairn_writeoptions_t* options, const char* key, size_t keylen,
                const char* val, size_t vallen, char** errptr);
-void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* key,
-                  size_t keylen, char** errptr);
+void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* key, size_t keylen,
+                  char** errptr);
 
 cairn_writebatch_t* cairn_writebatch_create(void);
 void cairn_writebatch_destroy(cairn_writebatch_t* batch);
@@ -208,14 +207,15 @@ char* cairn_get(cairn_t* db, const cairn_readoptions_t* options, const char* key
                 size_t* vallen, char** errptr);
 /* Copies up to buflen bytes of the value into buf and returns the value's
  * whole length: when that is larger than buflen, call again with a buffer
- * that large. 0 with *errptr set on failure. */
+ * that large (buf NULL with buflen 0 asks for the length alone). 0 with
+ * *errptr set on failure. */
 size_t cairn_get_into(cairn_t* db, const cairn_readoptions_t* options, const char* key,
                       size_t keylen, char* buf, size_t buflen, char** errptr);
 /* The value without a copy where the cache holds it (cairn/pinnable_value.h);
  * NULL on failure. Read it with cairn_pinnable_value; free it with
  * cairn_pinnable_destroy. */
-cairn_pinnable_t* cairn_get_pinned(cairn_t* db, const cairn_readoptions_t* options,
-                                   const char* key, size_t keylen, char** errptr);
+cairn_pinnable_t* cairn_get_pinned(cairn_t* db, const cairn_readoptions_t* options, const char* key,
+                                   size_t keylen, char** errptr);
 const char* cairn_pinnable_value(const cairn_pinnable_t* v, size_t* vallen);
 void cairn_pinnable_destroy(cairn_pinnable_t* v);
 /* Bytes [offset, offset + length) of the value (fewer at its end), malloc'd. */
@@ -226,8 +226,8 @@ char* cairn_get_range(cairn_t* db, const cairn_readoptions_t* options, const cha
  * was read, and errs[i] is NULL, or values[i] is NULL and errs[i] holds the
  * message (NotFound for a missing key). */
 void cairn_multi_get(cairn_t* db, const cairn_readoptions_t* options, size_t n,
-                     const char* const* keys, const size_t* keylens, char** values,
-                     size_t* vallens, char** errs);
+                     const char* const* keys, const size_t* keylens, char** values, size_t* vallens,
+                     char** errs);
 
 /* ---- Iterators (cairn/iterator.h) ---- */
 /* NULL on failure. Bounds and snapshot come from options. */
@@ -257,9 +257,10 @@ void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr);
  * Returns 0 when the iterator is at the end (or on an error: *errptr set),
  * or when the current entry alone needs more than buf_len bytes: then
  * *bytes_used is what it needs, larger than buf_len, and the iterator has not
- * moved, so call again with a buffer that large. */
-size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len,
-                             size_t max_entries, size_t* bytes_used, char** errptr);
+ * moved, so call again with a buffer that large. max_entries 0 copies
+ * nothing. */
+size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
+                             size_t* bytes_used, char** errptr);
 
 /* ---- Snapshots ---- */
 /* NULL when the DB is closed or NULL. Release each once. */
@@ -276,8 +277,8 @@ void cairn_wait_for_background_work(cairn_t* db, char** errptr);
 
 /* What cairn_run_gc did (cairn::GcResult). */
 typedef struct cairn_gc_result_t {
-  uint64_t victims, segments_freed, bytes_read, bytes_relocated, records_relocated,
-      records_dropped, rewrites_lost, micros;
+  uint64_t victims, segments_freed, bytes_read, bytes_relocated, records_relocated, records_dropped,
+      rewrites_lost, micros;
 } cairn_gc_result_t;
 /* result may be NULL. */
 void cairn_run_gc(cairn_t* db, cairn_gc_result_t* result, char** errptr);
@@ -308,8 +309,8 @@ typedef struct cairn_stats_t {
   uint64_t block_cache_hits, block_cache_misses, value_cache_hits, value_cache_misses;
   uint64_t block_cache_bytes, block_cache_capacity, value_cache_bytes, value_cache_capacity;
   uint64_t cache_shared; /* 0 or 1 */
-  uint64_t disk_bytes, sst_bytes, vlog_bytes, vlog_segments, vlog_garbage_bytes,
-      vlog_punched_bytes, vlog_foreseen_garbage_bytes, live_user_bytes_estimate;
+  uint64_t disk_bytes, sst_bytes, vlog_bytes, vlog_segments, vlog_garbage_bytes, vlog_punched_bytes,
+      vlog_foreseen_garbage_bytes, live_user_bytes_estimate;
   double space_amplification;
   uint64_t stall_slowdowns, stall_stops, stall_micros, stall_max_micros, stall_max_delay_micros,
       delayed_write_rate, pending_compaction_bytes;
