@@ -1,10 +1,12 @@
 /* The C API (cairn/c.h), compiled as C99: every function, its error paths
  * (bad options, a missing database, a second open, NULL and oversize
  * arguments, use after close), and a model test of random operations
- * against an in-memory table across reopens. Prints "N passed, M failed"
+ * against an in-memory table across reopens, and one DB from four threads.
+ * Prints "N passed, M failed"
  * and exits non-zero on any failure. */
 /* mkdtemp is POSIX 2008, outside strict C99. */
 #define _POSIX_C_SOURCE 200809L
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,15 +134,15 @@ static void test_options(void) {
   cairn_options_set_##name(o, v); \
   CHECK(cairn_options_get_##name(o) == (v));
   ROUND(create_if_missing, 0)
-  ROUND(error_if_exists, 1) ROUND(memtable_size, 1 << 20) ROUND(max_memtable_value_bytes, 7)
-      ROUND(block_size, 8192) ROUND(cache_size, 1 << 20) ROUND(block_cache_size, 3)
-          ROUND(cache_new_table_blocks, 0) ROUND(bloom_bits_per_key, 5) ROUND(compression, 0)
-              ROUND(io_backend, 2) ROUND(direct_reads, 1) ROUND(direct_writes, 1)
-                  ROUND(value_log_bytes_per_sync, 9) ROUND(wal_bytes_per_sync, 11) ROUND(
-                      wal_prefill_bytes, 0) ROUND(value_separation_threshold, CAIRN_INLINE_VALUES)
-                      ROUND(separate_at_flush_below, 13) ROUND(separate_at_flush_during_gc, 1)
-                          ROUND(value_log_segment_size, 1 << 22) ROUND(value_cache_size, 17) ROUND(
-                              target_file_size, 1 << 21) ROUND(level_size_multiplier, 8)
+  ROUND(error_if_exists, 1)
+  ROUND(memtable_size, 1 << 20) ROUND(max_memtable_value_bytes, 7) ROUND(block_size, 8192)
+      ROUND(cache_size, 1 << 20) ROUND(block_cache_size, 3) ROUND(cache_new_table_blocks, 0) ROUND(
+          bloom_bits_per_key, 5) ROUND(compression, 0) ROUND(io_backend, 2) ROUND(direct_reads, 1)
+          ROUND(direct_writes, 1) ROUND(value_log_bytes_per_sync, 9) ROUND(wal_bytes_per_sync, 11)
+              ROUND(wal_prefill_bytes, 0) ROUND(value_separation_threshold, CAIRN_INLINE_VALUES)
+                  ROUND(separate_at_flush_below, 13) ROUND(separate_at_flush_during_gc, 1)
+                      ROUND(value_log_segment_size, 1 << 22) ROUND(value_cache_size, 17)
+                          ROUND(target_file_size, 1 << 21) ROUND(level_size_multiplier, 8)
                               ROUND(soft_pending_compaction_bytes_limit, 19)
                                   ROUND(hard_pending_compaction_bytes_limit, 23) ROUND(
                                       gc_min_garbage_ratio, 0.25) ROUND(gc_space_amp_trigger, 1.5)
@@ -724,6 +726,55 @@ static void test_model(void) {
   cairn_options_destroy(o);
 }
 
+/* One cairn_t from four threads at once (c.h: as the C++ DB). */
+#define THREADS 4
+struct thread_arg {
+  cairn_t* db;
+  int id, errors;
+};
+static void* thread_main(void* p) {
+  struct thread_arg* a = (struct thread_arg*)p;
+  char k[16], *err = NULL;
+  for (int i = 0; i < 300; ++i) {
+    snprintf(k, sizeof(k), "t%d-%03d", a->id, i);
+    cairn_put(a->db, NULL, k, strlen(k), k, strlen(k), &err);
+    size_t len;
+    char* v = cairn_get(a->db, NULL, k, strlen(k), &len, &err);
+    if (err != NULL || v == NULL || len != strlen(k) || memcmp(v, k, len) != 0) ++a->errors;
+    cairn_free(v);
+    cairn_free(err);
+    err = NULL;
+  }
+  return NULL;
+}
+static void test_threads(void) {
+  char path[512], *err = NULL;
+  make_path(path, sizeof(path), "threads");
+  cairn_options_t* o = small_options();
+  cairn_t* db = cairn_open(o, path, &err);
+  CHECK_OK(err);
+  pthread_t t[THREADS];
+  struct thread_arg args[THREADS];
+  for (int i = 0; i < THREADS; ++i) {
+    args[i].db = db;
+    args[i].id = i;
+    args[i].errors = 0;
+    CHECK(pthread_create(&t[i], NULL, thread_main, &args[i]) == 0);
+  }
+  for (int i = 0; i < THREADS; ++i) {
+    pthread_join(t[i], NULL);
+    CHECK(args[i].errors == 0);
+  }
+  cairn_stats_t st;
+  cairn_get_stats(db, &st, sizeof(st), &err);
+  CHECK_OK(err);
+  CHECK(st.puts == THREADS * 300);
+  cairn_close(db, &err);
+  CHECK_OK(err);
+  cairn_release(db);
+  cairn_options_destroy(o);
+}
+
 int main(void) {
   const char* tmp = getenv("TMPDIR");
   snprintf(g_root, sizeof(g_root), "%s/cairn_c_api_test.XXXXXX",
@@ -739,6 +790,7 @@ int main(void) {
   test_iterators_snapshots();
   test_maintenance();
   test_model();
+  test_threads();
   char cmd[300];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_root);
   if (g_failed == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
