@@ -2,8 +2,7 @@
  * (bad options, a missing database, a second open, NULL and oversize
  * arguments, use after close), and a model test of random operations
  * against an in-memory table across reopens, and one DB from four threads.
- * Prints "N passed, M failed"
- * and exits non-zero on any failure. */
+ * Prints "N passed, M failed" and exits non-zero on any failure. */
 /* mkdtemp is POSIX 2008, outside strict C99. */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
