@@ -45,7 +45,10 @@ else()
   set(CAIRN_PC_REQUIRES "${cairn_pc_public}${cairn_pc_deps}")
   set(CAIRN_PC_REQUIRES_PRIVATE "")
   # In link order: each library before the ones it uses.
-  set(CAIRN_PC_LIBS "-lcairn_core -lcairn_gc -lcairn_lsm -lcairn_vlog -lcairn_io -pthread")
+  # The C++ runtime last: a C program (cairn/c.h) linked with cc against
+  # the static libraries needs it named; a C++ one gets it anyway.
+  set(CAIRN_PC_LIBS
+    "-lcairn_core -lcairn_gc -lcairn_lsm -lcairn_vlog -lcairn_io -pthread -lstdc++ -lm")
 endif()
 # cairn.pc finds its prefix from its own directory, so an install with
 # --prefix (or a copied tree) still works.

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs cairn as a user would and builds examples/ against the installed
-# package, both with find_package(cairn) and with pkg-config, for a static
-# and a shared cairn; runs every example; checks that cairn and cairn_bench
-# are installed, that a shared build's programs load libcairn.so, and that a
-# program compiled against another abseil fails to link (cairn/version.h).
+# Installs cairn as a user would and builds examples/ (the C one too)
+# against the installed package, both with find_package(cairn) and with
+# pkg-config, for a static and a shared cairn; runs every example; checks
+# that cairn and cairn_bench are installed, that a shared build's programs
+# load libcairn.so, and that a program compiled against another abseil fails
+# to link (cairn/version.h).
 #
 # The build dir given is one variant (BUILD_SHARED_LIBS as configured there);
 # the other is configured and built beside it (<build dir>-shared or
@@ -41,11 +42,15 @@ check_prefix() {
     # shellcheck disable=SC2046
     c++ -std=c++20 -O1 -o "$out/pc/$ex" "$src/examples/$ex.cc" $(pkg-config --cflags --libs cairn)
   done
+  # The C API from a C compiler (cairn/c.h must stay C99).
+  # shellcheck disable=SC2046
+  cc -std=c99 -O1 -o "$out/pc/hello_cairn_c" "$src/examples/hello_cairn.c" \
+    $(pkg-config --cflags --libs cairn)
   unset PKG_CONFIG_PATH
   local libdir
   libdir="$(dirname "$(find "$prefix" -name 'libcairn*' | head -n 1)")"
   for how in cmake pc; do
-    for ex in hello_cairn blob_store; do
+    for ex in hello_cairn blob_store hello_cairn_c; do
       LD_LIBRARY_PATH="$libdir" "$out/$how/$ex" "$out/db-$how-$ex" >/dev/null
       if [ "$name" = shared ]; then
         # (Not piped into grep -q: with pipefail its early exit fails ldd.)
