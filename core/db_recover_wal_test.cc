@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "cairn/db.h"
 #include "core/db_impl.h"
+#include "core/testing/gc_helpers.h"
 #include "core/write_batch_internal.h"
 #include "gtest/gtest.h"
 #include "io/coding.h"
@@ -113,18 +114,7 @@ class DamagedWalTest : public ::testing::Test {
   }
 
   std::vector<std::string> Wals() {
-    std::vector<std::string> out;
-    absl::StatusOr<std::vector<std::string>> names = base_->ListDir(kDb);
-    if (!names.ok()) return out;
-    for (const std::string& name : *names) {
-      uint64_t number;
-      lsm::FileType type;
-      if (lsm::ParseFileName(name, &number, &type) && type == lsm::FileType::kLog) {
-        out.push_back(name);
-      }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
+    return gc_testing::FileNamesOfType(base_.get(), kDb, lsm::FileType::kLog);
   }
 
   struct Record {

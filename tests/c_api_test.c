@@ -14,18 +14,8 @@
 #include <unistd.h>
 
 #include "cairn/c.h"
+#include "tests/c_api_check.h"
 
-static int g_passed = 0, g_failed = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    if (cond) {                                                                \
-      ++g_passed;                                                              \
-    } else {                                                                   \
-      ++g_failed;                                                              \
-      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (0)
 
 /* No error; prints the message of one. */
 #define CHECK_OK(err)                                                              \
@@ -793,6 +783,5 @@ int main(void) {
   char cmd[300];
   snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_root);
   if (g_failed == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return check_report();
 }

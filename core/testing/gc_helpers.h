@@ -5,6 +5,7 @@
 #ifndef CAIRN_CORE_TESTING_GC_HELPERS_H_
 #define CAIRN_CORE_TESTING_GC_HELPERS_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -40,15 +41,24 @@ inline std::string Value(uint64_t seed, size_t size) {
   return v;
 }
 
-inline std::vector<std::string> SegmentNames(io::FileSystem* fs) {
+// The names of dir's files of one type, sorted (empty when dir cannot be
+// listed).
+inline std::vector<std::string> FileNamesOfType(io::FileSystem* fs, const std::string& dir,
+                                                lsm::FileType type) {
   std::vector<std::string> out;
-  const absl::StatusOr<std::vector<std::string>> names = fs->ListDir("/db");
+  const absl::StatusOr<std::vector<std::string>> names = fs->ListDir(dir);
+  if (!names.ok()) return out;
   for (const auto& name : *names) {
     uint64_t num;
     lsm::FileType t;
-    if (lsm::ParseFileName(name, &num, &t) && t == lsm::FileType::kValueLog) out.push_back(name);
+    if (lsm::ParseFileName(name, &num, &t) && t == type) out.push_back(name);
   }
+  std::sort(out.begin(), out.end());
   return out;
+}
+
+inline std::vector<std::string> SegmentNames(io::FileSystem* fs) {
+  return FileNamesOfType(fs, "/db", lsm::FileType::kValueLog);
 }
 
 inline uint64_t SegmentFiles(io::FileSystem* fs) { return SegmentNames(fs).size(); }
