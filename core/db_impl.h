@@ -164,7 +164,6 @@ class DBImpl final : public DB {
  private:
   struct Writer;
   using ValueLogSpace = db_records::ValueLogSpace;
-  using Level0Hidden = db_records::Level0Hidden;
   using CollectedPointer = db_records::CollectedPointer;
   using LevelCompactionStats = db_records::LevelCompactionStats;
   using PendingPunch = db_records::PendingPunch;
