@@ -108,14 +108,10 @@ absl::Status DBImpl::FlushOldestImmutable() {
       for (const vlog::DeadRecords::Record& r : records) found_bytes += r.size;
     }
     absl::MutexLock l(&mu_);
-    const uint64_t overflowed = foreseen_.overflowed();
-    foreseen_bytes = foreseen_.Add(batch, [this](uint64_t id) {
-      const std::optional<vlog::SegmentInfo> info = vlog_->segment_set().Get(id);
-      return info.has_value() && !info->obsolete && !gc_claimed_.contains(id);
-    });
-    if (foreseen_bytes > 0) garbage_reports_.fetch_add(1, std::memory_order_release);
+    bool overflowed = false;
+    foreseen_bytes = gc_.ForeseeLocked(batch, &overflowed);
     // Past the list's bound some went unlisted: the table is estimated.
-    if (foreseen_.overflowed() != overflowed) foresee.reset();
+    if (overflowed) foresee.reset();
   }
   if (s.ok()) {
     uint64_t oldest_needed_log;
@@ -141,7 +137,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
     absl::MutexLock l(&mu_);
     for (const vlog::SegmentEdit::Change& c : garbage.edit().changes()) {
       if (c.tag == vlog::SegmentEditTag::kNewSegment) {
-        gc_claimed_.insert(c.segment_id);
+        gc_.ClaimLocked(c.segment_id);
         flush_claimed.push_back(c.segment_id);
       }
     }
@@ -153,7 +149,7 @@ absl::Status DBImpl::FlushOldestImmutable() {
   }
   if (s.ok() && after_flush_logged_for_testing) after_flush_logged_for_testing();
   if (s.ok()) {
-    ListDeadRecords(garbage.TakeDead());
+    gc_.DeadRecordsCounted(garbage.TakeDead());
     // Before the flush is seen as done (Flush returns once imm_ shrinks).
     FlushJobInfo info;
     info.value_log_bytes = value_bytes;
@@ -188,17 +184,14 @@ absl::Status DBImpl::FlushOldestImmutable() {
       imm_.pop_front();
       InstallSuperVersionLocked();
     }
-    for (uint64_t id : flush_claimed) gc_claimed_.erase(id);
+    for (uint64_t id : flush_claimed) gc_.UnclaimLocked(id);
     UpdatePendingCompactionBytes();
     background_cv_.SignalAll();
   }
   if (s.ok()) {
     RemoveObsoleteFiles();
-    // GC victims waiting on this memtable's writes (the rewrites that moved
-    // their records, or the writes that superseded them) can go now, not
-    // only at GC's next pass (an error is sticky in bg_error_).
-    s = ReleasePendingVictims(VictimRelease::kWhenDurable);
-    if (s.ok()) DeleteObsoleteSegments();
+    // The flush is durable: GC releases the victims that waited on it.
+    s = gc_.FlushDurable();
   }
   // Only now is the flush over: WaitForBackgroundWork must not return while
   // the files it made obsolete (its WAL) are still being removed.
@@ -447,24 +440,6 @@ std::unique_ptr<lsm::Compaction> DBImpl::PickBackgroundCompaction(const lsm::Ver
   return c;
 }
 
-void DBImpl::ListDeadRecords(vlog::DeadRecords::Batch dead) {
-  // Only segments still to be collected: an old pointer a compaction drops
-  // may name a segment GC collected and deleted long ago.
-  const vlog::SegmentSet& set = vlog_->segment_set();
-  const auto wanted = [&set](uint64_t id) {
-    const std::optional<vlog::SegmentInfo> info = set.Get(id);
-    return info.has_value() && !info->obsolete;
-  };
-  absl::erase_if(dead, [&](const auto& entry) { return !wanted(entry.first); });
-  foreseen_.Counted(dead);  // counted now: no longer foreseen
-  dead_records_.Add(dead);
-  // A segment deleted between the check above and the add stays listed:
-  // sweep such leftovers whenever the list passes half its bound.
-  if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
-  if (foreseen_.size() > foreseen_.max_records() / 2) foreseen_.ForgetAllBut(wanted);
-  PlanPunches(dead);
-}
-
 void DBImpl::CompactionThread() {
   absl::MutexLock l(&mu_);
   while (true) {
@@ -574,7 +549,7 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
     garbage.Finish();
     s = LogAndApply(&edit, &garbage.edit());
   }
-  if (s.ok()) ListDeadRecords(garbage.TakeDead());
+  if (s.ok()) gc_.DeadRecordsCounted(garbage.TakeDead());
   {
     absl::MutexLock l(&mu_);
     for (const auto& [level, f] : edit.new_files()) pending_outputs_.erase(f.number);

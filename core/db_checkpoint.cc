@@ -170,7 +170,7 @@ absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& tar
   // link shares the file's blocks, and the checkpoint's manifest lists
   // only the runs punched before its capture. Once linked, a segment has a
   // second name, which PunchReadyRuns leaves alone.
-  absl::MutexLock punch_lock(&punch_mu_);
+  absl::MutexLock punch_lock(gc_.punch_mutex());
 
   // Capture. GC is held off from before the flush until the state is taken:
   // a collection between the two could mark a segment obsolete whose
@@ -181,13 +181,13 @@ absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& tar
   std::shared_ptr<const ReadEpoch> epoch;
   uint64_t manifest_number;
   {
-    absl::MutexLock gc_lock(&gc_mu_);
+    absl::MutexLock gc_lock(gc_.jobs_mutex());
     // Every write acknowledged before this call goes into a table.
     CAIRN_RETURN_IF_ERROR(Flush());
     // Victims of finished background jobs that waited for their rewrites'
     // durability are obsolete now (the flush made them durable): the copy
     // leaves them out instead of holding segments nothing references.
-    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(VictimRelease::kNow));
+    CAIRN_RETURN_IF_ERROR(gc_.ReleasePendingVictims(GcCoordinator::VictimRelease::kNow));
     manifest_number = versions_->NewFileNumber();
     {
       // Serialized with LogAndApply, so the segment set matches the version.
@@ -200,7 +200,7 @@ absl::StatusOr<CheckpointResult> DBImpl::CreateCheckpoint(const std::string& tar
     // Pins the files: the held version keeps its tables from
     // RemoveObsoleteFiles, and the held epoch keeps every segment collected
     // from now on from DeleteObsoleteSegments, until the copy is done.
-    epoch = retention_.epoch();
+    epoch = gc_.retention().epoch();
   }
   result.sequence = last_sequence_.load();
 

@@ -8,10 +8,10 @@
 // snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
 // db_settle.cc (WaitForBackgroundWork), db_stats.cc (stats and properties),
 // db_checkpoint.cc (checkpoints), db_threads.cc (starting the background
-// threads, GC's priority). GC: db_gc.cc (jobs), db_gc_victims.cc (a victim's
-// release and deletion), db_punch.cc (punched runs), core/retention.h (when
-// value-log bytes may leave the disk), core/space_ledger.h (the space
-// figures).
+// threads, GC's priority). GC runs in core/gc_coordinator.h, which owns its
+// state and reaches the DB only through GcDbAccess (core/gc_db_access.h),
+// implemented here privately (db_gc.cc); core/space_ledger.h keeps the
+// space figures.
 //
 // Thread safety: mu_ guards the mutable state below; the WAL is written by
 // the write-group leader alone, outside mu_.
@@ -42,16 +42,13 @@
 #include "core/db_counters.h"
 #include "core/db_records.h"
 #include "core/file_deleter.h"
-#include "core/foreseen_garbage.h"
+#include "core/garbage_meter.h"
+#include "core/gc_coordinator.h"
+#include "core/gc_db_access.h"
 #include "core/info_log.h"
 #include "core/retention.h"
 #include "core/space_ledger.h"
 #include "core/super_version.h"
-#include "core/garbage_meter.h"
-#include "vlog/dead_records.h"
-#include "vlog/value_log.h"
-#include "gc/gc_controller.h"
-#include "gc/obsolete_segments.h"
 #include "io/fd_budget.h"
 #include "io/file_system.h"
 #include "io/ring.h"
@@ -63,6 +60,7 @@
 #include "lsm/read_counters.h"
 #include "lsm/table_cache.h"
 #include "lsm/version_set.h"
+#include "vlog/value_log.h"
 
 namespace cairn {
 
@@ -88,7 +86,7 @@ class SnapshotImpl : public Snapshot {
   const lsm::SequenceNumber sequence;
 };
 
-class DBImpl final : public DB {
+class DBImpl final : public DB, private GcDbAccess {
  public:
   DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs,
          bool read_only = false);
@@ -140,7 +138,7 @@ class DBImpl final : public DB {
   // (outside the DB mutex). Set before the first write.
   std::function<void()> before_flush_for_testing;
   // Tests only: the records GC would drop without a lookup, in all.
-  size_t dead_records_listed_for_testing() const { return dead_records_.size(); }
+  size_t dead_records_listed_for_testing() const { return gc_.dead_records_listed(); }
   // Tests only: the value log's segment set (its punched runs, say).
   const vlog::ValueLog* value_log_for_testing() const { return vlog_.get(); }
   // Tests only: closes every segment reader once its users are done, as a
@@ -166,8 +164,8 @@ class DBImpl final : public DB {
   using ValueLogSpace = db_records::ValueLogSpace;
   using CollectedPointer = db_records::CollectedPointer;
   using LevelCompactionStats = db_records::LevelCompactionStats;
-  using PendingPunch = db_records::PendingPunch;
   using PendingVictims = db_records::PendingVictims;
+  using PointerRewrite = GcPointerRewrite;
   struct ImmutableMemTable {
     std::shared_ptr<lsm::MemTable> mem;
     uint64_t log_number;  // the WAL holding its writes
@@ -197,24 +195,8 @@ class DBImpl final : public DB {
   // The LSM half of Get into a PinnableValue and GetRange: checks the key,
   // counts the Get, and finds what the key stores (kDeletion when nothing)
   // through *view, which the caller holds until the value is read.
-  absl::Status LookupForValueRead(const ReadOptions& options, std::string_view key,
-                                  ReadView* view, lsm::ValueType* type, std::string* stored);
-  // A conditional pointer write-back from the garbage collector.
-  struct PointerRewrite {
-    absl::Span<const std::string_view> keys;
-    absl::Span<const vlog::ValuePointer> old_pointers;
-    absl::Span<const vlog::ValuePointer> new_pointers;
-    std::vector<bool>* replaced;
-    // Every key was seen pointing at its old pointer in a read view at or
-    // after base_sequence, whose mutable memtable was base_mem: while
-    // base_mem is still in the current SuperVersion, every later write is
-    // in its memtables, and the leader looks only there. Null: look the
-    // keys up in the whole LSM.
-    lsm::SequenceNumber base_sequence = 0;
-    const lsm::MemTable* base_mem = nullptr;
-  };
-  class GcIndex;
-  class GcHostImpl;
+  absl::Status LookupForValueRead(const ReadOptions& options, std::string_view key, ReadView* view,
+                                  lsm::ValueType* type, std::string* stored);
 
   // db_open.cc
   // VersionSet::LogAndApply with the value log's changes in the same edit;
@@ -302,7 +284,7 @@ class DBImpl final : public DB {
   // Switches to a new memtable (for Flush) in the write queue's order.
   absl::Status SwitchMemTableInQueue();
   // GC's pointer rewrite, alone in its group; synced when sync.
-  absl::Status WritePointerRewrite(const PointerRewrite& rewrite, bool sync);
+  absl::Status WritePointerRewrite(const PointerRewrite& rewrite, bool sync) override;
   // Queues w and waits until it is done, leading a group when it reaches
   // the front.
   absl::Status WriteImpl(Writer* w) ABSL_LOCKS_EXCLUDED(mu_);
@@ -353,7 +335,8 @@ class DBImpl final : public DB {
   ReadView GetReadView(const ReadOptions& options, bool owned = false);
   // Publishes a SuperVersion built from mem_, imm_, the current version
   // and the read epoch (retention_). Called whenever any of them changes.
-  void InstallSuperVersionLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // (GcDbAccess's too.)
+  void InstallSuperVersionLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a version change: the current SuperVersion's memtables and epoch
   // with the new version. A no-op before the first install (recovery).
   void InstallNewVersion() ABSL_LOCKS_EXCLUDED(sv_install_mu_);
@@ -423,25 +406,52 @@ class DBImpl final : public DB {
                             MemTableCursors* cursors);
   absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                  WriteBatch* batch);
-  absl::StatusOr<GcResult> CollectGarbage(bool manual) ABSL_LOCKS_EXCLUDED(mu_);
   // Open, once the WALs are replayed into L0: counts as garbage every
   // segment byte that no LSM entry points at and the manifest does not
   // count (what a crash, an I/O error or an interrupted GC job left), from
   // a scan of every table (docs/gc.md, "The space ledger").
   absl::Status CountUnaccountedGarbage();
-  // Deletes the collected segments no reader or snapshot can reach any more.
-  void DeleteObsoleteSegments() ABSL_LOCKS_EXCLUDED(mu_, obsolete_mu_);
-  // Marks obsolete the finished jobs' victims whose superseding writes are
-  // durable (synced or flushed). kNow syncs the WAL first. kSoon: nothing
-  // while a queued flush covers them, a sync when WalSyncIsCheapFor them, a
-  // switch while the live memtable holds their writes (and a sixteenth of
-  // its budget), a sync otherwise.
-  enum class VictimRelease { kWhenDurable, kSoon, kNow };
-  bool WalSyncIsCheapFor(uint64_t victim_bytes) const;  // at most an eighth
-  absl::Status ReleasePendingVictims(VictimRelease how) ABSL_LOCKS_EXCLUDED(mu_, obsolete_mu_);
-  // Victims the manifest now marks obsolete: they wait for the readers of
-  // the current read epoch (and older snapshots), and a new epoch begins.
-  void RetireCollectedLocked(absl::Span<const uint64_t> ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // GcDbAccess, what the GC coordinator may ask of the DB
+  // (core/gc_db_access.h states each; DB::Flush is its Flush too).
+  absl::Status CheckPointers(absl::Span<const std::string_view> keys,
+                             absl::Span<const vlog::ValuePointer> pointers,
+                             const lsm::MemTable* unless_holding, std::vector<bool>* live,
+                             GcReadBase* view, bool* looked) override;
+  lsm::SequenceNumber LastSequence() override { return last_sequence_.load(); }
+  lsm::SequenceNumber DurableSequence() override { return versions_->LastSequence(); }
+  absl::Status SyncWal() override { return SyncWalInQueue(); }
+  absl::Status SwitchMemTable() override { return SwitchMemTableInQueue(); }
+  absl::Status SealActiveSegment() override { return SealActiveSegmentInQueue(); }
+  void BeforeRewriteForTesting() override {
+    if (before_gc_rewrite_for_testing) before_gc_rewrite_for_testing();
+  }
+  uint64_t NewFileNumber() override { return versions_->NewFileNumber(); }
+  absl::Status LogAndApply(const vlog::SegmentEdit& edit) override {
+    lsm::VersionEdit ve;
+    return LogAndApply(&ve, &edit);
+  }
+  vlog::ValueLog& value_log() override { return *vlog_; }
+  FileDeleter& deleter() override { return *deleter_; }
+  InfoLog& info_log() override { return *info_log_; }
+  bool ShuttingDownLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return shutting_down_; }
+  absl::Status BackgroundErrorLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return bg_error_;
+  }
+  void SetBackgroundErrorLocked(const absl::Status& s) override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    SetBackgroundError(s);
+  }
+  lsm::SequenceNumber OldestSnapshotLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return OldestSnapshot();
+  }
+  MemTables MemTablesLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint64_t WalUnsyncedBytes() override {
+    return wal_unsynced_bytes_.load(std::memory_order_relaxed);
+  }
+  // Waits on background_cv_ while busy() holds, re-asking at least every
+  // 100 ms; the background error, or Aborted once the DB is closing
+  // (db_settle.cc).
+  absl::Status WaitWhileLocked(absl::FunctionRef<bool()> busy) override
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Value-log bytes on disk over the bytes not yet counted as garbage; every
   // segment on disk counts, obsolete ones awaiting deletion included (the
   // figure Stats reports).
@@ -453,25 +463,12 @@ class DBImpl final : public DB {
   SpaceLedger::Figures SpaceFiguresLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static SpaceLedger::Settings LedgerSettings(const Options& options);
   SpaceLedger::Sources LedgerSources();
-  // False while background GC, past its trigger, found nothing to collect
-  // and no garbage has been counted since it looked.
-  bool GcCanCollect() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Seals the active value-log segment through the writer queue, so that
   // GC may pick it (ValueLog::SealActiveSegment). A failure is the
   // background error.
   absl::Status SealActiveSegmentInQueue() ABSL_LOCKS_EXCLUDED(mu_);
-  // Nothing to pick: whether the active value-log segment holds enough
-  // counted garbage to seal it for GC (gc::VictimPolicy::ShouldSealActive).
-  bool ActiveSegmentWorthSealing(const gc::VictimPolicy& policy, bool manual)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  // Past the trigger with nothing to collect: is flushing worth it?
-  bool MemTableHidesGarbage() ABSL_LOCKS_EXCLUDED(mu_);
-  // Whether a background GC job is running (another thread's, when asked
-  // by a loop between its own jobs).
-  bool GcJobsRunning() ABSL_LOCKS_EXCLUDED(mu_);
   // A settle step: SpaceLedger::HiddenGarbageMayPass; false without GC.
   bool HiddenGarbageMayPass(double mark) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void GcThread();
 
   // db_stats.cc: the statistics to LOG every stats_dump_period_sec.
   void StatsDumpThread();
@@ -489,11 +486,6 @@ class DBImpl final : public DB {
       ABSL_LOCKS_EXCLUDED(mu_);
   bool NeedsCompaction() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // db_settle.cc
-  // Background GC is (or is about to start) collecting, and can.
-  bool GcBehind() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Waits on background_cv_ while busy() holds, re-asking at least every
-  // 100 ms; the background error, or Aborted once the DB is closing.
-  absl::Status WaitWhileLocked(absl::FunctionRef<bool()> busy) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A settle step: flushes the memtable and compacts L0 into L1, so that
   // every pointer they hide below is counted as garbage.
   absl::Status CountHiddenGarbage() ABSL_LOCKS_EXCLUDED(mu_);
@@ -595,7 +587,6 @@ class DBImpl final : public DB {
   // Durable by a WAL sync or the open's flush: a switch's sync record.
   lsm::SequenceNumber wal_synced_sequence_ ABSL_GUARDED_BY(mu_) = 0;
   std::atomic<uint64_t> wal_unsynced_bytes_{0};  // since the last sync (at most)
-  std::atomic<bool> values_as_written_{false};  // GC collects, or did < 10 s ago
   // Numbers of files being written that are not yet in a version.
   absl::flat_hash_set<uint64_t> pending_outputs_ ABSL_GUARDED_BY(mu_);
   // Highest sequence number visible to readers.
@@ -621,17 +612,6 @@ class DBImpl final : public DB {
   uint64_t pending_compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   lsm::CompactionOptions compaction_options_;
   std::array<LevelCompactionStats, lsm::kNumLevels> level_stats_ ABSL_GUARDED_BY(mu_);
-  // Whether GC's last round collected (or was below its trigger), and the
-  // count of manifest edits that counted garbage (garbage_reports_) when a
-  // round that found nothing began. Read through GcCanCollect: garbage
-  // counted since that round, by a flush or compaction, may be
-  // collectable, so writes may be delayed for space and
-  // WaitForBackgroundWork waits until GC has looked again.
-  bool gc_can_collect_ ABSL_GUARDED_BY(mu_) = true;
-  std::atomic<uint64_t> garbage_reports_{0};
-  uint64_t gc_idle_reports_ ABSL_GUARDED_BY(mu_) = 0;
-  // When GC runs, how fast, and how much user writes wait for it.
-  gc::GcController gc_controller_ ABSL_GUARDED_BY(mu_);
   // The space figures between the manifest's counts: what the memtables and
   // L0 name and hide, the yield, GC's copies (core/space_ledger.h). Its
   // events and questions run under mu_, but the write leader's counts.
@@ -651,73 +631,10 @@ class DBImpl final : public DB {
   absl::Mutex close_mu_;
   absl::Status close_status_ ABSL_GUARDED_BY(close_mu_);
 
-  // Garbage collection.
-  // Background jobs hold it shared and run side by side
-  // (Options::max_background_gc); RunGC and a checkpoint's capture hold it
-  // exclusively.
-  absl::Mutex gc_mu_ ABSL_ACQUIRED_BEFORE(gc_pick_mu_);
-  // Serializes choosing victims with claiming them, so that two jobs never
-  // pick the same segment.
-  absl::Mutex gc_pick_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  // Segments a running job holds: its victims, and its output from the
-  // moment it has a number until the job ends. No other job may pick them:
-  // before its pointers are rewritten an output's records all look dead.
-  absl::flat_hash_set<uint64_t> gc_claimed_ ABSL_GUARDED_BY(mu_);
-  int gc_jobs_running_ ABSL_GUARDED_BY(mu_) = 0;
-  // When collected segments and punched runs may leave the disk: the read
-  // epochs, the obsolete segments and the sequences iterators pin
-  // (core/retention.h states the rule).
-  Retention retention_;
-  // Held by ReleasePendingVictims from taking the ready victims until they
-  // are retired, and by DeleteObsoleteSegments from taking the deletable
-  // segments until their files are queued on the deleter: a caller that
-  // finds the list empty because another thread took it waits for that
-  // thread's work, so a settle step that returns has seen every victim GC
-  // released beside it marked obsolete and handed to the deleter.
-  absl::Mutex obsolete_mu_ ABSL_ACQUIRED_AFTER(gc_mu_) ABSL_ACQUIRED_BEFORE(mu_);
-  // Records flushes and compactions dropped, which GC skips without a
-  // liveness check (2 Mi records, 16 MiB at most; docs/gc.md, "Records
-  // known dead").
-  static constexpr size_t kDeadRecordsBound = size_t{2} << 20;
-  vlog::DeadRecords dead_records_{kDeadRecordsBound};
-  // Lists the records a flush or compaction dropped, but for segments that
-  // are gone or collected already, and plans punches in their segments.
-  void ListDeadRecords(vlog::DeadRecords::Batch dead);
-  // Records flushed entries shadow in the tables below, not counted yet
-  // (docs/gc.md, "Garbage foreseen at flush").
-  ForeseenGarbage foreseen_{size_t{1} << 20};
-
-  // Punched runs (docs/gc.md, "Punched runs"; core/db_punch.cc). Runs of
-  // dead records planned after a flush or compaction counted them, waiting
-  // until no reader from before that count remains (the read epoch current
-  // then is gone); then PunchReadyRuns logs them in the manifest and
-  // punches their whole blocks out of the file.
-  // Plans runs in the segments of dead (listed just now) whose counted
-  // garbage grew by a step since they were last planned.
-  void PlanPunches(const vlog::DeadRecords::Batch& dead) ABSL_LOCKS_EXCLUDED(mu_);
-  // Logs and punches the runs no reader can reach any more, in segments no
-  // GC job holds (they are held meanwhile, as a job's). While another call
-  // or a checkpoint holds punch_mu_, returns at once, or with wait first
-  // waits for it (a settle step, which must see the space freed). A
-  // failure to log is the background error; a failure to punch is logged
-  // (and, where the file system cannot punch, turns punching off).
-  void PunchReadyRuns(bool wait = false) ABSL_LOCKS_EXCLUDED(mu_, punch_mu_);
-  std::vector<PendingPunch> punch_pending_ ABSL_GUARDED_BY(mu_);
-  // Segment id -> its garbage bytes when its runs were last planned.
-  absl::flat_hash_map<uint64_t, uint64_t> punch_planned_garbage_ ABSL_GUARDED_BY(mu_);
-  // Held by PunchReadyRuns, and by a checkpoint from its capture until its
-  // links are made: a punch in between could reach the checkpoint's files.
-  absl::Mutex punch_mu_ ABSL_ACQUIRED_BEFORE(gc_mu_);
-  std::atomic<bool> punch_unsupported_{false};
-  // Victims of background jobs whose records all moved or died, waiting
-  // until the writes that moved or superseded them are durable (sequence
-  // durable_at) before the manifest marks them obsolete: a background job
-  // does not sync the WAL for them (docs/gc.md, "Victims wait for
-  // durability"). They stay claimed meanwhile.
-  std::vector<PendingVictims> gc_pending_victims_ ABSL_GUARDED_BY(mu_);
-  // The waiting victims' bytes and counted garbage, summed (a few entries).
-  PendingVictims PendingVictimTotals() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  GcCounters gc_counters_;
+  // Garbage collection: its jobs, victims, punched runs, retention and
+  // controller (core/gc_coordinator.h). Declared after everything it is
+  // handed (options_, dbname_, fs_, ledger_, mu_, background_cv_).
+  GcCoordinator gc_;
   // Counters for GetStats.
   UserCounters counters_;
 };

@@ -159,13 +159,12 @@ size_t FdBudgetLimit() {
 
 DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::FileSystem> fs,
                bool read_only)
-    : options_(options), dbname_(std::move(dbname)), fs_(std::move(fs)),
-      gc_controller_(gc::GcControllerOptions{
-          .space_amp_trigger = options.gc_space_amp_trigger,
-          .min_garbage_ratio = options.gc_min_garbage_ratio,
-          .bytes_per_second = options.gc_bytes_per_sec}),
+    : options_(options),
+      dbname_(std::move(dbname)),
+      fs_(std::move(fs)),
       ledger_(LedgerSettings(options), LedgerSources()),
-      read_only_(read_only) {
+      read_only_(read_only),
+      gc_(this, options_, dbname_, fs_.get(), &ledger_, &mu_, &background_cv_) {
   TurnOffMutexDeadlockDetectionInReleaseBuilds();
   deleter_ = std::make_unique<FileDeleter>(
       fs_.get(), [this](const std::string& path, const absl::Status& s) {
@@ -241,7 +240,7 @@ absl::Status DBImpl::LogAndApply(lsm::VersionEdit* edit, const vlog::SegmentEdit
   CAIRN_RETURN_IF_ERROR(vlog_->Apply(*segment_edit));
   for (const vlog::SegmentEdit::Change& c : segment_edit->changes()) {
     if (c.tag == vlog::SegmentEditTag::kAddGarbage && c.bytes > 0) {
-      garbage_reports_.fetch_add(1, std::memory_order_release);
+      gc_.GarbageReported();
       break;
     }
   }
@@ -258,8 +257,9 @@ void DBImpl::LogOpen(uint64_t micros) {
   info_log_->Log(
       "open: done in %d us; last sequence %d, WAL %06d, manifest %06d; tables per level [%s]; "
       "%d value-log segments, %d bytes (%d garbage); %d garbage bytes recounted",
-      micros, last_sequence_.load(), versions_->LogNumber(), versions_->ManifestFileNumber(), levels,
-      vlog.segments, vlog.bytes, vlog.garbage_bytes, gc_counters_.leaked_bytes_recounted.load());
+      micros, last_sequence_.load(), versions_->LogNumber(), versions_->ManifestFileNumber(),
+      levels, vlog.segments, vlog.bytes, vlog.garbage_bytes,
+      gc_.counters().leaked_bytes_recounted.load());
 }
 
 DBImpl::~DBImpl() { Close().IgnoreError(); }
@@ -307,8 +307,8 @@ absl::Status DBImpl::Close() {
     // Victims of background GC waiting for their rewrites' durability: a
     // sync makes them durable, and they are marked obsolete, so that the
     // close leaves no segment that nothing references and nothing counts.
-    status = ReleasePendingVictims(VictimRelease::kNow);
-    if (status.ok()) DeleteObsoleteSegments();
+    status = gc_.ReleasePendingVictims(GcCoordinator::VictimRelease::kNow);
+    if (status.ok()) gc_.DeleteObsoleteSegments();
     // Tables a reader or a compaction still held when they became obsolete
     // go now rather than at the next open.
     RemoveObsoleteFiles();
@@ -471,12 +471,12 @@ absl::Status DBImpl::Recover() {
     pending_outputs_.clear();
     // The manifest no longer names the replayed WALs, and no reader exists
     // yet: obsolete segments can go.
-    retention_.AddObsoleteAtOpen(obsolete_segments);
+    gc_.retention().AddObsoleteAtOpen(obsolete_segments);
   }
   CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
   recovered_ = true;
   RemoveObsoleteFiles(/*at_open=*/true);
-  DeleteObsoleteSegments();
+  gc_.DeleteObsoleteSegments();
   deleter_->WaitIdle();  // the open leaves no file it found obsolete
   {
     absl::MutexLock l(&mu_);

@@ -28,7 +28,7 @@ DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options, bool owned) {
                       : last_sequence_.load(std::memory_order_acquire);
   // A view that outlives the call (an iterator) keeps its snapshot's
   // sequence readable even once the snapshot is released (core/retention.h).
-  if (owned && options.snapshot != nullptr) view.pin = retention_.PinSequence(view.sequence);
+  if (owned && options.snapshot != nullptr) view.pin = gc_.retention().PinSequence(view.sequence);
   view.table_read.verify_checksums = options.verify_checksums;
   view.table_read.fill_cache = options.fill_cache;
   view.table_read.readahead_size = options.readahead_size;
@@ -39,7 +39,7 @@ void DBImpl::InstallSuperVersionLocked() {
   auto sv = std::make_unique<SuperVersion>();
   sv->mem = mem_;
   for (auto it = imm_.rbegin(); it != imm_.rend(); ++it) sv->imm.push_back(it->mem);
-  sv->epoch = retention_.epoch();
+  sv->epoch = gc_.retention().epoch();
   absl::MutexLock l(&sv_install_mu_);
   InstallSuperVersion(std::move(sv));
 }

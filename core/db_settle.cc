@@ -10,14 +10,6 @@
 
 namespace cairn {
 
-bool DBImpl::GcBehind() {
-  if (!gc_controller_.enabled() || !GcCanCollect()) return false;
-  const double amp = ledger_.Space(/*with_estimate=*/true).amplification();
-  // Collecting until the stop mark, or about to start.
-  return gc_controller_.collecting() ? amp > gc_controller_.collect_until()
-                                     : amp > gc_controller_.start_mark();
-}
-
 absl::Status DBImpl::CountHiddenGarbage() {
   CAIRN_RETURN_IF_ERROR(Flush());
   absl::MutexLock l(&mu_);
@@ -53,15 +45,15 @@ absl::Status DBImpl::WaitForBackgroundWork() {
   bool count_first;
   {
     absl::MutexLock l(&mu_);
-    count_first = HiddenGarbageMayPass(gc_controller_.start_mark());
+    count_first = HiddenGarbageMayPass(gc_.ControllerLocked().start_mark());
   }
   if (count_first) CAIRN_RETURN_IF_ERROR(CountHiddenGarbage());
   bool settle_gc;
   {
     absl::MutexLock l(&mu_);
-    settle_gc = gc_controller_.SettleWanted(
-        ledger_.Space(/*with_estimate=*/true).amplification());
-    if (settle_gc && GcCanCollect()) gc_controller_.Settle();
+    settle_gc =
+        gc_.ControllerLocked().SettleWanted(ledger_.Space(/*with_estimate=*/true).amplification());
+    if (settle_gc && gc_.CanCollectLocked()) gc_.ControllerLocked().Settle();
     background_cv_.SignalAll();
   }
   // Rounds of waiting for GC, each ended by a new look at the figure.
@@ -73,19 +65,19 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       // A GC job under way finishes first: its victim would be left waiting.
       CAIRN_RETURN_IF_ERROR(WaitWhileLocked([this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
         return !imm_.empty() || flush_running_ || switch_running_ || compactions_running_ > 0 ||
-               gc_jobs_running_ > 0 || NeedsCompaction() || GcBehind();
+               gc_.JobsRunningLocked() || NeedsCompaction() || gc_.BehindLocked();
       }));
     }
-    DeleteObsoleteSegments();
+    gc_.DeleteObsoleteSegments();
     if (!settle_gc) {
       // What the flushes and compactions just counted can show the burst
       // past the trigger after all: the figure before them held only an
       // estimate of the garbage L0 hides.
       absl::MutexLock l(&mu_);
-      settle_gc = gc_controller_.SettleWanted(
+      settle_gc = gc_.ControllerLocked().SettleWanted(
           ledger_.Space(/*with_estimate=*/true).amplification());
       if (!settle_gc) break;
-      if (GcCanCollect()) gc_controller_.Settle();
+      if (gc_.CanCollectLocked()) gc_.ControllerLocked().Settle();
       background_cv_.SignalAll();
       continue;
     }
@@ -97,9 +89,9 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       // uncounted) ends the settle's collection, and what a flush or
       // compaction counts afterwards stays behind (one fill and overwrite
       // pass ended at 1.43x). Collect again while GC can.
-      if (GcCanCollect() && ledger_.Space(/*with_estimate=*/true).amplification() >
-                                gc_controller_.settle_mark()) {
-        gc_controller_.Settle();
+      if (gc_.CanCollectLocked() && ledger_.Space(/*with_estimate=*/true).amplification() >
+                                        gc_.ControllerLocked().settle_mark()) {
+        gc_.ControllerLocked().Settle();
         background_cv_.SignalAll();
         continue;
       }
@@ -110,42 +102,23 @@ absl::Status DBImpl::WaitForBackgroundWork() {
       // memtable hides half the value log. Counting is exact, and cheap next
       // to the values: tables hold keys and pointers. Twice at most: the
       // second round counts and collects what the first round's GC left.
-      if (counts == 2 || !HiddenGarbageMayPass(gc_controller_.settle_mark())) break;
+      if (counts == 2 || !HiddenGarbageMayPass(gc_.ControllerLocked().settle_mark())) break;
     }
     ++counts;
     CAIRN_RETURN_IF_ERROR(CountHiddenGarbage());
-    // Garbage the flush and the compaction counted make GcCanCollect true
+    // Garbage the flush and the compaction counted make CanCollectLocked true
     // again (a garbage report); wake GC to take it down to the settle mark.
     absl::MutexLock l(&mu_);
-    if (GcCanCollect()) gc_controller_.Settle();
+    if (gc_.CanCollectLocked()) gc_.ControllerLocked().Settle();
     background_cv_.SignalAll();
   }
   if (settle_gc) {
     absl::MutexLock l(&mu_);
-    gc_controller_.EndSettle();
+    gc_.ControllerLocked().EndSettle();
   }
-  // The files that work made obsolete are gone on return, as the space
-  // figures already say. Those figures count victims waiting for their
-  // rewrites' durability as collected; GC releases them when it next
-  // looks, which can be after the return, so they get their sync here.
-  // Their release and the deletions can show GC more to collect (a
-  // garbage report it has not looked at): a job it would start just after
-  // the return, its output written beside its victim, doubled the small
-  // key-set test's directory for a moment (2.07x live, 1.07x 300 ms
-  // later). Wait for that too, a few rounds at most.
-  for (int round = 0;; ++round) {
-    CAIRN_RETURN_IF_ERROR(ReleasePendingVictims(VictimRelease::kNow));
-    DeleteObsoleteSegments();
-    PunchReadyRuns(/*wait=*/true);
-    deleter_->WaitIdle();
-    absl::MutexLock l(&mu_);
-    const auto gc_busy = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return gc_jobs_running_ > 0 || GcBehind();
-    };
-    if (round == 3 || !gc_busy()) break;
-    CAIRN_RETURN_IF_ERROR(WaitWhileLocked(gc_busy));
-  }
-  return absl::OkStatus();
+  // The files that work made obsolete are gone on return, victims waiting
+  // for their rewrites' durability included (GcCoordinator::SettleVictims).
+  return gc_.SettleVictims();
 }
 
 }  // namespace cairn

@@ -26,10 +26,10 @@ SpaceLedger::Figures DBImpl::SpaceFiguresLocked() {
   SpaceLedger::Figures f;
   f.set = vlog_->segment_set().GetTotals();
   f.active_bytes = vlog_->ActiveBytes();
-  const PendingVictims pending = PendingVictimTotals();
+  const PendingVictims pending = gc_.PendingVictimTotalsLocked();
   f.pending_victim_bytes = pending.bytes;
   f.pending_victim_garbage = pending.garbage;
-  f.foreseen_bytes = foreseen_.total_bytes();
+  f.foreseen_bytes = gc_.foreseen().total_bytes();
   for (const ImmutableMemTable& imm : imm_) {
     f.imm_flush_value_bytes += imm.flush_value_bytes;
     f.imm_value_bytes += imm.value_bytes;
@@ -61,7 +61,7 @@ SpaceLedger::Sources DBImpl::LedgerSources() {
 }
 
 bool DBImpl::HiddenGarbageMayPass(double mark) {
-  return gc_controller_.enabled() && ledger_.HiddenGarbageMayPass(mark);
+  return gc_.ControllerLocked().enabled() && ledger_.HiddenGarbageMayPass(mark);
 }
 
 }  // namespace cairn

@@ -118,20 +118,20 @@ Stats DBImpl::GetStats() {
   st.stall_max_delay_micros = counters_.stall_max_delay_micros.load();
   {
     absl::MutexLock l(&mu_);
-    st.delayed_write_rate = write_delayed_ ? gc_controller_.delayed_write_rate() : 0;
-    st.gc_victim_bytes_waiting = PendingVictimTotals().bytes;
+    st.delayed_write_rate = write_delayed_ ? gc_.ControllerLocked().delayed_write_rate() : 0;
+    st.gc_victim_bytes_waiting = gc_.PendingVictimTotalsLocked().bytes;
   }
   const vlog::ValueLog::Totals vt = vlog_->GetTotals();
   st.vlog_bytes = vt.bytes;
   st.vlog_segments = vt.segments;
   st.vlog_garbage_bytes = vt.garbage_bytes;
   st.vlog_punched_bytes = vt.punched_bytes;
-  st.vlog_foreseen_garbage_bytes = foreseen_.total_bytes();
-  st.gc_punched_runs = gc_counters_.punch_runs.load();
-  st.gc_punched_bytes = gc_counters_.punch_bytes.load();
-  st.gc_punch_calls = gc_counters_.punch_calls.load();
-  st.gc_punch_skipped_linked = gc_counters_.punch_skipped_linked.load();
-  st.gc_punch_held_for_readers = gc_counters_.punch_held_for_readers.load();
+  st.vlog_foreseen_garbage_bytes = gc_.foreseen().total_bytes();
+  st.gc_punched_runs = gc_.counters().punch_runs.load();
+  st.gc_punched_bytes = gc_.counters().punch_bytes.load();
+  st.gc_punch_calls = gc_.counters().punch_calls.load();
+  st.gc_punch_skipped_linked = gc_.counters().punch_skipped_linked.load();
+  st.gc_punch_held_for_readers = gc_.counters().punch_held_for_readers.load();
   st.value_cache_hits = vt.cache_hits;
   st.value_cache_misses = vt.cache_misses;
   st.value_cache_bytes = vt.cache_bytes;
@@ -139,28 +139,28 @@ Stats DBImpl::GetStats() {
   st.block_cache_bytes = block_cache_->usage();
   st.block_cache_capacity = block_cache_->capacity();
   st.cache_shared = options_.block_cache_size == 0 && options_.value_cache_size == 0;
-  st.gc_runs = gc_counters_.runs.load();
-  st.gc_segments_freed = gc_counters_.segments_freed.load();
-  st.gc_active_seals = gc_counters_.active_seals.load();
-  st.gc_bytes_read = gc_counters_.bytes_read.load();
-  st.gc_bytes_relocated = gc_counters_.bytes_relocated.load();
-  st.gc_records_dropped = gc_counters_.records_dropped.load();
-  st.gc_records_known_dead = gc_counters_.records_known_dead.load();
-  st.gc_micros = gc_counters_.micros.load();
-  st.gc_scan_micros = gc_counters_.scan_micros.load();
-  st.gc_liveness_micros = gc_counters_.liveness_micros.load();
-  st.gc_write_micros = gc_counters_.write_micros.load();
-  st.gc_rewrite_micros = gc_counters_.rewrite_micros.load();
-  st.gc_throttled_micros = gc_counters_.throttled_micros.load();
-  st.gc_rewrite_rechecks = gc_counters_.rewrite_rechecks.load();
-  st.gc_victims_waited = gc_counters_.victims_waited.load();
-  st.gc_victim_syncs = gc_counters_.victim_syncs.load();
-  st.gc_victim_switches = gc_counters_.victim_switches.load();
+  st.gc_runs = gc_.counters().runs.load();
+  st.gc_segments_freed = gc_.counters().segments_freed.load();
+  st.gc_active_seals = gc_.counters().active_seals.load();
+  st.gc_bytes_read = gc_.counters().bytes_read.load();
+  st.gc_bytes_relocated = gc_.counters().bytes_relocated.load();
+  st.gc_records_dropped = gc_.counters().records_dropped.load();
+  st.gc_records_known_dead = gc_.counters().records_known_dead.load();
+  st.gc_micros = gc_.counters().micros.load();
+  st.gc_scan_micros = gc_.counters().scan_micros.load();
+  st.gc_liveness_micros = gc_.counters().liveness_micros.load();
+  st.gc_write_micros = gc_.counters().write_micros.load();
+  st.gc_rewrite_micros = gc_.counters().rewrite_micros.load();
+  st.gc_throttled_micros = gc_.counters().throttled_micros.load();
+  st.gc_rewrite_rechecks = gc_.counters().rewrite_rechecks.load();
+  st.gc_victims_waited = gc_.counters().victims_waited.load();
+  st.gc_victim_syncs = gc_.counters().victim_syncs.load();
+  st.gc_victim_switches = gc_.counters().victim_switches.load();
   st.gc_relocated_per_user_byte =
       st.user_bytes_written == 0
           ? 0
           : static_cast<double>(st.gc_bytes_relocated) / static_cast<double>(st.user_bytes_written);
-  st.gc_recounted_bytes = gc_counters_.leaked_bytes_recounted.load();
+  st.gc_recounted_bytes = gc_.counters().leaked_bytes_recounted.load();
   st.vlog_space_amplification = ValueLogSpaceAmplification();
   st.gc_space_amplification = GetValueLogSpace(/*with_estimate=*/true).amplification();
   // Live user bytes are known only from a full scan (cairn.live-bytes);

@@ -72,7 +72,7 @@ void DBImpl::StartBackgroundThreads() {
       // on what it leaves (docs/decisions/20261206_gc_thread_priority.md).
       absl::StatusOr<int> nice = AdjustThisThreadNice(options_.gc_nice_adjustment);
       if (i == 0) first_nice->set_value(std::move(nice));
-      GcThread();
+      gc_.RunLoop();
     });
     NameThread(background_threads_.back(), "cairn:gc");
   }

@@ -113,8 +113,7 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
   // Smaller separated values stay in the batch (WAL and memtable) until
   // their memtable's flush moves them (WriteLevel0Table), except while GC
   // collects (Options::separate_at_flush_during_gc).
-  const bool as_written = !options_.separate_at_flush_during_gc &&
-                          values_as_written_.load(std::memory_order_relaxed);
+  const bool as_written = !options_.separate_at_flush_during_gc && gc_.values_as_written();
   const size_t at_write_from =
       as_written ? threshold : std::max(threshold, options_.separate_at_flush_below);
   const std::string_view rep = WriteBatchInternal::Contents(p->batch);
@@ -168,7 +167,7 @@ absl::Status DBImpl::SwitchMemTableInQueue() {
 absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool sync) {
   // A job syncs its last rewrite only, which makes its earlier ones durable
   // with it, before its final edit marks the victims obsolete
-  // (GcIndex::LogSegmentEdit).
+  // (GcCoordinator::JobIndex::LogSegmentEdit, core/gc_job_index.cc).
   Writer w = Writer::GcRewrite(&rewrite, sync);
   return WriteImpl(&w);
 }
@@ -531,7 +530,8 @@ absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
 absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   if (!bg_error_.ok()) return bg_error_;
   if (shutting_down_) return absl::AbortedError("the database is closing");
-  if (!gc_controller_.enabled() || options_.value_separation_threshold == kInlineValues) {
+  gc::GcController& controller = gc_.ControllerLocked();
+  if (!controller.enabled() || options_.value_separation_threshold == kInlineValues) {
     return absl::OkStatus();
   }
   // GC is behind: the write waits its turn at the delayed-write rate, at
@@ -541,12 +541,12 @@ absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
   // Writes wait only for a GC that is collecting. One that has not looked
   // since the trigger was passed sleeps between idle rounds (up to a
   // second): wake it rather than delay writes for nothing meanwhile.
-  if (!gc_controller_.collecting() && amp > gc_controller_.start_mark()) {
+  if (!controller.collecting() && amp > controller.start_mark()) {
     background_cv_.SignalAll();
   }
   const absl::Duration delay =
-      gc_controller_.WriteDelay(amp, bytes, absl::Now(), GcCanCollect());
-  write_delayed_ = delay > absl::ZeroDuration() || amp > gc_controller_.slowdown_mark();
+      controller.WriteDelay(amp, bytes, absl::Now(), gc_.CanCollectLocked());
+  write_delayed_ = delay > absl::ZeroDuration() || amp > controller.slowdown_mark();
   if (delay <= absl::ZeroDuration()) return absl::OkStatus();
   SetStallCondition(StallCondition::kDelayed, "value-log space: GC is behind");
   counters_.stall_slowdowns.fetch_add(1, std::memory_order_relaxed);

@@ -15,12 +15,14 @@
 //   - a checkpoint being copied: it holds the current epoch until its links
 //     are made;
 //   - a WAL a crash would replay: a victim becomes obsolete only once the
-//     writes that moved or superseded its records are durable (core/db_gc.cc,
-//     GcIndex::LogSegmentEdit, and core/db_gc_victims.cc), so no replayed
-//     pointer can name a deleted segment as the newest write to its key.
+//     writes that moved or superseded its records are durable
+//     (core/gc_job_index.cc, JobIndex::LogSegmentEdit, and
+//     GcCoordinator::ReleasePendingVictims), so no replayed pointer can name
+//     a deleted segment as the newest write to its key.
 // The rule for a collected segment is gc::ObsoleteSegments' (its epoch is
 // gone, and no snapshot or pinned sequence is older than its move); a
-// punched run waits for its epoch the same way (core/db_punch.cc).
+// punched run waits for its epoch the same way
+// (core/gc_coordinator_punch.cc).
 // docs/gc.md, "When a collected segment may be deleted".
 //
 // Epochs: each epoch keeps the next one alive, so an epoch expires only once

@@ -7,8 +7,8 @@
 //   - a snapshot older than the move, which reads the old pointers.
 // A crash cannot bring the old pointers back: the job's final manifest
 // edit, which marks the victim obsolete, comes only once every write that
-// made one of its records dead, or moved one, is synced (core/db_gc.cc,
-// GcIndex::LogSegmentEdit), so a victim is added here durable.
+// made one of its records dead, or moved one, is synced
+// (core/gc_job_index.cc, LogSegmentEdit), so a victim is added here durable.
 // core/ supplies the facts (the epoch, the oldest snapshot) and deletes the
 // files; this class holds the list and the rule (docs/gc.md, "When a
 // collected segment may be deleted").

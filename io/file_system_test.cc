@@ -760,7 +760,7 @@ class ChildHolding {
 };
 
 // Read-only readers share the lock file beside its exclusive holder, and
-// the writer sees them (core/db_punch.cc holds punching back meanwhile).
+// the writer sees them (core/gc_coordinator_punch.cc holds punching back meanwhile).
 TEST_P(FileSystemTest, ReadersShareTheLockFileAndTheWriterSeesThem) {
   const std::string path = Path("LOCK");
   EXPECT_TRUE(absl::IsNotFound(fs_->LockFileShared(path).status()));

@@ -1,5 +1,7 @@
-// Punched runs: freeing the blocks of dead records without a copy
-// (docs/gc.md, "Punched runs"; the planning rules are vlog/punch_plan.h's).
+// GcCoordinator's punched runs (core/gc_coordinator.h): freeing the blocks
+// of dead records without a copy (docs/gc.md, "Punched runs"; the planning
+// rules are vlog/punch_plan.h's), and the list of records known dead they
+// are planned from.
 //
 // A run is safe to punch once three things hold:
 //   - every record in it was counted as garbage by a flush or compaction
@@ -24,7 +26,9 @@
 #include <vector>
 
 #include "absl/cleanup/cleanup.h"
-#include "core/db_impl.h"
+#include "core/file_deleter.h"
+#include "core/gc_coordinator.h"
+#include "core/info_log.h"
 #include "lsm/filename.h"
 #include "vlog/punch_plan.h"
 
@@ -48,16 +52,34 @@ constexpr uint64_t kMinPunchGain = uint64_t{64} << 10;
 
 }  // namespace
 
-void DBImpl::PlanPunches(const vlog::DeadRecords::Batch& dead) {
+void GcCoordinator::DeadRecordsCounted(vlog::DeadRecords::Batch dead) {
+  // Only segments still to be collected: an old pointer a compaction drops
+  // may name a segment GC collected and deleted long ago.
+  const vlog::SegmentSet& set = db_->value_log().segment_set();
+  const auto wanted = [&set](uint64_t id) {
+    const std::optional<vlog::SegmentInfo> info = set.Get(id);
+    return info.has_value() && !info->obsolete;
+  };
+  absl::erase_if(dead, [&](const auto& entry) { return !wanted(entry.first); });
+  foreseen_.Counted(dead);  // counted now: no longer foreseen
+  dead_records_.Add(dead);
+  // A segment deleted between the check above and the add stays listed:
+  // sweep such leftovers whenever the list passes half its bound.
+  if (dead_records_.size() > kDeadRecordsBound / 2) dead_records_.ForgetAllBut(wanted);
+  if (foreseen_.size() > foreseen_.max_records() / 2) foreseen_.ForgetAllBut(wanted);
+  PlanPunches(dead);
+}
+
+void GcCoordinator::PlanPunches(const vlog::DeadRecords::Batch& dead) {
   if (!options_.gc_punch_holes || punch_unsupported_.load(std::memory_order_relaxed)) return;
-  const vlog::SegmentSet& set = vlog_->segment_set();
+  const vlog::SegmentSet& set = db_->value_log().segment_set();
   std::vector<PendingPunch> planned;
   for (const auto& [id, records] : dead) {
     const std::optional<vlog::SegmentInfo> info = set.Get(id);
     if (!info.has_value() || !info->sealed || info->obsolete) continue;
     std::vector<vlog::PunchRun> pending;
     {
-      absl::MutexLock l(&mu_);
+      absl::MutexLock l(db_mu_);
       uint64_t& last = punch_planned_garbage_[id];
       const uint64_t step = std::max(kMinPlanStep, info->size / kPlanStepDivisor);
       if (info->garbage_bytes < last + step) continue;
@@ -71,13 +93,13 @@ void DBImpl::PlanPunches(const vlog::DeadRecords::Batch& dead) {
     covered.insert(covered.end(), pending.begin(), pending.end());
     // A run can gain at most its own span and the two blocks it shares with
     // punched runs beside it: shorter ones are not worth a look.
-    std::vector<vlog::PunchRun> runs = vlog::PlanPunchRuns(
-        dead_records_.Runs(id, kMinPunchGain - 2 * vlog::kPunchBlockSize),
-        vlog::MergedRuns(std::move(covered)), kMinPunchGain);
+    std::vector<vlog::PunchRun> runs =
+        vlog::PlanPunchRuns(dead_records_.Runs(id, kMinPunchGain - 2 * vlog::kPunchBlockSize),
+                            vlog::MergedRuns(std::move(covered)), kMinPunchGain);
     if (!runs.empty()) planned.push_back({.segment_id = id, .runs = std::move(runs)});
   }
   if (planned.empty()) return;
-  absl::MutexLock l(&mu_);
+  absl::MutexLock l(db_mu_);
   // Readers from before the counts hold this epoch or an earlier one; the
   // runs wait until they are all gone. A new epoch starts for later ones.
   const std::weak_ptr<const void> ended = retention_.EndEpoch();
@@ -85,10 +107,10 @@ void DBImpl::PlanPunches(const vlog::DeadRecords::Batch& dead) {
     p.epoch = ended;
     punch_pending_.push_back(std::move(p));
   }
-  InstallSuperVersionLocked();
+  db_->InstallSuperVersionLocked();
 }
 
-void DBImpl::PunchReadyRuns(bool wait) {
+void GcCoordinator::PunchReadyRuns(bool wait) {
   if (wait) {
     punch_mu_.Lock();
   } else if (!punch_mu_.TryLock()) {
@@ -97,20 +119,20 @@ void DBImpl::PunchReadyRuns(bool wait) {
   absl::Cleanup unlock = [this] { punch_mu_.Unlock(); };
   std::vector<PendingPunch> ready;
   {
-    absl::MutexLock pick(&gc_pick_mu_);
-    absl::MutexLock l(&mu_);
-    const vlog::SegmentSet& set = vlog_->segment_set();
+    absl::MutexLock pick(&pick_mu_);
+    absl::MutexLock l(db_mu_);
+    const vlog::SegmentSet& set = db_->value_log().segment_set();
     std::vector<PendingPunch> waiting;
     for (PendingPunch& p : punch_pending_) {
       if (!p.epoch.expired()) {
         waiting.push_back(std::move(p));
-      } else if (!gc_claimed_.contains(p.segment_id) && set.Contains(p.segment_id)) {
+      } else if (!claimed_.contains(p.segment_id) && set.Contains(p.segment_id)) {
         ready.push_back(std::move(p));
       }
       // else a job collects the segment, or it is gone: nothing to punch.
     }
     punch_pending_ = std::move(waiting);
-    for (const PendingPunch& p : ready) gc_claimed_.insert(p.segment_id);
+    for (const PendingPunch& p : ready) claimed_.insert(p.segment_id);
     absl::erase_if(punch_planned_garbage_,
                    [&set](const auto& entry) { return !set.Contains(entry.first); });
   }
@@ -122,13 +144,13 @@ void DBImpl::PunchReadyRuns(bool wait) {
   // wait for the next round.
   const absl::StatusOr<bool> readers = fs_->LockFileHasReaders(lsm::LockFileName(dbname_));
   if (!readers.ok() || *readers) {
-    gc_counters_.punch_held_for_readers.fetch_add(1, std::memory_order_relaxed);
-    absl::MutexLock l(&mu_);
+    counters_.punch_held_for_readers.fetch_add(1, std::memory_order_relaxed);
+    absl::MutexLock l(db_mu_);
     for (PendingPunch& p : ready) {
-      gc_claimed_.erase(p.segment_id);
+      claimed_.erase(p.segment_id);
       punch_pending_.push_back(std::move(p));
     }
-    background_cv_.SignalAll();
+    db_cv_->SignalAll();
     return;
   }
   // One entry per segment, its runs ascending.
@@ -140,7 +162,7 @@ void DBImpl::PunchReadyRuns(bool wait) {
     if (work.empty() || work.back().first != p.segment_id) work.push_back({p.segment_id, {}});
     work.back().second.insert(work.back().second.end(), p.runs.begin(), p.runs.end());
   }
-  const vlog::SegmentSet& set = vlog_->segment_set();
+  const vlog::SegmentSet& set = db_->value_log().segment_set();
   vlog::SegmentEdit edit;
   std::vector<std::pair<uint64_t, std::vector<vlog::PunchRun>>> logged;
   for (auto& [id, runs] : work) {
@@ -150,7 +172,7 @@ void DBImpl::PunchReadyRuns(bool wait) {
         fs_->GetFileSpace(lsm::ValueLogFileName(dbname_, id));
     if (!space.ok()) continue;  // its scan or deletion reports what is wrong
     if (space->links > 1) {
-      gc_counters_.punch_skipped_linked.fetch_add(1, std::memory_order_relaxed);
+      counters_.punch_skipped_linked.fetch_add(1, std::memory_order_relaxed);
       continue;
     }
     // Runs planned apart may overlap; and what is punched already is left
@@ -168,41 +190,40 @@ void DBImpl::PunchReadyRuns(bool wait) {
   }
   absl::Status s;
   if (!edit.empty()) {
-    lsm::VersionEdit ve;
-    s = LogAndApply(&ve, &edit);
+    s = db_->LogAndApply(edit);
   }
   if (s.ok()) {
     for (const auto& [id, added] : logged) {
-      gc_counters_.punch_runs.fetch_add(added.size(), std::memory_order_relaxed);
+      counters_.punch_runs.fetch_add(added.size(), std::memory_order_relaxed);
       const std::vector<std::pair<uint64_t, uint64_t>> ranges =
           vlog::PunchRanges(set.PunchedRuns(id), added);
       if (ranges.empty()) continue;
       const std::string path = lsm::ValueLogFileName(dbname_, id);
       const absl::Status punched = fs_->PunchHoles(path, ranges);
       if (punched.ok()) {
-        gc_counters_.punch_calls.fetch_add(ranges.size(), std::memory_order_relaxed);
+        counters_.punch_calls.fetch_add(ranges.size(), std::memory_order_relaxed);
         uint64_t bytes = 0;
         for (const auto& [offset, length] : ranges) bytes += length;
-        gc_counters_.punch_bytes.fetch_add(bytes, std::memory_order_relaxed);
+        counters_.punch_bytes.fetch_add(bytes, std::memory_order_relaxed);
         continue;
       }
       // The runs stay listed: their records are dead either way, and a
       // scan steps over them whether or not their blocks went.
       if (absl::IsUnimplemented(punched)) {
         punch_unsupported_.store(true, std::memory_order_relaxed);
-        info_log_->Log("gc: punching holes is off: %s", punched.ToString());
+        db_->info_log().Log("gc: punching holes is off: %s", punched.ToString());
         break;
       }
-      info_log_->Log("gc: punching holes in %s failed (the space stays taken): %s", path,
-                     punched.ToString());
+      db_->info_log().Log("gc: punching holes in %s failed (the space stays taken): %s", path,
+                          punched.ToString());
     }
   }
   {
-    absl::MutexLock l(&mu_);
-    for (const auto& [id, runs] : work) gc_claimed_.erase(id);
+    absl::MutexLock l(db_mu_);
+    for (const auto& [id, runs] : work) claimed_.erase(id);
     // The manifest may or may not hold the runs; the blocks are untouched.
-    if (!s.ok()) SetBackgroundError(s);
-    background_cv_.SignalAll();
+    if (!s.ok()) db_->SetBackgroundErrorLocked(s);
+    db_cv_->SignalAll();
   }
 }
 
