@@ -334,8 +334,8 @@ class DBImpl final : public DB, private GcDbAccess {
   // Callable with or without mu_ held.
   ReadView GetReadView(const ReadOptions& options, bool owned = false);
   // Publishes a SuperVersion built from mem_, imm_, the current version
-  // and the read epoch (retention_). Called whenever any of them changes.
-  // (GcDbAccess's too.)
+  // and the read epoch (gc_.retention()). Called whenever any of them
+  // changes, by the GC coordinator too (GcDbAccess).
   void InstallSuperVersionLocked() override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // After a version change: the current SuperVersion's memtables and epoch
   // with the new version. A no-op before the first install (recovery).
