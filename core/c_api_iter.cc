@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cairn/c.h"
@@ -100,8 +101,17 @@ const char* cairn_iter_value(const cairn_iterator_t* it, size_t* vlen) {
     return nullptr;
   }
   const std::string_view v = it->it->value();
+  if (!it->it->Valid()) {  // keys_only: the on-demand read failed
+    if (vlen != nullptr) *vlen = 0;
+    return nullptr;
+  }
   if (vlen != nullptr) *vlen = v.size();
   return v.data();
+}
+uint64_t cairn_iter_value_size(const cairn_iterator_t* it) {
+  if (!cairn_iter_valid(it)) return 0;
+  const uint64_t size = it->it->value_size();
+  return it->it->Valid() ? size : 0;
 }
 
 void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr) {
@@ -124,6 +134,7 @@ size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len, si
   while (count < max_entries && it->it->Valid()) {
     const std::string_view k = it->it->key();
     const std::string_view v = it->it->value();
+    if (!it->it->Valid()) break;  // keys_only: the on-demand read failed
     const size_t need = cairn::c_api::kCApiBatchHeader + k.size() + v.size();
     if (need > buf_len - used) {
       // The first entry alone: tell the caller how large a buffer to bring.
@@ -209,6 +220,44 @@ void cairn_checkpoint(cairn_t* db, const char* dir, cairn_checkpoint_result_t* r
 }
 
 // ---- Properties and statistics ----
+
+// ---- Size estimates ----
+
+void cairn_approximate_sizes(cairn_t* db, int num_ranges, const char* const* start_keys,
+                             const size_t* start_lens, const char* const* limit_keys,
+                             const size_t* limit_lens, uint32_t flags, uint64_t* sizes,
+                             char** errptr) {
+  if (!SaveError(CheckDb(db), errptr)) return;
+  if (num_ranges > 0 && (start_keys == nullptr || start_lens == nullptr ||
+                         limit_keys == nullptr || limit_lens == nullptr || sizes == nullptr)) {
+    SaveError(absl::InvalidArgumentError(
+                  "cairn_approximate_sizes: a key, length or sizes array is NULL"),
+              errptr);
+    return;
+  }
+  std::vector<cairn::Range> ranges(num_ranges > 0 ? num_ranges : 0);
+  for (int i = 0; i < num_ranges; ++i) {
+    if (!SaveError(CheckBytes(start_keys[i], start_lens[i], "start key"), errptr) ||
+        !SaveError(CheckBytes(limit_keys[i], limit_lens[i], "limit key"), errptr)) {
+      return;
+    }
+    ranges[i] = {Bytes(start_keys[i], start_lens[i]), Bytes(limit_keys[i], limit_lens[i])};
+  }
+  SaveError(db->db->GetApproximateSizes(ranges.data(), num_ranges, sizes, flags), errptr);
+}
+
+uint64_t cairn_approximate_key_count(cairn_t* db, const char* start, size_t startlen,
+                                     const char* limit, size_t limitlen, uint32_t flags,
+                                     char** errptr) {
+  if (!SaveError(CheckDb(db), errptr) || !SaveError(CheckBytes(start, startlen, "start"), errptr) ||
+      !SaveError(CheckBytes(limit, limitlen, "limit"), errptr)) {
+    return 0;
+  }
+  absl::StatusOr<uint64_t> n =
+      db->db->GetApproximateKeyCount({Bytes(start, startlen), Bytes(limit, limitlen)}, flags);
+  if (!SaveError(n.status(), errptr)) return 0;
+  return *n;
+}
 
 char* cairn_property_value(cairn_t* db, const char* name) {
   if (!CheckDb(db).ok() || name == nullptr) return nullptr;
