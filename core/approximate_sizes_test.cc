@@ -3,8 +3,10 @@
 // values, in tables and still in the memtables, the key count, the tables'
 // bytes, the memtables' bytes and the value-log bytes the range's pointers
 // name are each within 10% of the truth; a larger range never gives a
-// smaller estimate; bad input gets InvalidArgument before any work.
+// smaller estimate; a read-only open estimates as the writer did; bad input
+// gets InvalidArgument before any work.
 #include <cstdint>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -33,6 +35,11 @@ struct Case {
   size_t value_size;
   bool flushed;  // else every key is still in the memtables
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.keys << " keys of " << c.value_size << " bytes, "
+      << (c.flushed ? "in tables" : "in memtables");
+}
 
 class ApproximateSizesTest : public ::testing::TestWithParam<Case> {
  protected:
@@ -213,6 +220,26 @@ TEST_F(ApproximateSizesTest, BadInputIsInvalidArgumentAndEmptyRangesAreZero) {
   EXPECT_GT(sizes[0], 10 * kLarge);
   ASSERT_OK(db_->Close());
   EXPECT_TRUE(absl::IsFailedPrecondition(db_->GetApproximateSizes(ranges, 1, sizes)));
+}
+
+TEST_F(ApproximateSizesTest, AReadOnlyOpenEstimatesAsTheWriterDid) {
+  for (int i = 0; i < 2000; ++i) ASSERT_OK(db_->Put({}, Key(i), Value(i, kLarge)));
+  ASSERT_OK(db_->Flush());
+  for (int i = 2000; i < 2500; ++i) ASSERT_OK(db_->Put({}, Key(i), Value(i, kLarge)));
+  constexpr uint32_t kAll = kIncludeMemtables | kIncludeFiles | kIncludeValueLog;
+  const uint64_t before = Size(100, 2400, kAll);
+  const uint64_t keys_before = Count(100, 2400);
+  ASSERT_OK(db_->Close());
+  // The WAL's 500 writes replay into the read-only view's memtable.
+  Options o;
+  o.value_separation_threshold = 1024;
+  auto ro = OpenForReadOnlyWithFileSystem(o, "/db", fs_);
+  ASSERT_OK(ro);
+  db_ = std::move(*ro);
+  EXPECT_NEAR(static_cast<double>(Size(100, 2400, kAll)), static_cast<double>(before),
+              0.02 * static_cast<double>(before));
+  EXPECT_NEAR(static_cast<double>(Count(100, 2400)), static_cast<double>(keys_before), 2300 * 0.02);
+  EXPECT_NEAR(static_cast<double>(Count(100, 2400)), 2300, 230);
 }
 
 }  // namespace
