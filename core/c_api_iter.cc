@@ -29,7 +29,64 @@ namespace {
 // Each entry of cairn_iter_next_batch's buffer starts with two uint32_t.
 constexpr size_t kCApiBatchHeader = 2 * sizeof(uint32_t);
 
+// Each entry of cairn_iter_next_key_batch's: a uint32_t and a uint64_t.
+constexpr size_t kCApiKeyBatchHeader = sizeof(uint32_t) + sizeof(uint64_t);
+
 bool IterUsable(const cairn_iterator_t* it) { return it != nullptr && it->it != nullptr; }
+
+// cairn_iter_next_batch, or with sizes_only cairn_iter_next_key_batch: each
+// entry the key and its value's size (Iterator::value_size, which reads
+// nothing under keys_only), not its bytes.
+size_t CopyBatch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
+                 size_t* bytes_used, char** errptr, bool sizes_only) {
+  size_t used = 0, count = 0;
+  if (bytes_used != nullptr) *bytes_used = 0;
+  if (!IterUsable(it)) {
+    SaveError(absl::InvalidArgumentError("iterator is NULL"), errptr);
+    return 0;
+  }
+  if (!SaveError(CheckBytes(buf, buf_len, "buf"), errptr)) return 0;
+  while (count < max_entries && it->it->Valid()) {
+    const std::string_view k = it->it->key();
+    std::string_view v;
+    uint64_t size = 0;
+    if (sizes_only) {
+      size = it->it->value_size();
+    } else {
+      v = it->it->value();
+    }
+    if (!it->it->Valid()) break;  // keys_only: the on-demand read (or the pointer) failed
+    const size_t need =
+        (sizes_only ? kCApiKeyBatchHeader : kCApiBatchHeader) + k.size() + v.size();
+    if (need > buf_len - used) {
+      // The first entry alone: tell the caller how large a buffer to bring.
+      if (count == 0 && bytes_used != nullptr) *bytes_used = need;
+      return count;
+    }
+    const uint32_t key_len = static_cast<uint32_t>(k.size());
+    std::memcpy(buf + used, &key_len, sizeof(key_len));
+    used += sizeof(key_len);
+    if (sizes_only) {
+      std::memcpy(buf + used, &size, sizeof(size));
+      used += sizeof(size);
+    } else {
+      const uint32_t value_len = static_cast<uint32_t>(v.size());
+      std::memcpy(buf + used, &value_len, sizeof(value_len));
+      used += sizeof(value_len);
+    }
+    if (!k.empty()) std::memcpy(buf + used, k.data(), k.size());
+    used += k.size();
+    if (!v.empty()) std::memcpy(buf + used, v.data(), v.size());
+    used += v.size();
+    ++count;
+    if (bytes_used != nullptr) *bytes_used = used;
+    it->it->Next();
+  }
+  // Entries already copied are the caller's; an error that ended the run
+  // is reported with them, and again by cairn_iter_get_error.
+  if (!it->it->Valid()) SaveError(it->it->status(), errptr);
+  return count;
+}
 
 }  // namespace
 }  // namespace cairn::c_api
@@ -124,38 +181,14 @@ void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr) {
 
 size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
                              size_t* bytes_used, char** errptr) {
-  size_t used = 0, count = 0;
-  if (bytes_used != nullptr) *bytes_used = 0;
-  if (!cairn::c_api::IterUsable(it)) {
-    SaveError(absl::InvalidArgumentError("iterator is NULL"), errptr);
-    return 0;
-  }
-  if (!SaveError(CheckBytes(buf, buf_len, "buf"), errptr)) return 0;
-  while (count < max_entries && it->it->Valid()) {
-    const std::string_view k = it->it->key();
-    const std::string_view v = it->it->value();
-    if (!it->it->Valid()) break;  // keys_only: the on-demand read failed
-    const size_t need = cairn::c_api::kCApiBatchHeader + k.size() + v.size();
-    if (need > buf_len - used) {
-      // The first entry alone: tell the caller how large a buffer to bring.
-      if (count == 0 && bytes_used != nullptr) *bytes_used = need;
-      return count;
-    }
-    const uint32_t lens[2] = {static_cast<uint32_t>(k.size()), static_cast<uint32_t>(v.size())};
-    std::memcpy(buf + used, lens, sizeof(lens));
-    used += sizeof(lens);
-    if (!k.empty()) std::memcpy(buf + used, k.data(), k.size());
-    used += k.size();
-    if (!v.empty()) std::memcpy(buf + used, v.data(), v.size());
-    used += v.size();
-    ++count;
-    if (bytes_used != nullptr) *bytes_used = used;
-    it->it->Next();
-  }
-  // Entries already copied are the caller's; an error that ended the run
-  // is reported with them, and again by cairn_iter_get_error.
-  if (!it->it->Valid()) SaveError(it->it->status(), errptr);
-  return count;
+  return cairn::c_api::CopyBatch(it, buf, buf_len, max_entries, bytes_used, errptr,
+                                 /*sizes_only=*/false);
+}
+
+size_t cairn_iter_next_key_batch(cairn_iterator_t* it, char* buf, size_t buf_len,
+                                 size_t max_entries, size_t* bytes_used, char** errptr) {
+  return cairn::c_api::CopyBatch(it, buf, buf_len, max_entries, bytes_used, errptr,
+                                 /*sizes_only=*/true);
 }
 
 // ---- Snapshots ----

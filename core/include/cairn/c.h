@@ -273,6 +273,13 @@ void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr);
  * nothing. */
 size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
                              size_t* bytes_used, char** errptr);
+/* On a keys_only iterator cairn_iter_next_batch reads each value it copies
+ * (on demand); cairn_iter_next_key_batch reads none.
+ * As cairn_iter_next_batch, for listings: each entry is a uint32_t key
+ * length, a uint64_t value size (cairn_iter_value_size: from the pointer,
+ * no value read, when the iterator is keys_only), then the key's bytes. */
+size_t cairn_iter_next_key_batch(cairn_iterator_t* it, char* buf, size_t buf_len,
+                                 size_t max_entries, size_t* bytes_used, char** errptr);
 
 /* ---- Snapshots ---- */
 /* NULL when the DB is closed or NULL. Release each once. */
