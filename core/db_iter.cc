@@ -235,10 +235,14 @@ class DBIter final : public Iterator {
   // read is never shown (as an empty value or otherwise); the iterator
   // turns invalid with the error in status(). The value is read here rather
   // than in value() so that Valid() can promise it, at the price of reading
-  // values a key-only scan would not need.
+  // values a key-only scan would not need; ReadOptions::keys_only gives
+  // that promise up, and a separated value waits for value(). An error a
+  // value() met stays, as a move's does: nothing more is shown.
   void ShowValueOrFail() {
-    // keys_only: a separated value waits for value().
-    if (keys_only_ && value_type_ == ValueType::kValuePointer) return;
+    if (keys_only_ && value_type_ == ValueType::kValuePointer) {
+      if (!status_.ok()) valid_ = false;
+      return;
+    }
     ResolveValue();
     if (!status_.ok()) valid_ = false;
   }

@@ -257,6 +257,10 @@ TEST_F(KeysOnlyIterTest, ReadOnlyOpenListsKeysAndADamagedValueFailsOnlyItsRead) 
   EXPECT_TRUE(it->value().empty());
   EXPECT_FALSE(it->Valid());
   EXPECT_TRUE(absl::IsDataLoss(it->status())) << it->status();
+  // The error stays, as a move's does: nothing more is shown.
+  it->Seek(Key(30));
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(absl::IsDataLoss(it->status()));
   // A normal iterator stops at the same entry while moving.
   auto normal = (*ro_db)->NewIterator({});
   normal->Seek(Key(17));
