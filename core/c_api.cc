@@ -247,6 +247,7 @@ CAIRN_C_READ_OPTION_(unsigned char, fill_cache)
 CAIRN_C_READ_OPTION_(int, value_prefetch_depth)
 CAIRN_C_READ_OPTION_(size_t, value_prefetch_bytes)
 CAIRN_C_READ_OPTION_(size_t, readahead_size)
+CAIRN_C_READ_OPTION_(unsigned char, keys_only)
 #undef CAIRN_C_READ_OPTION_
 
 void cairn_readoptions_set_iterate_lower_bound(cairn_readoptions_t* options, const char* key,

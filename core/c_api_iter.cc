@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cairn/c.h"
@@ -28,7 +29,64 @@ namespace {
 // Each entry of cairn_iter_next_batch's buffer starts with two uint32_t.
 constexpr size_t kCApiBatchHeader = 2 * sizeof(uint32_t);
 
+// Each entry of cairn_iter_next_key_batch's: a uint32_t and a uint64_t.
+constexpr size_t kCApiKeyBatchHeader = sizeof(uint32_t) + sizeof(uint64_t);
+
 bool IterUsable(const cairn_iterator_t* it) { return it != nullptr && it->it != nullptr; }
+
+// cairn_iter_next_batch, or with sizes_only cairn_iter_next_key_batch: each
+// entry the key and its value's size (Iterator::value_size, which reads
+// nothing under keys_only), not its bytes.
+size_t CopyBatch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
+                 size_t* bytes_used, char** errptr, bool sizes_only) {
+  size_t used = 0, count = 0;
+  if (bytes_used != nullptr) *bytes_used = 0;
+  if (!IterUsable(it)) {
+    SaveError(absl::InvalidArgumentError("iterator is NULL"), errptr);
+    return 0;
+  }
+  if (!SaveError(CheckBytes(buf, buf_len, "buf"), errptr)) return 0;
+  while (count < max_entries && it->it->Valid()) {
+    const std::string_view k = it->it->key();
+    std::string_view v;
+    uint64_t size = 0;
+    if (sizes_only) {
+      size = it->it->value_size();
+    } else {
+      v = it->it->value();
+    }
+    if (!it->it->Valid()) break;  // keys_only: the on-demand read (or the pointer) failed
+    const size_t need =
+        (sizes_only ? kCApiKeyBatchHeader : kCApiBatchHeader) + k.size() + v.size();
+    if (need > buf_len - used) {
+      // The first entry alone: tell the caller how large a buffer to bring.
+      if (count == 0 && bytes_used != nullptr) *bytes_used = need;
+      return count;
+    }
+    const uint32_t key_len = static_cast<uint32_t>(k.size());
+    std::memcpy(buf + used, &key_len, sizeof(key_len));
+    used += sizeof(key_len);
+    if (sizes_only) {
+      std::memcpy(buf + used, &size, sizeof(size));
+      used += sizeof(size);
+    } else {
+      const uint32_t value_len = static_cast<uint32_t>(v.size());
+      std::memcpy(buf + used, &value_len, sizeof(value_len));
+      used += sizeof(value_len);
+    }
+    if (!k.empty()) std::memcpy(buf + used, k.data(), k.size());
+    used += k.size();
+    if (!v.empty()) std::memcpy(buf + used, v.data(), v.size());
+    used += v.size();
+    ++count;
+    if (bytes_used != nullptr) *bytes_used = used;
+    it->it->Next();
+  }
+  // Entries already copied are the caller's; an error that ended the run
+  // is reported with them, and again by cairn_iter_get_error.
+  if (!it->it->Valid()) SaveError(it->it->status(), errptr);
+  return count;
+}
 
 }  // namespace
 }  // namespace cairn::c_api
@@ -100,8 +158,17 @@ const char* cairn_iter_value(const cairn_iterator_t* it, size_t* vlen) {
     return nullptr;
   }
   const std::string_view v = it->it->value();
+  if (!it->it->Valid()) {  // keys_only: the on-demand read failed
+    if (vlen != nullptr) *vlen = 0;
+    return nullptr;
+  }
   if (vlen != nullptr) *vlen = v.size();
   return v.data();
+}
+uint64_t cairn_iter_value_size(const cairn_iterator_t* it) {
+  if (!cairn_iter_valid(it)) return 0;
+  const uint64_t size = it->it->value_size();
+  return it->it->Valid() ? size : 0;
 }
 
 void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr) {
@@ -114,37 +181,14 @@ void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr) {
 
 size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
                              size_t* bytes_used, char** errptr) {
-  size_t used = 0, count = 0;
-  if (bytes_used != nullptr) *bytes_used = 0;
-  if (!cairn::c_api::IterUsable(it)) {
-    SaveError(absl::InvalidArgumentError("iterator is NULL"), errptr);
-    return 0;
-  }
-  if (!SaveError(CheckBytes(buf, buf_len, "buf"), errptr)) return 0;
-  while (count < max_entries && it->it->Valid()) {
-    const std::string_view k = it->it->key();
-    const std::string_view v = it->it->value();
-    const size_t need = cairn::c_api::kCApiBatchHeader + k.size() + v.size();
-    if (need > buf_len - used) {
-      // The first entry alone: tell the caller how large a buffer to bring.
-      if (count == 0 && bytes_used != nullptr) *bytes_used = need;
-      return count;
-    }
-    const uint32_t lens[2] = {static_cast<uint32_t>(k.size()), static_cast<uint32_t>(v.size())};
-    std::memcpy(buf + used, lens, sizeof(lens));
-    used += sizeof(lens);
-    if (!k.empty()) std::memcpy(buf + used, k.data(), k.size());
-    used += k.size();
-    if (!v.empty()) std::memcpy(buf + used, v.data(), v.size());
-    used += v.size();
-    ++count;
-    if (bytes_used != nullptr) *bytes_used = used;
-    it->it->Next();
-  }
-  // Entries already copied are the caller's; an error that ended the run
-  // is reported with them, and again by cairn_iter_get_error.
-  if (!it->it->Valid()) SaveError(it->it->status(), errptr);
-  return count;
+  return cairn::c_api::CopyBatch(it, buf, buf_len, max_entries, bytes_used, errptr,
+                                 /*sizes_only=*/false);
+}
+
+size_t cairn_iter_next_key_batch(cairn_iterator_t* it, char* buf, size_t buf_len,
+                                 size_t max_entries, size_t* bytes_used, char** errptr) {
+  return cairn::c_api::CopyBatch(it, buf, buf_len, max_entries, bytes_used, errptr,
+                                 /*sizes_only=*/true);
 }
 
 // ---- Snapshots ----
@@ -209,6 +253,44 @@ void cairn_checkpoint(cairn_t* db, const char* dir, cairn_checkpoint_result_t* r
 }
 
 // ---- Properties and statistics ----
+
+// ---- Size estimates ----
+
+void cairn_approximate_sizes(cairn_t* db, int num_ranges, const char* const* start_keys,
+                             const size_t* start_lens, const char* const* limit_keys,
+                             const size_t* limit_lens, uint32_t flags, uint64_t* sizes,
+                             char** errptr) {
+  if (!SaveError(CheckDb(db), errptr)) return;
+  if (num_ranges > 0 && (start_keys == nullptr || start_lens == nullptr ||
+                         limit_keys == nullptr || limit_lens == nullptr || sizes == nullptr)) {
+    SaveError(absl::InvalidArgumentError(
+                  "cairn_approximate_sizes: a key, length or sizes array is NULL"),
+              errptr);
+    return;
+  }
+  std::vector<cairn::Range> ranges(num_ranges > 0 ? num_ranges : 0);
+  for (int i = 0; i < num_ranges; ++i) {
+    if (!SaveError(CheckBytes(start_keys[i], start_lens[i], "start key"), errptr) ||
+        !SaveError(CheckBytes(limit_keys[i], limit_lens[i], "limit key"), errptr)) {
+      return;
+    }
+    ranges[i] = {Bytes(start_keys[i], start_lens[i]), Bytes(limit_keys[i], limit_lens[i])};
+  }
+  SaveError(db->db->GetApproximateSizes(ranges.data(), num_ranges, sizes, flags), errptr);
+}
+
+uint64_t cairn_approximate_key_count(cairn_t* db, const char* start, size_t startlen,
+                                     const char* limit, size_t limitlen, uint32_t flags,
+                                     char** errptr) {
+  if (!SaveError(CheckDb(db), errptr) || !SaveError(CheckBytes(start, startlen, "start"), errptr) ||
+      !SaveError(CheckBytes(limit, limitlen, "limit"), errptr)) {
+    return 0;
+  }
+  absl::StatusOr<uint64_t> n =
+      db->db->GetApproximateKeyCount({Bytes(start, startlen), Bytes(limit, limitlen)}, flags);
+  if (!SaveError(n.status(), errptr)) return 0;
+  return *n;
+}
 
 char* cairn_property_value(cairn_t* db, const char* name) {
   if (!CheckDb(db).ok() || name == nullptr) return nullptr;

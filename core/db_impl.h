@@ -115,6 +115,12 @@ class DBImpl final : public DB, private GcDbAccess {
   absl::StatusOr<CheckpointResult> CreateCheckpoint(const std::string& dir) override;
   bool GetProperty(std::string_view name, std::string* value) override;
   Stats GetStats() override;
+  // db_approximate.cc (issue 60)
+  absl::Status GetApproximateSizes(const Range* ranges, int n, uint64_t* sizes,
+                                   uint32_t flags) override;
+  absl::StatusOr<uint64_t> GetApproximateKeyCount(const Range& range, uint32_t flags) override;
+  struct RangeEstimate;
+  absl::Status EstimateRange(const Range& range, RangeEstimate* out);
   absl::Status Close() override;
 
   // Opening: db_open.cc (db_read_only.cc for a read-only DB).

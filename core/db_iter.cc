@@ -6,8 +6,10 @@
 #include <string>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
 #include "cairn/options.h"
 #include "vlog/value_pointer.h"
+#include "vlog/vlog_format.h"
 
 namespace cairn {
 namespace {
@@ -26,13 +28,14 @@ class DBIter final : public Iterator {
  public:
   DBIter(std::unique_ptr<lsm::InternalIterator> iter, SequenceNumber seq,
          std::shared_ptr<void> keep_alive, ValueResolver resolver, ValuePrefetch prefetch,
-         IterateBounds bounds)
+         IterateBounds bounds, bool keys_only)
       : iter_(std::move(iter)),
         sequence_(seq),
         keep_alive_(std::move(keep_alive)),
         resolver_(std::move(resolver)),
         prefetch_(std::move(prefetch)),
-        bounds_(std::move(bounds)) {}
+        bounds_(std::move(bounds)),
+        keys_only_(keys_only) {}
   ~DBIter() override {
     // Before keep_alive_ releases what they read from; the fetcher waits
     // for its reads in flight.
@@ -44,8 +47,30 @@ class DBIter final : public Iterator {
   bool Valid() const override { return valid_; }
   std::string_view key() const override { return saved_key_; }
   std::string_view value() const override {
-    if (!value_resolved_) ResolveValue();
+    if (!value_resolved_) {
+      // Only under keys_only: every other entry was read when shown.
+      ResolveValue();
+      if (!status_.ok()) valid_ = false;
+    }
     return value_view_;
+  }
+  uint64_t value_size() const override {
+    if (!keys_only_ || value_type_ != ValueType::kValuePointer) return value().size();
+    // From the pointer, read or not, so the answer does not change when
+    // value() is asked for (a compressed or chunked value's stored length
+    // differs from its size; cairn/iterator.h).
+    absl::StatusOr<vlog::ValuePointer> p = vlog::DecodeValuePointer(raw_value_);
+    const uint64_t header = vlog::kRecordHeaderSize + saved_key_.size();
+    if (!p.ok() || p->size < header) {
+      status_ = p.ok() ? absl::DataLossError(absl::StrCat("iterator: value pointer ",
+                                                          p->DebugString(), " is shorter than ",
+                                                          "the record header and key of ",
+                                                          saved_key_.size(), " bytes"))
+                       : p.status();
+      valid_ = false;
+      return 0;
+    }
+    return p->size - header;
   }
   absl::Status status() const override {
     if (!status_.ok()) return status_;
@@ -210,8 +235,14 @@ class DBIter final : public Iterator {
   // read is never shown (as an empty value or otherwise); the iterator
   // turns invalid with the error in status(). The value is read here rather
   // than in value() so that Valid() can promise it, at the price of reading
-  // values a key-only scan would not need.
+  // values a key-only scan would not need; ReadOptions::keys_only gives
+  // that promise up, and a separated value waits for value(). An error a
+  // value() met stays, as a move's does: nothing more is shown.
   void ShowValueOrFail() {
+    if (keys_only_ && value_type_ == ValueType::kValuePointer) {
+      if (!status_.ok()) valid_ = false;
+      return;
+    }
     ResolveValue();
     if (!status_.ok()) valid_ = false;
   }
@@ -236,7 +267,8 @@ class DBIter final : public Iterator {
   }
 
   bool PrefetchEnabled() const {
-    return prefetch_.new_lookahead && prefetch_.new_fetcher && prefetch_.max_depth > 1;
+    return !keys_only_ && prefetch_.new_lookahead && prefetch_.new_fetcher &&
+           prefetch_.max_depth > 1;
   }
 
   // Device reads the window may hold now (0: read each value alone); a
@@ -581,6 +613,7 @@ class DBIter final : public Iterator {
   mutable std::unique_ptr<lsm::InternalIterator> lookahead_;
   mutable std::unique_ptr<ValueFetcher> fetcher_;
   const IterateBounds bounds_;
+  const bool keys_only_;  // ReadOptions::keys_only: values read at value() only
   mutable std::deque<Pending> window_;  // reads started, in key order
   mutable uint64_t window_bytes_ = 0;   // their records' bytes
   mutable size_t window_reads_ = 0;     // device reads among them (Pending::new_read)
@@ -593,7 +626,7 @@ class DBIter final : public Iterator {
   mutable int seek_reads_ = 0;  // first reads of segments known in key order, since the seek
   static constexpr int kMaxSeekReads = 8;
   Direction direction_ = kForward;
-  bool valid_ = false;
+  mutable bool valid_ = false;  // a failed value() (keys_only) clears it
   std::string saved_key_;
   std::string raw_value_;
   ValueType value_type_ = ValueType::kValue;
@@ -611,9 +644,10 @@ class DBIter final : public Iterator {
 std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
                                         SequenceNumber sequence, std::shared_ptr<void> keep_alive,
                                         ValueResolver resolver, ValuePrefetch prefetch,
-                                        IterateBounds bounds) {
+                                        IterateBounds bounds, bool keys_only) {
   return std::make_unique<DBIter>(std::move(internal), sequence, std::move(keep_alive),
-                                  std::move(resolver), std::move(prefetch), std::move(bounds));
+                                  std::move(resolver), std::move(prefetch), std::move(bounds),
+                                  keys_only);
 }
 
 }  // namespace cairn

@@ -59,12 +59,14 @@ struct IterateBounds {
 
 // keep_alive holds whatever the internal iterator reads from (memtables,
 // versions); it is destroyed after the iterator. prefetch may be empty
-// (null new_lookahead): values are then resolved one at a time.
+// (null new_lookahead): values are then resolved one at a time. keys_only
+// (ReadOptions::keys_only): a pointer's value is resolved only when value()
+// asks, alone, and never prefetched.
 std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
                                         lsm::SequenceNumber sequence,
                                         std::shared_ptr<void> keep_alive,
                                         ValueResolver resolver, ValuePrefetch prefetch = {},
-                                        IterateBounds bounds = {});
+                                        IterateBounds bounds = {}, bool keys_only = false);
 
 }  // namespace cairn
 

@@ -292,7 +292,8 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
   }
   auto view = std::make_shared<ReadView>(GetReadView(options, /*owned=*/true));
   ValuePrefetch prefetch;
-  if (options.value_prefetch_depth > 1) {
+  // keys_only: no window, so nothing reads a value the caller does not ask for.
+  if (options.value_prefetch_depth > 1 && !options.keys_only) {
     prefetch.max_depth = options.value_prefetch_depth;
     prefetch.max_bytes = options.value_prefetch_bytes;
     // The iterator's keep_alive holds view for as long as the lookahead lives.
@@ -305,7 +306,7 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
                                                          std::string_view stored, std::string* out) {
                          return ResolveStoredValue(key, type, stored, out, fill);
                        },
-                       std::move(prefetch), BoundsOf(options));
+                       std::move(prefetch), BoundsOf(options), options.keys_only);
 }
 
 const Snapshot* DBImpl::GetSnapshot() {

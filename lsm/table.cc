@@ -547,10 +547,59 @@ std::vector<std::string> Table::SampleIndexKeys(size_t count) const {
   return keys;
 }
 
-uint64_t Table::ApproximateOffsetOf(std::string_view internal_key) const {
+uint64_t Table::DataEnd() const {
   // The blocks after the data, in file order: filter (if any), properties.
-  const uint64_t data_end = std::min(
-      file_size_, has_filter() ? footer_.filter_handle.offset : footer_.properties_handle.offset);
+  return std::min(file_size_,
+                  has_filter() ? footer_.filter_handle.offset : footer_.properties_handle.offset);
+}
+
+namespace {
+
+// Where key lies between lo and hi (0 at or below lo, 1 at or above hi),
+// reading the 8 bytes past their common prefix as a fraction.
+double KeyShare(std::string_view lo, std::string_view hi, std::string_view key) {
+  if (key <= lo) return 0;
+  if (key >= hi) return 1;
+  size_t common = 0;
+  while (common < lo.size() && common < hi.size() && lo[common] == hi[common]) ++common;
+  auto number = [common](std::string_view s) {
+    double v = 0, scale = 1;
+    for (size_t i = common; i < common + 8; ++i) {
+      scale /= 256;
+      v += scale * (i < s.size() ? static_cast<unsigned char>(s[i]) : 0);
+    }
+    return v;
+  };
+  const double a = number(lo), b = number(hi);
+  if (b <= a) return 0.5;
+  return std::clamp((number(key) - a) / (b - a), 0.0, 1.0);
+}
+
+}  // namespace
+
+double Table::InterpolatedOffsetOf(std::string_view user_key,
+                                   std::string_view smallest_user_key) const {
+  const uint64_t data_end = DataEnd();
+  std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
+  index->Seek(MakeLookupKey(user_key, kMaxSequenceNumber));
+  if (!index->Valid() || index->key().size() < 8) return data_end;
+  BlockHandle handle;
+  std::string_view value = index->value();
+  if (!handle.DecodeVarintFrom(&value)) return data_end;
+  const std::string upper(ExtractUserKey(index->key()));
+  std::string lower(smallest_user_key);
+  index->Prev();
+  if (index->Valid() && index->key().size() >= 8) {
+    lower.assign(ExtractUserKey(index->key()));
+  }
+  const double begin = static_cast<double>(std::min(handle.offset, data_end));
+  const double end = static_cast<double>(
+      std::min<uint64_t>(handle.offset + handle.size + kBlockTrailerSize, data_end));
+  return begin + KeyShare(lower, upper, user_key) * std::max(0.0, end - begin);
+}
+
+uint64_t Table::ApproximateOffsetOf(std::string_view internal_key) const {
+  const uint64_t data_end = DataEnd();
   std::unique_ptr<InternalIterator> index = index_block_->NewIterator();
   index->Seek(internal_key);
   if (!index->Valid()) return data_end;

@@ -196,6 +196,17 @@ class Table {
   // filter, properties and index follow them). A bad index entry counts as
   // that end (the estimate only steers the split).
   uint64_t ApproximateOffsetOf(std::string_view internal_key) const;
+  // For size estimates (DB::GetApproximateSizes), also from the index
+  // alone: where in the data the entries of user keys >= user_key begin.
+  // The block is found as above; inside it the place is interpolated from
+  // where user_key lies between the separators around the block (the
+  // table's smallest user key before the first), read as numbers past
+  // their common prefix, as if the block's entries were spread evenly: a
+  // range of a few blocks is then not off by a whole block at each end.
+  double InterpolatedOffsetOf(std::string_view user_key,
+                              std::string_view smallest_user_key) const;
+  // The end of the data blocks (where the filter or properties begin).
+  uint64_t DataEnd() const;
 
   uint64_t file_number() const { return file_number_; }
   uint64_t file_size() const { return file_size_; }

@@ -43,6 +43,7 @@ TableBuilder::TableBuilder(const TableOptions& options, io::WritableFile* file)
       // Index entries are few and looked up by binary search over restarts;
       // a restart at every entry keeps that search exact.
       index_block_(1) {
+  props_.has_value_pointer_bytes = static_cast<bool>(options_.value_pointer_bytes);
   if (options_.bloom_bits_per_key > 0) {
     filter_ = std::make_unique<BloomFilterBuilder>(options_.bloom_bits_per_key,
                                                    options_.bloom_hash_pool);
@@ -78,7 +79,12 @@ absl::Status TableBuilder::Add(std::string_view internal_key, std::string_view v
   props_.largest_sequence = std::max(props_.largest_sequence, parsed.sequence);
   ++props_.num_entries;
   if (parsed.type == ValueType::kDeletion) ++props_.num_deletions;
-  if (parsed.type == ValueType::kValuePointer) ++props_.num_value_pointers;
+  if (parsed.type == ValueType::kValuePointer) {
+    ++props_.num_value_pointers;
+    if (options_.value_pointer_bytes) {
+      props_.value_pointer_bytes += options_.value_pointer_bytes(value);
+    }
+  }
   props_.raw_key_bytes += internal_key.size();
   props_.raw_value_bytes += value.size();
   last_key_.assign(internal_key);

@@ -35,6 +35,11 @@ struct TableOptions {
   // Where builders' bloom filters take their hash lists from and give them
   // back (lsm/bloom_filter.h); null: each builder allocates its own.
   std::shared_ptr<BloomHashPool> bloom_hash_pool;
+  // The value-log bytes a kValuePointer entry's value names (the value log
+  // decodes pointers; the LSM never looks inside), summed into the
+  // value_pointer_bytes property (tag 9). Null: the property is not
+  // written. A pointer that does not decode counts 0 (its reads report it).
+  std::function<uint64_t(std::string_view pointer)> value_pointer_bytes;
 };
 
 class TableBuilder {

@@ -27,6 +27,7 @@ enum PropertyTag : uint32_t {
   kLargestSequence = 6,
   kNumDataBlocks = 7,
   kNumValuePointers = 8,
+  kValuePointerBytes = 9,
 };
 
 }  // namespace
@@ -53,6 +54,7 @@ void TableProperties::EncodeTo(std::string* dst) const {
   put(kLargestSequence, largest_sequence);
   put(kNumDataBlocks, num_data_blocks);
   put(kNumValuePointers, num_value_pointers);
+  if (has_value_pointer_bytes) put(kValuePointerBytes, value_pointer_bytes);
 }
 
 absl::Status TableProperties::DecodeFrom(std::string_view input, const std::string& origin) {
@@ -75,6 +77,10 @@ absl::Status TableProperties::DecodeFrom(std::string_view input, const std::stri
       case kLargestSequence: largest_sequence = v; break;
       case kNumDataBlocks: num_data_blocks = v; break;
       case kNumValuePointers: num_value_pointers = v; break;
+      case kValuePointerBytes:
+        value_pointer_bytes = v;
+        has_value_pointer_bytes = true;
+        break;
       default: break;  // written by a newer build; skipped on purpose
     }
   }

@@ -62,6 +62,14 @@ struct TableProperties {
   uint64_t largest_sequence = 0;    // tag 6
   uint64_t num_data_blocks = 0;     // tag 7
   uint64_t num_value_pointers = 0;  // tag 8: entries of type kValuePointer
+  // Tag 9 (2026-12-07, issue 60): the value-log bytes the table's pointers
+  // name (each pointer's record size), for DB::GetApproximateSizes. Written
+  // by builders that can size a pointer (TableOptions::value_pointer_bytes,
+  // every table a DB writes); tables written before have none, and
+  // has_value_pointer_bytes tells them apart from a table whose pointers
+  // name 0 bytes.
+  uint64_t value_pointer_bytes = 0;
+  bool has_value_pointer_bytes = false;
 
   void EncodeTo(std::string* dst) const;
   // DataLoss naming origin when the pairs are malformed.

@@ -332,6 +332,58 @@ TEST_F(TableTest, IndexSamplesAndOffsetsNeedNoDataBlock) {
   }
 }
 
+// Property tag 9 (2026-12-07): the value-log bytes a table's pointers name,
+// summed by the builder's callback, read back; a table without it (written
+// before, or by a builder without the callback) says so. And the
+// interpolated offsets size estimates use: monotone, and finer than a block.
+TEST_F(TableTest, ValuePointerBytesAndInterpolatedOffsets) {
+  const Model model = RandomModel(9, 4000);
+  TableOptions options;
+  options.block_size = 1024;
+  options.value_pointer_bytes = [](std::string_view pointer) -> uint64_t {
+    return 1000 + pointer.size();
+  };
+  uint64_t want = 0, pointers = 0;
+  for (const auto& [k, v] : model) {
+    if (ExtractTag(k) % 256 == static_cast<int>(ValueType::kValuePointer)) {
+      want += 1000 + v.size();
+      ++pointers;
+    }
+  }
+  ASSERT_GT(pointers, 0u);
+  auto table = Open(options, Build(model, options));
+  ASSERT_TRUE(table.ok()) << table.status();
+  EXPECT_TRUE((*table)->properties().has_value_pointer_bytes);
+  EXPECT_EQ((*table)->properties().value_pointer_bytes, want);
+  EXPECT_EQ((*table)->properties().num_value_pointers, pointers);
+
+  TableOptions plain;
+  plain.block_size = 1024;
+  auto old = Open(plain, Build(model, plain, "/old.sst"), "/old.sst", 2);
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_FALSE((*old)->properties().has_value_pointer_bytes);
+  EXPECT_EQ((*old)->properties().value_pointer_bytes, 0u);
+
+  const std::string smallest = UserKey(0);
+  const double end = (*table)->InterpolatedOffsetOf("zzz", smallest);
+  EXPECT_EQ(end, static_cast<double>((*table)->DataEnd()));
+  EXPECT_EQ((*table)->InterpolatedOffsetOf("", smallest), 0.0);
+  double last = 0;
+  for (int i = 0; i < 8000; i += 7) {
+    const double at = (*table)->InterpolatedOffsetOf(UserKey(i), smallest);
+    ASSERT_GE(at, last) << i;
+    last = at;
+  }
+  // A twentieth of the keys, anywhere, is about a twentieth of the data
+  // (their values' lengths vary, so only about).
+  for (int from : {0, 1000, 3998, 7000}) {
+    const double share = ((*table)->InterpolatedOffsetOf(UserKey(from + 400), smallest) -
+                          (*table)->InterpolatedOffsetOf(UserKey(from), smallest)) /
+                         end;
+    EXPECT_NEAR(share, 0.05, 0.01) << from;
+  }
+}
+
 TEST_F(TableTest, BlockCacheServesRepeatedReads) {
   const Model model = RandomModel(4, 500);
   TableOptions options;
@@ -539,6 +591,8 @@ TEST_F(TableTest, GoldenExampleInFormatDocMatchesBuilder) {
   TableOptions options;
   options.compress = false;
   options.bloom_bits_per_key = 10;
+  // As a DB's tables do: tag 9 is written (0 here, no pointers).
+  options.value_pointer_bytes = [](std::string_view) { return uint64_t{0}; };
   const uint64_t size = Build(model, options);
   auto bytes = fs_.ReadFileToString("/t.sst");
   ASSERT_TRUE(bytes.ok());

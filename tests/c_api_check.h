@@ -6,6 +6,7 @@
 #define CAIRN_TESTS_C_API_CHECK_H_
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static int g_passed = 0, g_failed = 0;
 
@@ -23,6 +24,28 @@ static int g_passed = 0, g_failed = 0;
 static int check_report(void) {
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
+}
+
+/* Makes the program's scratch directory, $TMPDIR/<name>XXXXXX (or under
+ * /tmp), into root; 0 when it cannot (printed). The includer defines
+ * _POSIX_C_SOURCE 200809L first, for mkdtemp. */
+static int make_test_root(char* root, size_t n, const char* name) {
+  const char* tmp = getenv("TMPDIR");
+  snprintf(root, n, "%s/%sXXXXXX", tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp", name);
+  if (mkdtemp(root) == NULL) {
+    perror("mkdtemp");
+    return 0;
+  }
+  return 1;
+}
+
+/* Removes root when every check passed (a failure's files stay, to look
+ * at) and prints the closing line; the exit status for main. */
+static int finish_test_root(const char* root) {
+  char cmd[300];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+  if (g_failed == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", root);
+  return check_report();
 }
 
 #endif /* CAIRN_TESTS_C_API_CHECK_H_ */

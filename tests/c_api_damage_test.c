@@ -149,19 +149,10 @@ static void test_damaged_segment(void) {
 }
 
 int main(void) {
-  const char* tmp = getenv("TMPDIR");
-  snprintf(g_root, sizeof(g_root), "%s/cairn_c_api_damage_XXXXXX",
-           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-  if (mkdtemp(g_root) == NULL) {
-    perror("mkdtemp");
-    return 2;
-  }
+  if (!make_test_root(g_root, sizeof(g_root), "cairn_c_api_damage_")) return 2;
   test_damaged_current();
   test_damaged_manifest();
   test_damaged_wal();
   test_damaged_segment();
-  char cmd[300];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_root);
-  if (g_failed == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
-  return check_report();
+  return finish_test_root(g_root);
 }

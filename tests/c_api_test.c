@@ -765,13 +765,7 @@ static void test_threads(void) {
 }
 
 int main(void) {
-  const char* tmp = getenv("TMPDIR");
-  snprintf(g_root, sizeof(g_root), "%s/cairn_c_api_test.XXXXXX",
-           tmp != NULL && tmp[0] != '\0' ? tmp : "/tmp");
-  if (mkdtemp(g_root) == NULL) {
-    perror("mkdtemp");
-    return 2;
-  }
+  if (!make_test_root(g_root, sizeof(g_root), "cairn_c_api_test.")) return 2;
   test_errors_and_version();
   test_options();
   test_open_errors();
@@ -780,8 +774,5 @@ int main(void) {
   test_maintenance();
   test_model();
   test_threads();
-  char cmd[300];
-  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_root);
-  if (g_failed == 0 && system(cmd) != 0) fprintf(stderr, "could not remove %s\n", g_root);
-  return check_report();
+  return finish_test_root(g_root);
 }

@@ -231,6 +231,9 @@ TEST_F(ToolTest, DumpSstPrintsPropertiesEntriesAndVerifies) {
   EXPECT_THAT(r.output,
               HasSubstr(absl::StrCat("'", Key(7), "' @ 8 PUT value_len ", Value(7).size())));
   EXPECT_THAT(r.output, HasSubstr("verify: OK"));
+  // A DB's tables record the value-log bytes their pointers name (tag 9).
+  EXPECT_THAT(r.output, HasSubstr("value-log bytes named: "));
+  EXPECT_THAT(r.output, Not(HasSubstr("not recorded")));
 
   RunResult limited = RunTool({"dump-sst", "--max_entries", "5", sst});
   EXPECT_EQ(limited.exit_code, 0) << limited.output;
@@ -460,6 +463,8 @@ TEST_F(ToolTest, CheckVerifiesValuePointersAndReportsDanglingOnes) {
   EXPECT_THAT(r.output, HasSubstr("1 segments (10 records), 10 value pointers checked"));
   RunResult dump = RunTool({"dump-sst", lsm::TableFileName(dir_, table_number)});
   EXPECT_THAT(dump.output, HasSubstr(absl::StrCat("PTR -> ", pointers[0].DebugString())));
+  // Built without the DB's pointer sizer, as a table before tag 9 was.
+  EXPECT_THAT(dump.output, HasSubstr("value-log bytes named: not recorded"));
   RunResult manifest = RunTool({"dump-manifest", dir_});
   EXPECT_THAT(manifest.output, HasSubstr(absl::StrCat("vlog: new segment ", segment_id)));
 

@@ -50,6 +50,11 @@ void PrintProperties(const lsm::Table& table) {
   absl::PrintF("  entries: %d\n", p.num_entries);
   absl::PrintF("  deletions: %d\n", p.num_deletions);
   absl::PrintF("  value pointers: %d\n", p.num_value_pointers);
+  if (p.has_value_pointer_bytes) {
+    absl::PrintF("  value-log bytes named: %d\n", p.value_pointer_bytes);
+  } else {
+    absl::PrintF("  value-log bytes named: not recorded (a table written before 2026-12-07)\n");
+  }
   absl::PrintF("  raw key bytes: %d\n", p.raw_key_bytes);
   absl::PrintF("  raw value bytes: %d\n", p.raw_value_bytes);
   absl::PrintF("  sequences: %d..%d\n", p.smallest_sequence, p.largest_sequence);

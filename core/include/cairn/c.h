@@ -155,6 +155,11 @@ void cairn_readoptions_set_value_prefetch_bytes(cairn_readoptions_t* options, si
 size_t cairn_readoptions_get_value_prefetch_bytes(const cairn_readoptions_t* options);
 void cairn_readoptions_set_readahead_size(cairn_readoptions_t* options, size_t v);
 size_t cairn_readoptions_get_readahead_size(const cairn_readoptions_t* options);
+/* ReadOptions::keys_only: iterators read no value-log byte while they move;
+ * cairn_iter_value reads a separated value on demand, cairn_iter_value_size
+ * reads nothing. */
+void cairn_readoptions_set_keys_only(cairn_readoptions_t* options, unsigned char v);
+unsigned char cairn_readoptions_get_keys_only(const cairn_readoptions_t* options);
 /* Iterator bounds, lower <= key < upper, copied into the options; a NULL
  * key removes the bound. */
 void cairn_readoptions_set_iterate_lower_bound(cairn_readoptions_t* options, const char* key,
@@ -244,7 +249,14 @@ void cairn_iter_next(cairn_iterator_t* it);
 void cairn_iter_prev(cairn_iterator_t* it);
 /* NULL (length 0) when the iterator is not valid. */
 const char* cairn_iter_key(const cairn_iterator_t* it, size_t* klen);
+/* Under keys_only, reads a separated value (alone); a failed read makes the
+ * iterator invalid, returns NULL and cairn_iter_get_error reports it. */
 const char* cairn_iter_value(const cairn_iterator_t* it, size_t* vlen);
+/* Iterator::value_size: the value's size without reading it under keys_only
+ * (a separated value's stored length, cairn/iterator.h); 0 when the
+ * iterator is not valid or NULL, or the entry's pointer is damaged (then
+ * the iterator is invalid and cairn_iter_get_error says why). */
+uint64_t cairn_iter_value_size(const cairn_iterator_t* it);
 /* Sets *errptr when the iterator stopped on an error. */
 void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr);
 
@@ -261,6 +273,13 @@ void cairn_iter_get_error(const cairn_iterator_t* it, char** errptr);
  * nothing. */
 size_t cairn_iter_next_batch(cairn_iterator_t* it, char* buf, size_t buf_len, size_t max_entries,
                              size_t* bytes_used, char** errptr);
+/* On a keys_only iterator cairn_iter_next_batch reads each value it copies
+ * (on demand); cairn_iter_next_key_batch reads none.
+ * As cairn_iter_next_batch, for listings: each entry is a uint32_t key
+ * length, a uint64_t value size (cairn_iter_value_size: from the pointer,
+ * no value read, when the iterator is keys_only), then the key's bytes. */
+size_t cairn_iter_next_key_batch(cairn_iterator_t* it, char* buf, size_t buf_len,
+                                 size_t max_entries, size_t* bytes_used, char** errptr);
 
 /* ---- Snapshots ---- */
 /* NULL when the DB is closed or NULL. Release each once. */
@@ -290,6 +309,26 @@ typedef struct cairn_checkpoint_result_t {
 /* Writes an openable copy to the new directory dir; result may be NULL. */
 void cairn_checkpoint(cairn_t* db, const char* dir, cairn_checkpoint_result_t* result,
                       char** errptr);
+
+/* ---- Size estimates (DB::GetApproximateSizes, issue 60) ---- */
+/* What to count, OR-ed (cairn::SizeApproximationFlags). */
+#define CAIRN_SIZE_INCLUDE_MEMTABLES 1u
+#define CAIRN_SIZE_INCLUDE_FILES 2u
+#define CAIRN_SIZE_INCLUDE_VALUE_LOG 4u
+/* sizes[i] = the approximate bytes of keys in [start_keys[i], limit_keys[i])
+ * (parallel arrays of num_ranges keys and lengths), from metadata only.
+ * InvalidArgument (sizes untouched): a NULL array with num_ranges > 0, a
+ * NULL key with a length, an inverted range, flags naming nothing or an
+ * unknown bit. An empty range is 0. */
+void cairn_approximate_sizes(cairn_t* db, int num_ranges, const char* const* start_keys,
+                             const size_t* start_lens, const char* const* limit_keys,
+                             const size_t* limit_lens, uint32_t flags, uint64_t* sizes,
+                             char** errptr);
+/* DB::GetApproximateKeyCount over [start, limit); 0 with *errptr set on
+ * bad input (flags: MEMTABLES and/or FILES). */
+uint64_t cairn_approximate_key_count(cairn_t* db, const char* start, size_t startlen,
+                                     const char* limit, size_t limitlen, uint32_t flags,
+                                     char** errptr);
 
 /* ---- Properties and statistics ---- */
 /* GetProperty's text, malloc'd; NULL for an unknown name or a closed DB. */

@@ -24,6 +24,21 @@
 
 namespace cairn {
 
+// A key range [start, limit) for DB::GetApproximateSizes.
+struct Range {
+  std::string_view start;
+  std::string_view limit;
+};
+
+// What DB::GetApproximateSizes and GetApproximateKeyCount count, OR-ed:
+// the memtables' entries, the tables' bytes, and the value-log bytes that
+// the range's pointers name (in the memtables and tables counted).
+enum SizeApproximationFlags : uint32_t {
+  kIncludeMemtables = 1,
+  kIncludeFiles = 2,
+  kIncludeValueLog = 4,
+};
+
 // A consistent read view; see DB::GetSnapshot.
 class Snapshot {
  protected:
@@ -164,6 +179,34 @@ class DB {
   // no value read; feeds space amplification), "cairn.options" (the newest
   // OPTIONS file's text, docs/options_format.md). False for an unknown name.
   virtual bool GetProperty(std::string_view name, std::string* value) = 0;
+
+  // Size estimates (issue 60), RocksDB's GetApproximateSizes with the value
+  // log's half: sizes[i] is about the bytes keys in ranges[i] take, from
+  // metadata only, never by reading a value or a data block:
+  // kIncludeFiles, each overlapping table's size times the share of its
+  // data blocks the range covers (found in its index, interpolated inside
+  // the end blocks); kIncludeMemtables, the memtables' internal keys and
+  // stored values in the range (an in-memory walk of their entries there);
+  // kIncludeValueLog, the value-log records the range's pointers name (per
+  // table the value_pointer_bytes property times the same share, in the
+  // memtables the pointers themselves). Old versions and deleted keys
+  // still in the tables count, as they do in RocksDB's; a table written
+  // before 2026-12-07 lacks the property, and its pointers count at the
+  // average record size of the tables that have it (0 when none has).
+  // An empty range (start == limit) is 0. InvalidArgument, before any
+  // work: ranges or sizes null with n > 0, n < 0, a range with start >
+  // limit, flags naming nothing or an unknown bit.
+  virtual absl::Status GetApproximateSizes(const Range* ranges, int n, uint64_t* sizes,
+                                           uint32_t flags = kIncludeFiles | kIncludeValueLog);
+  // About how many keys [range.start, range.limit) holds, from the same
+  // metadata: per table its entries less its deletions times the range's
+  // share; in the memtables the entries that are not deletions. A key with
+  // versions in several places counts in each (RocksDB's
+  // GetApproximateMemTableStats and estimate-num-keys count so too).
+  // flags: kIncludeMemtables and/or kIncludeFiles (kIncludeValueLog adds
+  // nothing). InvalidArgument as for GetApproximateSizes.
+  virtual absl::StatusOr<uint64_t> GetApproximateKeyCount(
+      const Range& range, uint32_t flags = kIncludeMemtables | kIncludeFiles);
   virtual Stats GetStats() = 0;
 };
 

@@ -298,6 +298,16 @@ struct ReadOptions {
   // every such read covers at least this many bytes. Gets always read one
   // block. At most 64 MiB. Default: 0.
   size_t readahead_size = 0;
+  // Key-only iteration (issue 60; BlobDB's lazy blob loading is the model):
+  // an iterator reads no value-log byte while it moves. key() and
+  // Iterator::value_size() come from the LSM alone; value() of a separated
+  // value reads it then, on demand, alone (no prefetch window is kept, so
+  // a scan that asks for no value reads no value-log byte, and one that
+  // asks for a few reads just those). Inline values are in the tables and
+  // cost nothing. A value() that fails turns the iterator invalid with the
+  // error in status(), as a move that meets a bad value does otherwise.
+  // Gets and MultiGet ignore it. Default: false.
+  bool keys_only = false;
 };
 
 // Values a forward scan reads one at a time after each seek before its
