@@ -57,7 +57,9 @@ for fn in ("func New(bcfg BackendConfig) Backend {\n",
 open(p, "w").write(s)
 PY
 
-export GOPATH="$gp" GO111MODULE=off GOFLAGS= GOCACHE="${GOCACHE:-$out/gocache}"
+export GOPATH="$gp" GO111MODULE=off GOFLAGS=
+# Go's own build cache (~/.cache/go-build): a rebuild takes seconds.
+export GOCACHE="${GOCACHE:-$(go env GOCACHE)}"
 export CGO_ENABLED=1
 export CGO_CFLAGS="-I$root/core/include"
 export CGO_LDFLAGS="-L$libdir -Wl,-rpath,$libdir"

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The proof of the cairn backend by etcd's own tests (issue 59; docs/etcd.md):
+#   integrations/etcd/run_integration.sh OUTDIR [--long]
+# OUTDIR is what build.sh built. In order:
+#   1. the backend's own Go tests (go test -run Cairn ./mvcc/backend);
+#   2. a named subset of etcd's integration tests, first on bbolt, then on
+#      cairn, in this one job. A test that passes on bbolt and fails on cairn
+#      fails the run; one that fails on both is reported as flaky, not
+#      blamed on cairn.
+# --long adds the slower tests (LONG_TESTS). Last line: "N passed, N failed"
+# over the pair of runs.
+set -uo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+[ $# -ge 1 ] || { echo "usage: $0 OUTDIR [--long]" >&2; exit 2; }
+out="$(cd "$1" && pwd)" || exit 2
+long=0
+[ "${2:-}" = "--long" ] && long=1
+[ -x "$out/bin/integration.test" ] && [ -f "$out/env.sh" ] || {
+  echo "cairn-etcd: $out has no build: run integrations/etcd/build.sh $1 first" >&2; exit 2; }
+source "$out/env.sh"
+
+# Together they call every backend method: puts, ranges with limits, txns,
+# deletes, compaction (UnsafeDelete through mvcc's compaction), hash and
+# hash-KV (Hash, UnsafeForEach), watch (ConcurrentReadTx of old revisions),
+# lease (the lease bucket, UnsafeForEach at recovery), restart (a reopen),
+# snapshots sent to a slow member and installed (Snapshot, WriteTo, Size,
+# the install), member changes after a full rotation, the space quota and
+# its alarm (Size), defragment (Defrag), a corrupted store's alarm (the test
+# writes through backend.New/NewDefaultBackend, which pick cairn too), and
+# network partitions of five and four members.
+TESTS=(
+  # puts, ranges with limits, txns, deletes
+  TestV3PutOverwrite TestV3PutRestart TestV3RangeRequest TestV3DeleteRange
+  TestV3TxnRevision TestV3TxnRangeCompare TestV3TxnDuplicateKeys
+  TestV3TooLargeRequest TestV3LargeRequests
+  # compaction, hashes, defrag, the corruption alarm
+  TestV3CompactCurrentRev TestV3HashKV TestV3Hash TestV3HashRestart
+  TestV3CorruptAlarm TestV3CorruptAlarmWithLeaseCorrupted
+  TestV3MaintenanceDefragmentInflightRange TestMetricDbSizeBoot
+  # watch, a slow member restored from a snapshot
+  TestV3WatchFromCurrentRevision TestV3WatchCancelUnsynced
+  TestV3WatchMultipleEventsTxnUnsynced TestV3WatchWithPrevKV
+  TestV3WatchRestoreSnapshotUnsync
+  # leases
+  TestV3LeaseRevoke TestV3LeaseGrantByID TestV3LeaseExists TestV3LeaseLeases
+  TestV3LeaseRecoverAndRevoke TestV3LeaseRevokeAndRecover
+  TestV3LeaseRecoverKeyWithDetachedLease TestV3LeaseNegativeID
+  # restarts, snapshots, membership
+  TestRestartMember TestSnapshotAndRestartMember TestIssue2746 TestIssue2904
+  TestIssue3699 TestAddMemberAfterClusterFullRotation TestForceNewCluster
+  TestRestartRemoved
+  # the space quota and its alarm
+  TestV3StorageQuotaApply TestV3StorageQuotaAPI TestV3AlarmDeactivate
+  TestMetricQuotaBackendBytes
+  # partitions
+  TestNetworkPartition5MembersLeaderInMajority
+  TestNetworkPartition5MembersLeaderInMinority
+  # election, STM, auth across a restart
+  TestV3ElectionCampaign TestSTMConflict TestV3AuthRestartMember
+)
+# --long: slower ones (TestV3LeaseCheckpoint alone takes a minute).
+LONG_TESTS=(
+  TestV3LeaseCheckpoint TestIssue2746WithThree TestDecreaseClusterSizeOf5
+  TestNetworkPartition4Members TestV3WatchMultipleEventsPutUnsynced
+  TestV3LeaseFailover TestV3LeaseKeepAlive TestV3LeaseExpire
+  TestElectionFailover TestMutexMultiNode TestV3AuthOldRevConcurrent
+)
+# Left out, with the reason (2026-12-07):
+#   No test of package integration opens a bbolt file itself: the two that
+#   write a member's store directly (TestV3CorruptAlarm*) call backend.New
+#   and NewDefaultBackend, which pick cairn too, so they are in.
+#   TestMetricDbSizeDefrag, TestMetricDbSizeDefragDebugging: they assert
+#   bbolt's page accounting, that the in-use size drops as soon as an etcd
+#   compaction commits (bbolt frees the pages in that commit). cairn's
+#   deletes are tombstones until its background compaction and value-log GC
+#   run, so its in-use estimate drops later (docs/etcd.md, "Size").
+#   The v2 tests (TestV2*): the v2 store is not kept in the backend.
+#   clientv3/snapshot's tests (another package) save and restore a snapshot
+#   with etcdctl's snapshot library, which reads the stream as a bbolt file.
+[ $long = 1 ] && TESTS+=("${LONG_TESTS[@]}")
+regex="^($(IFS='|'; echo "${TESTS[*]}"))\$"
+
+fail=0
+echo "== cairn backend unit tests (go test -run Cairn ./mvcc/backend)"
+start=$SECONDS
+if (cd "$ETCD_SRC" && CAIRN_DOCS="$root/docs/etcd.md" go test -count=1 -run Cairn ./mvcc/backend); then
+  echo "cairn backend unit tests: passed ($((SECONDS - start)) s)"
+else
+  echo "cairn backend unit tests: FAILED"; fail=1
+fi
+
+# run_subset BACKEND LOG: the subset on one backend, -test.v so each test's
+# result is a line.
+run_subset() {
+  local be="$1" log="$2" t0=$SECONDS
+  echo "== etcd integration subset (${#TESTS[@]} tests) on $be"
+  (cd "$ETCD_SRC/integration" && CAIRN_ETCD_BACKEND="$be" timeout 900 \
+      "$out/bin/integration.test" -test.v -test.timeout 14m -test.run "$regex") >"$log" 2>&1
+  echo "$be: exit $?, $((SECONDS - t0)) s (log $log)"
+}
+mkdir -p "$out/logs"
+run_subset bbolt "$out/logs/integration-bbolt.log"
+run_subset cairn "$out/logs/integration-cairn.log"
+
+result() { # TEST LOG -> PASS, FAIL or NONE (did not finish)
+  local r
+  r=$(grep -E "^--- (PASS|FAIL|SKIP): $1 " "$2" | head -1 | awk '{print $2}' | tr -d :)
+  echo "${r:-NONE}"
+}
+passed=0 failed=0 flaky=0
+printf '%-48s %-6s %-6s\n' test bbolt cairn
+for t in "${TESTS[@]}"; do
+  b=$(result "$t" "$out/logs/integration-bbolt.log")
+  c=$(result "$t" "$out/logs/integration-cairn.log")
+  note=""
+  [ "$b" = PASS ] && passed=$((passed + 1)) || failed=$((failed + 1))
+  [ "$c" = PASS ] && passed=$((passed + 1)) || failed=$((failed + 1))
+  if [ "$b" = PASS ] && [ "$c" != PASS ]; then
+    note="<- fails on cairn only"; fail=1
+  elif [ "$b" != PASS ]; then
+    note="(fails on bbolt: flaky or broken here, not counted against cairn)"; flaky=$((flaky + 1))
+  fi
+  printf '%-48s %-6s %-6s %s\n' "$t" "$b" "$c" "$note"
+done
+if [ $fail != 0 ]; then
+  echo "cairn-etcd: FAILED (a test that passes on bbolt fails on cairn, or the unit tests failed);"
+  echo "  see $out/logs/integration-cairn.log"
+fi
+[ $flaky != 0 ] && echo "cairn-etcd: $flaky test(s) failed on bbolt too: reported as flaky"
+echo "$passed passed, $failed failed"
+exit $fail
