@@ -38,8 +38,9 @@ func cairnSelected() bool {
 // NewTmpBackendSelected and NewDefaultTmpBackendSelected are etcd's test
 // constructors (NewTmpBackend, NewDefaultTmpBackend) as Backend, honouring
 // CAIRN_ETCD_BACKEND: build.sh points the tests of etcd's mvcc and lease
-// packages at them, so those run on either backend. A cairn one removes its
-// temporary directory at Close.
+// packages at them, so those run on either backend. Like bbolt's, they
+// leave their temporary directory behind (run_integration.sh gives the
+// tests a TMPDIR of their own).
 func NewTmpBackendSelected(batchInterval time.Duration, batchLimit int) (Backend, string) {
 	if !cairnSelected() {
 		return NewTmpBackend(batchInterval, batchLimit)
@@ -51,9 +52,7 @@ func NewTmpBackendSelected(batchInterval time.Duration, batchLimit int) (Backend
 	c := DefaultBackendConfig()
 	c.BatchInterval, c.BatchLimit = batchInterval, batchLimit
 	c.Path = filepath.Join(dir, "database")
-	b := newCairnBackend(c).(*cairnBackend)
-	b.tmpRoot = dir
-	return b, c.Path
+	return newCairnBackend(c), c.Path
 }
 
 func NewDefaultTmpBackendSelected() (Backend, string) {
@@ -88,7 +87,6 @@ type cairnBackend struct {
 	layers []cairnLayer
 
 	readers sync.WaitGroup // open ConcurrentReadTx and snapshots
-	tmpRoot string         // removed at Close (NewTmpBackendSelected)
 	stopc   chan struct{}
 	donec   chan struct{}
 }
@@ -328,8 +326,5 @@ func (b *cairnBackend) Close() error {
 	b.readers.Wait()
 	err := b.db.close()
 	cairnUnregister(b.path, b.dir, b.lg)
-	if b.tmpRoot != "" {
-		os.RemoveAll(b.tmpRoot)
-	}
 	return err
 }

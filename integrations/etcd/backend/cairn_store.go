@@ -94,6 +94,9 @@ func cairnReadMarker(p string) (name, kind string, err error) {
 		return "", "", err
 	}
 	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.IsDir() {
+		return "", "", fmt.Errorf("%s is a directory; the cairn backend's path is a file (its marker)", p)
+	}
 	head := make([]byte, 512)
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
