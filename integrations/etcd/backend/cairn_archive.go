@@ -6,7 +6,11 @@
 //	per file u16 name length | name | u64 size | bytes | u32 CRC-32C of bytes
 //	trailer  "CAIRNEND" | u32 file count | u32 CRC-32C of every byte before
 //	         the trailer
+//	padding  zeros up to a multiple of 512 bytes
 //
+// The padding is for etcdctl snapshot save, which takes a stream whose
+// length is not a multiple of 512 (a bbolt file is whole pages) plus the
+// server's 32-byte SHA-256 for a damaged download (2026-12-07).
 // Names are the checkpoint's relative paths ('/' between parts), sorted.
 
 package backend
@@ -40,14 +44,19 @@ type cairnArchiveFile struct {
 	path string // where its bytes are read from
 }
 
+const cairnArchiveAlign = 512
+
 // cairnArchiveSize is the exact length of the stream for these files.
 func cairnArchiveSize(files []cairnArchiveFile) int64 {
 	n := int64(16 + 16)
 	for _, f := range files {
 		n += 2 + int64(len(f.name)) + 8 + f.size + 4
 	}
-	return n
+	return n + cairnPad(n)
 }
+
+// cairnPad: the zeros that follow a trailer ending at offset n.
+func cairnPad(n int64) int64 { return (cairnArchiveAlign - n%cairnArchiveAlign) % cairnArchiveAlign }
 
 // cairnListFiles lists a checkpoint directory's files, sorted by name.
 func cairnListFiles(dir string) ([]cairnArchiveFile, error) {
@@ -91,7 +100,10 @@ func cairnWriteArchive(w io.Writer, files []cairnArchiveFile) (int64, error) {
 	copy(tr[:], cairnArchiveEnd)
 	binary.LittleEndian.PutUint32(tr[8:], uint32(len(files)))
 	binary.LittleEndian.PutUint32(tr[12:], total.Sum32())
-	n, err := w.Write(tr[:])
+	if _, err := cw.Write(tr[:]); err != nil {
+		return cw.n, err
+	}
+	n, err := w.Write(make([]byte, cairnPad(cw.n)))
 	return cw.n + int64(n), err
 }
 
@@ -120,6 +132,17 @@ func cairnWriteFile(w io.Writer, f cairnArchiveFile) error {
 	binary.LittleEndian.PutUint32(c[:], crc.Sum32())
 	_, err = w.Write(c[:])
 	return err
+}
+
+type cairnCountReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *cairnCountReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }
 
 type cairnCountWriter struct {
@@ -172,7 +195,8 @@ func cairnUnpack(src, dir string) error {
 	}
 	defer f.Close()
 	total := crc32.New(cairnCRC)
-	r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), total)
+	cr := &cairnCountReader{r: bufio.NewReaderSize(f, 1<<20)}
+	r := io.TeeReader(cr, total)
 	bad := func(format string, a ...interface{}) error {
 		return fmt.Errorf("cairn snapshot archive %s: %s", src, fmt.Sprintf(format, a...))
 	}
@@ -213,8 +237,13 @@ func cairnUnpack(src, dir string) error {
 	if got := binary.LittleEndian.Uint32(tr[12:]); got != sum {
 		return bad("stream checksum %08x, want %08x", sum, got)
 	}
-	if n, _ := io.Copy(io.Discard, r); n != 0 {
-		return bad("%d bytes after the end marker", n)
+	end := cr.n
+	rest, err := io.ReadAll(io.LimitReader(r, cairnArchiveAlign))
+	if err != nil {
+		return err
+	}
+	if int64(len(rest)) != cairnPad(end) || !bytes.Equal(rest, make([]byte, len(rest))) {
+		return bad("%d bytes after the end marker, want %d zeros", len(rest), cairnPad(end))
 	}
 	for d := range dirs {
 		if err := cairnSyncDir(d); err != nil {
