@@ -134,17 +134,6 @@ func cairnWriteFile(w io.Writer, f cairnArchiveFile) error {
 	return err
 }
 
-type cairnCountReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *cairnCountReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
-}
-
 type cairnCountWriter struct {
 	w io.Writer
 	n int64
@@ -195,8 +184,7 @@ func cairnUnpack(src, dir string) error {
 	}
 	defer f.Close()
 	total := crc32.New(cairnCRC)
-	cr := &cairnCountReader{r: bufio.NewReaderSize(f, 1<<20)}
-	r := io.TeeReader(cr, total)
+	r := io.TeeReader(bufio.NewReaderSize(f, 1<<20), total)
 	bad := func(format string, a ...interface{}) error {
 		return fmt.Errorf("cairn snapshot archive %s: %s", src, fmt.Sprintf(format, a...))
 	}
@@ -216,11 +204,13 @@ func cairnUnpack(src, dir string) error {
 	}
 	dirs := map[string]bool{dir: true}
 	seen := map[string]bool{}
+	end := int64(16 + 16) // where the trailer ends: header, files, trailer
 	for i := uint32(0); i < count; i++ {
-		name, err := cairnUnpackFile(r, dir, dirs, bad, i)
+		name, size, err := cairnUnpackFile(r, dir, dirs, bad, i)
 		if err != nil {
 			return err
 		}
+		end += 2 + int64(len(name)) + 8 + size + 4
 		if seen[name] {
 			return bad("file %q twice", name)
 		}
@@ -237,7 +227,6 @@ func cairnUnpack(src, dir string) error {
 	if got := binary.LittleEndian.Uint32(tr[12:]); got != sum {
 		return bad("stream checksum %08x, want %08x", sum, got)
 	}
-	end := cr.n
 	rest, err := io.ReadAll(io.LimitReader(r, cairnArchiveAlign))
 	if err != nil {
 		return err
@@ -254,63 +243,67 @@ func cairnUnpack(src, dir string) error {
 }
 
 func cairnUnpackFile(r io.Reader, dir string, dirs map[string]bool,
-	bad func(string, ...interface{}) error, i uint32) (string, error) {
+	bad func(string, ...interface{}) error, i uint32) (name string, size int64, err error) {
 	var nl [2]byte
 	if _, err := io.ReadFull(r, nl[:]); err != nil {
-		return "", bad("file %d: short name length: %v", i, err)
+		return "", 0, bad("file %d: short name length: %v", i, err)
 	}
-	name := make([]byte, binary.LittleEndian.Uint16(nl[:]))
-	if _, err := io.ReadFull(r, name); err != nil {
-		return "", bad("file %d: short name: %v", i, err)
+	nb := make([]byte, binary.LittleEndian.Uint16(nl[:]))
+	if _, err := io.ReadFull(r, nb); err != nil {
+		return "", 0, bad("file %d: short name: %v", i, err)
 	}
-	if !cairnValidName(string(name)) {
-		return "", bad("file %d: bad name %q", i, name)
+	name = string(nb)
+	if !cairnValidName(name) {
+		return "", 0, bad("file %d: bad name %q", i, name)
 	}
 	var sz [8]byte
 	if _, err := io.ReadFull(r, sz[:]); err != nil {
-		return "", bad("file %q: short size: %v", name, err)
+		return "", 0, bad("file %q: short size: %v", name, err)
 	}
-	size := int64(binary.LittleEndian.Uint64(sz[:]))
+	size = int64(binary.LittleEndian.Uint64(sz[:]))
 	if size < 0 {
-		return "", bad("file %q: bad size", name)
+		return "", 0, bad("file %q: bad size", name)
 	}
-	p := filepath.Join(dir, filepath.FromSlash(string(name)))
+	p := filepath.Join(dir, filepath.FromSlash(name))
 	if err := os.MkdirAll(filepath.Dir(p), 0700); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	for d := filepath.Dir(p); len(d) >= len(dir); d = filepath.Dir(d) {
 		dirs[d] = true
 	}
 	out, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0600)
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	defer out.Close()
 	crc := crc32.New(cairnCRC)
 	if i == 0 {
-		// A crash half way through the first file (cairn_install_test.go).
+		// A kill half way through the first file (TestCairnInstallCrashAtEachStep).
 		if _, err := io.CopyN(io.MultiWriter(out, crc), r, size/2); err != nil {
-			return "", bad("file %q: short: %v", name, err)
+			return "", 0, bad("file %q: short: %v", name, err)
 		}
 		if err := cairnStep("unpack-mid"); err != nil {
-			return "", err
+			return "", 0, err
 		}
-		size -= size / 2
 	}
-	if n, err := io.CopyN(io.MultiWriter(out, crc), r, size); err != nil {
-		return "", bad("file %q: short by %d bytes: %v", name, size-n, err)
+	rest := size - size/2
+	if i != 0 {
+		rest = size
+	}
+	if n, err := io.CopyN(io.MultiWriter(out, crc), r, rest); err != nil {
+		return "", 0, bad("file %q: short by %d bytes: %v", name, rest-n, err)
 	}
 	var c [4]byte
 	if _, err := io.ReadFull(r, c[:]); err != nil {
-		return "", bad("file %q: no checksum: %v", name, err)
+		return "", 0, bad("file %q: no checksum: %v", name, err)
 	}
 	if got, want := crc.Sum32(), binary.LittleEndian.Uint32(c[:]); got != want {
-		return "", bad("file %q: checksum %08x, want %08x", name, got, want)
+		return "", 0, bad("file %q: checksum %08x, want %08x", name, got, want)
 	}
 	if err := out.Sync(); err != nil {
-		return "", err
+		return "", 0, err
 	}
-	return string(name), out.Close()
+	return name, size, out.Close()
 }
 
 func cairnSyncDir(d string) error {

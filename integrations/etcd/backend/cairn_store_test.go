@@ -83,6 +83,16 @@ func TestCairnSnapshotRoundTrip(t *testing.T) {
 			t.Fatalf("archive cut at %d of %d: got %v, want an archive error", cut, len(arch), err)
 		}
 	}
+	// etcdctl snapshot save's file: the stream and a SHA-256 after it.
+	c4 := cairnTestConfig(t)
+	os.MkdirAll(filepath.Dir(c4.Path), 0700)
+	os.WriteFile(c4.Path, append(append([]byte(nil), arch...), make([]byte, 32)...), 0600)
+	if _, err := openCairnBackend(c4); err == nil || !strings.Contains(err.Error(), "after the end marker") {
+		t.Fatalf("archive with 32 bytes after it: got %v", err)
+	}
+	if len(arch)%512 != 0 {
+		t.Fatalf("archive of %d bytes, not a multiple of 512", len(arch))
+	}
 	flip := append([]byte(nil), arch...)
 	flip[len(flip)/3] ^= 1
 	c3 := cairnTestConfig(t)
