@@ -8,9 +8,9 @@
 //	         the trailer
 //	padding  zeros up to a multiple of 512 bytes
 //
-// The padding is for etcdctl snapshot save, which takes a stream whose
-// length is not a multiple of 512 (a bbolt file is whole pages) plus the
-// server's 32-byte SHA-256 for a damaged download (2026-12-07).
+// The padding is for etcdctl snapshot save, which refuses a download whose
+// length is not a multiple of 512 plus 32: it expects whole bbolt pages,
+// then the server's 32-byte SHA-256 (2026-12-07).
 // Names are the checkpoint's relative paths ('/' between parts), sorted.
 
 package backend
