@@ -9,8 +9,9 @@
 #      cairn, in this one job. A test that passes on bbolt and fails on cairn
 #      fails the run; one that fails on both is reported as flaky, not
 #      blamed on cairn.
-# --long adds the slower tests (LONG_TESTS). Last line: "N passed, N failed"
-# over the pair of runs.
+# A test that hangs is stopped after 120 s. --long adds the slower tests
+# (LONG_TESTS). Last line: "N passed, N failed" over the
+# pair of runs.
 set -uo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -132,30 +133,78 @@ fi
 kill "$etcd_pid" 2>/dev/null; wait "$etcd_pid" 2>/dev/null
 [ $fail = 0 ] && rm -rf "$smoke"
 
-# run_subset BACKEND LOG: the subset on one backend, -test.v so each test's
-# result is a line.
+result() { # TEST LOG -> PASS, FAIL or NONE (did not finish)
+  local r
+  r=$(grep -E "^--- (PASS|FAIL|SKIP): $1 " "$2" | tail -1 | awk '{print $2}' | tr -d :)
+  echo "${r:-NONE}"
+}
+limit=120 # seconds a test may run; the longest, TestV3LeaseCheckpoint, takes 61
+# run_one BACKEND TEST LOG: one test in a process of its own.
+run_one() {
+  (cd "$ETCD_SRC/integration" && CAIRN_ETCD_BACKEND="$1" timeout -s QUIT $limit \
+      "$out/bin/integration.test" -test.v -test.run "^$2\$") >>"$3" 2>&1
+}
+# run_subset BACKEND LOG: the subset in one process, as etcd runs its tests
+# (some read metrics that earlier tests of the process created: in a
+# process of its own TestV3WatchRestoreSnapshotUnsync finds no snapshot
+# gauge yet unless the send has begun). A test that hangs (TestIssue2904
+# waits without a deadline for a member to apply its own removal, and under
+# a load of 30 on 2 cores once waited for good, 2026-12-07) is stopped after
+# $limit s with no test finishing, counted as failed, and the tests after
+# it run in a new process.
 run_subset() {
-  local be="$1" log="$2" t0=$SECONDS
+  local be="$1" log="$2" t0=$SECONDS todo=("${TESTS[@]}") next t pid n m last hung re
   echo "== etcd integration subset (${#TESTS[@]} tests) on $be"
-  (cd "$ETCD_SRC/integration" && CAIRN_ETCD_BACKEND="$be" timeout 900 \
-      "$out/bin/integration.test" -test.v -test.timeout 14m -test.run "$regex") >"$log" 2>&1
-  echo "$be: exit $?, $((SECONDS - t0)) s (log $log)"
+  : >"$log"
+  while [ ${#todo[@]} -gt 0 ]; do
+    re="^($(IFS='|'; echo "${todo[*]}"))\$"
+    (cd "$ETCD_SRC/integration" && CAIRN_ETCD_BACKEND="$be" exec "$out/bin/integration.test" \
+        -test.v -test.run "$re") >>"$log" 2>&1 &
+    pid=$! n=-1 last=$SECONDS
+    while kill -0 $pid 2>/dev/null; do
+      sleep 2
+      m=$(grep -c '^--- ' "$log")
+      if [ "$m" != "$n" ]; then
+        n=$m last=$SECONDS
+      elif [ $((SECONDS - last)) -ge $limit ]; then
+        echo "(no test finished in $limit s: stopping the process)" >>"$log"
+        kill -QUIT $pid 2>/dev/null; sleep 3; kill -KILL $pid 2>/dev/null
+      fi
+    done
+    wait $pid 2>/dev/null
+    hung=$(grep -E '^=== RUN   [^/]+$' "$log" | tail -1 | awk '{print $3}')
+    next=()
+    for t in "${todo[@]}"; do
+      [ "$(result "$t" "$log")" != NONE ] && continue
+      if [ "$t" = "$hung" ]; then echo "--- FAIL: $t (stopped)" >>"$log"; continue; fi
+      next+=("$t")
+    done
+    [ ${#next[@]} -eq ${#todo[@]} ] && break # no progress: the binary does not run
+    todo=("${next[@]}")
+  done
+  echo "$be: $((SECONDS - t0)) s (log $log)"
 }
 mkdir -p "$out/logs"
 run_subset bbolt "$out/logs/integration-bbolt.log"
 run_subset cairn "$out/logs/integration-cairn.log"
 
-result() { # TEST LOG -> PASS, FAIL or NONE (did not finish)
-  local r
-  r=$(grep -E "^--- (PASS|FAIL|SKIP): $1 " "$2" | head -1 | awk '{print $2}' | tr -d :)
-  echo "${r:-NONE}"
-}
-passed=0 failed=0 flaky=0
+# A test that passes on bbolt and fails on cairn runs once more on cairn
+# (log integration-cairn-retry.log): passing then, it is reported as flaky
+# on cairn, counted as passed, and named in the closing lines.
+passed=0 failed=0 flaky=0 retried=()
+rm -f "$out/logs/integration-cairn-retry.log"
 printf '%-48s %-6s %-6s\n' test bbolt cairn
 for t in "${TESTS[@]}"; do
   b=$(result "$t" "$out/logs/integration-bbolt.log")
   c=$(result "$t" "$out/logs/integration-cairn.log")
   note=""
+  if [ "$b" = PASS ] && [ "$c" != PASS ]; then
+    run_one cairn "$t" "$out/logs/integration-cairn-retry.log"
+    if [ "$(result "$t" "$out/logs/integration-cairn-retry.log")" = PASS ]; then
+      c=PASS note="(failed once on cairn, passed on a second run: flaky)"
+      retried+=("$t")
+    fi
+  fi
   [ "$b" = PASS ] && passed=$((passed + 1)) || failed=$((failed + 1))
   [ "$c" = PASS ] && passed=$((passed + 1)) || failed=$((failed + 1))
   if [ "$b" = PASS ] && [ "$c" != PASS ]; then
@@ -169,6 +218,7 @@ if [ $fail != 0 ]; then
   echo "cairn-etcd: FAILED (a test that passes on bbolt fails on cairn, or the unit tests failed);"
   echo "  see $out/logs/integration-cairn.log"
 fi
-[ $flaky != 0 ] && echo "cairn-etcd: $flaky test(s) failed on bbolt too: reported as flaky"
+[ $flaky != 0 ] && echo "cairn-etcd: $flaky test(s) failed on bbolt: reported as flaky"
+[ ${#retried[@]} != 0 ] && echo "cairn-etcd: passed on cairn only at a second run: ${retried[*]}"
 echo "$passed passed, $failed failed"
 exit $fail
