@@ -67,7 +67,7 @@ LONG_TESTS=(
   TestV3LeaseCheckpoint TestIssue2746WithThree TestDecreaseClusterSizeOf5
   TestNetworkPartition4Members TestV3WatchMultipleEventsPutUnsynced
   TestV3LeaseFailover TestV3LeaseKeepAlive TestV3LeaseExpire
-  TestElectionFailover TestMutexMultiNode TestV3AuthOldRevConcurrent
+  TestElectionFailover TestMutexMultiNode
 )
 # Left out, with the reason (2026-12-07):
 #   No test of package integration opens a bbolt file itself: the two that
