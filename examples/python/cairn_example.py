@@ -165,8 +165,8 @@ class Cairn:
 
 def main(argv):
     if len(argv) < 2 or not os.path.exists(argv[1]):
-        print("skipped: no shared libcairn given (build with BUILD_SHARED_LIBS=ON, or the ci "
-              "build's tests/libcairn_c_test_shared.so)")
+        print("skipped: no shared library given (libcairn_c.so, the C API; any preset "
+              "builds it: cmake --build --preset ci --target cairn_c)")
         return 77
     cairn = Cairn(argv[1])
     tmp = None

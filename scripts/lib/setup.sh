@@ -7,6 +7,9 @@ CAIRN_PACKAGES=(build-essential cmake ninja-build pkg-config
   liburing-dev libabsl-dev libzstd-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev gnuplot-nox
   clang libclang-rt-14-dev python3)
+# The etcd stage alone (integrations/etcd/build.sh): etcd 3.4's Go source,
+# Go 1.19 and etcdctl, all Debian packages.
+CAIRN_ETCD_PACKAGES=(golang-go golang-etcd-server-dev etcd-client python3)
 
 cairn_install_packages() {
   local missing=()

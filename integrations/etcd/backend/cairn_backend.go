@@ -1,0 +1,330 @@
+// etcd 3.4's mvcc backend on cairn (integrations/etcd, docs/etcd.md): picked
+// by CAIRN_ETCD_BACKEND=cairn in backend.New and NewDefaultBackend (the one
+// line build.sh adds to each); bbolt stays the default.
+
+package backend
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io/ioutil"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// cairnSelected reads CAIRN_ETCD_BACKEND (not ETCD_*: etcd reads those as
+// flags): "cairn" picks cairn, "" or "bbolt" keeps bbolt, anything else
+// stops the member rather than guessing.
+func cairnSelected() bool {
+	switch v := os.Getenv("CAIRN_ETCD_BACKEND"); v {
+	case "cairn":
+		return true
+	case "", "bbolt":
+		return false
+	default:
+		plog.Fatalf("CAIRN_ETCD_BACKEND=%q: want cairn or bbolt", v)
+		return false
+	}
+}
+
+// NewTmpBackendSelected and NewDefaultTmpBackendSelected are etcd's test
+// constructors (NewTmpBackend, NewDefaultTmpBackend) as Backend, honouring
+// CAIRN_ETCD_BACKEND: build.sh points the tests of etcd's mvcc and lease
+// packages at them, so those run on either backend. Like bbolt's, they
+// leave their temporary directory behind (run_integration.sh gives the
+// tests a TMPDIR of their own).
+func NewTmpBackendSelected(batchInterval time.Duration, batchLimit int) (Backend, string) {
+	if !cairnSelected() {
+		return NewTmpBackend(batchInterval, batchLimit)
+	}
+	dir, err := ioutil.TempDir(os.TempDir(), "etcd_backend_test")
+	if err != nil {
+		panic(err)
+	}
+	c := DefaultBackendConfig()
+	c.BatchInterval, c.BatchLimit = batchInterval, batchLimit
+	c.Path = filepath.Join(dir, "database")
+	return newCairnBackend(c), c.Path
+}
+
+func NewDefaultTmpBackendSelected() (Backend, string) {
+	return NewTmpBackendSelected(defaultBatchInterval, defaultBatchLimit)
+}
+
+func cairnDefaultConfig(path string) BackendConfig {
+	c := DefaultBackendConfig()
+	c.Path = path
+	return c
+}
+
+type cairnBackend struct {
+	// size, sizeInUse, openReadTxN: atomics, first for 64-bit alignment.
+	size, sizeInUse, openReadTxN int64
+
+	lg            *zap.Logger
+	path          string // etcd's backend path: the marker file (cairn_store.go)
+	dir           string // the cairn directory the marker names
+	db            *cairnDB
+	sync          bool
+	batchInterval time.Duration
+	batchLimit    int
+
+	batchTx *cairnBatchTx
+	buckets map[string]bool // under batchTx's lock
+
+	// rmu orders publishing a layer and dropping committed ones against
+	// readers that take a view (ReadTx holds it, ConcurrentReadTx takes it
+	// to begin); layers is the overlay, oldest first.
+	rmu    sync.RWMutex
+	layers []cairnLayer
+
+	readers sync.WaitGroup // open ConcurrentReadTx and snapshots
+	stopc   chan struct{}
+	donec   chan struct{}
+}
+
+func (b *cairnBackend) fatal(msg string, err error) {
+	if b.lg != nil {
+		b.lg.Fatal(msg, zap.String("path", b.path), zap.String("cairn-dir", b.dir), zap.Error(err))
+	} else {
+		plog.Fatalf("%s (path %s, cairn dir %s): %v", msg, b.path, b.dir, err)
+	}
+}
+
+// newCairnBackend opens or creates the backend at bcfg.Path; like bbolt's
+// New it has no error to return, so a store it cannot open stops the
+// member with cairn's message, which names the damaged file.
+func newCairnBackend(bcfg BackendConfig) Backend {
+	b, err := openCairnBackend(bcfg)
+	if err != nil {
+		if bcfg.Logger != nil {
+			bcfg.Logger.Fatal("failed to open cairn backend", zap.String("path", bcfg.Path), zap.Error(err))
+		} else {
+			plog.Fatalf("cannot open cairn backend at %s: %v", bcfg.Path, err)
+		}
+	}
+	return b
+}
+
+func openCairnBackend(bcfg BackendConfig) (*cairnBackend, error) {
+	dir, err := cairnPrepare(bcfg.Path, bcfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	db, err := cairnOpen(dir, false)
+	if err != nil {
+		return nil, fmt.Errorf("cairn directory %s: %v", dir, err)
+	}
+	path, _ := filepath.Abs(bcfg.Path) // cairnPrepare has checked it
+	b := &cairnBackend{
+		lg: bcfg.Logger, path: path, dir: dir, db: db, sync: !bcfg.UnsafeNoFsync,
+		batchInterval: bcfg.BatchInterval, batchLimit: bcfg.BatchLimit,
+		buckets: make(map[string]bool),
+		stopc:   make(chan struct{}), donec: make(chan struct{}),
+	}
+	if b.batchInterval <= 0 {
+		b.batchInterval = defaultBatchInterval
+	}
+	if b.batchLimit <= 0 {
+		b.batchLimit = defaultBatchLimit
+	}
+	b.batchTx = &cairnBatchTx{b: b, pend: make(map[string]cairnEnt)}
+	for _, n := range (&cairnView{b: b}).bucketNames() {
+		b.buckets[string(n)] = true
+	}
+	cairnRegister(dir)
+	b.refreshSizes()
+	go b.run()
+	return b, nil
+}
+
+func (b *cairnBackend) BatchTx() BatchTx { return b.batchTx }
+func (b *cairnBackend) ReadTx() ReadTx   { return &cairnReadTx{b} }
+
+// ConcurrentReadTx takes the overlay's layers and a cairn snapshot
+// together: a commit cannot drop layers between the two.
+func (b *cairnBackend) ConcurrentReadTx() ReadTx {
+	return &cairnConcurrentReadTx{v: *b.takeView()}
+}
+
+func (b *cairnBackend) takeView() *cairnView {
+	b.rmu.RLock()
+	defer b.rmu.RUnlock()
+	s := b.db.snapshot()
+	if s == nil {
+		b.fatal("failed to take a cairn snapshot", errors.New("database closed"))
+	}
+	b.readers.Add(1)
+	atomic.AddInt64(&b.openReadTxN, 1)
+	return &cairnView{b: b, layers: b.layers, snap: s}
+}
+
+func (b *cairnBackend) releaseView(v *cairnView) {
+	b.db.releaseSnapshot(v.snap)
+	atomic.AddInt64(&b.openReadTxN, -1)
+	b.readers.Done()
+}
+
+func (b *cairnBackend) ForceCommit() { b.batchTx.Commit() }
+
+// commitLocked writes every published layer as one synced cairn write
+// batch (the consistent index, a key of the meta bucket, goes with the
+// rest), then drops them: readers that took them keep them, later ones
+// find the entries in cairn. Called with batchTx's lock held, so no layer
+// is published meanwhile. A failed write stops the member, as bbolt's
+// failed commit does: the writes are acknowledged to etcd already.
+func (b *cairnBackend) commitLocked(stop bool) {
+	if len(b.layers) == 0 {
+		return
+	}
+	all := cairnMerge(b.layers, "", "")
+	wb := newCairnBatch()
+	defer wb.destroy()
+	for _, e := range all {
+		if e.del {
+			wb.del([]byte(e.k))
+		} else {
+			wb.put([]byte(e.k), e.v)
+		}
+	}
+	start := time.Now()
+	if err := b.db.write(wb, b.sync); err != nil {
+		b.fatal("failed to commit to cairn", err)
+	}
+	commitSec.Observe(time.Since(start).Seconds())
+	b.rmu.Lock()
+	b.layers = nil
+	b.rmu.Unlock()
+	b.batchTx.ops = 0
+	b.refreshSizes()
+}
+
+func (b *cairnBackend) run() {
+	defer close(b.donec)
+	t := time.NewTimer(b.batchInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+		case <-b.stopc:
+			b.batchTx.CommitAndStop()
+			return
+		}
+		b.batchTx.Commit()
+		t.Reset(b.batchInterval)
+	}
+}
+
+// refreshSizes: Size is the bytes cairn's database files take on the
+// device (tables, value log, WAL, manifest; as du counts them), SizeInUse
+// that less the value log's known garbage; etcd's quota reads Size. The
+// info logs and options files are left out: they are not the database, and
+// each open adds one, so a member restarted often would drift towards its
+// quota with no data (2026-12-07: TestV3StorageQuotaApply's 64 KiB quota).
+func (b *cairnBackend) refreshSizes() {
+	disk, inUse, err := b.db.sizes()
+	if err != nil {
+		return // a closed database: the last values stand
+	}
+	side := cairnSideBytes(b.dir)
+	atomic.StoreInt64(&b.size, cairnClamp(disk-side))
+	atomic.StoreInt64(&b.sizeInUse, cairnClamp(inUse-side))
+}
+
+func cairnClamp(n int64) int64 {
+	if n < 0 {
+		return 0
+	}
+	return n
+}
+
+// cairnSideBytes: the blocks of dir's info logs and options files.
+func cairnSideBytes(dir string) int64 {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, e := range ents {
+		name := e.Name()
+		if name != "LOG" && !strings.HasPrefix(name, "LOG.old") && !strings.HasPrefix(name, "OPTIONS-") {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join(dir, name), &st) == nil {
+			n += st.Blocks * 512
+		}
+	}
+	return n
+}
+
+func (b *cairnBackend) Size() int64        { return atomic.LoadInt64(&b.size) }
+func (b *cairnBackend) SizeInUse() int64   { return atomic.LoadInt64(&b.sizeInUse) }
+func (b *cairnBackend) OpenReadTxN() int64 { return atomic.LoadInt64(&b.openReadTxN) }
+
+// Hash is bbolt's: CRC-32C over each bucket's name, then its keys and
+// values in order, buckets in name order; members with the same contents
+// agree whichever backend they run.
+func (b *cairnBackend) Hash(ignores map[IgnoreKey]struct{}) (uint32, error) {
+	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	v := b.takeView()
+	defer b.releaseView(v)
+	for _, name := range v.bucketNames() {
+		h.Write(name)
+		err := v.forEach(name, func(k, val []byte) error {
+			if _, ok := ignores[IgnoreKey{Bucket: string(name), Key: string(k)}]; !ok {
+				h.Write(k)
+				h.Write(val)
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return h.Sum32(), nil
+}
+
+// Defrag: cairn gives space back by compaction and value-log GC, not by
+// rewriting the file as bbolt does. Both run in the background too; this
+// forces them over everything now.
+func (b *cairnBackend) Defrag() error {
+	b.ForceCommit()
+	start := time.Now()
+	isDefragActive.Set(1)
+	defer isDefragActive.Set(0)
+	size1 := b.Size()
+	if err := b.db.compactAll(); err != nil {
+		return err
+	}
+	if err := b.db.runGC(); err != nil {
+		return err
+	}
+	b.refreshSizes()
+	defragSec.Observe(time.Since(start).Seconds())
+	if b.lg != nil {
+		b.lg.Info("defragmented cairn backend", zap.String("path", b.path),
+			zap.Int64("size-before", size1), zap.Int64("size-after", b.Size()),
+			zap.Duration("took", time.Since(start)))
+	}
+	return nil
+}
+
+// Close commits what is published, waits for open read transactions and
+// snapshots (as bbolt's Close waits for its read txns), and closes cairn.
+func (b *cairnBackend) Close() error {
+	close(b.stopc)
+	<-b.donec
+	b.readers.Wait()
+	err := b.db.close()
+	cairnUnregister(b.path, b.dir, b.lg)
+	return err
+}
