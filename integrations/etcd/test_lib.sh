@@ -130,6 +130,18 @@ lib_restart() {
   lib_start "$name" ${MEMBER_ARGS[$name]}
 }
 
+# lib_start_single NAME DATADIR CLIENT_PORT [ARGS...]: a one-member cluster NAME on 127.0.0.1 with
+# its peer port CLIENT_PORT+1; ARGS go to etcd. Sets SINGLE_URL to its client URL.
+lib_start_single() {
+  local name=$1 dir=$2 port=$3; shift 3
+  SINGLE_URL=http://127.0.0.1:$port
+  local peer=http://127.0.0.1:$((port + 1))
+  lib_start "$name" --name "$name" --data-dir "$dir" \
+    --listen-client-urls "$SINGLE_URL" --advertise-client-urls "$SINGLE_URL" \
+    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+    --initial-cluster "$name=$peer" --initial-cluster-state new "$@"
+}
+
 lib_alive() { kill -0 "${MEMBER_PID[$1]}" 2>/dev/null; }
 
 # lib_kill9 NAME: kill -9 the member and reap it.
@@ -193,7 +205,10 @@ lib_cairn_dir() {
 lib_backend_du() { du -sk "$1/member/snap" 2>/dev/null | awk '{print $1}'; }
 
 # lib_field LINE NAME: the value of NAME=... in etcdload's key=value summary line.
-lib_field() { tr ' ' '\n' <<<"$1" | sed -n "s/^$2=//p" | head -n 1; }
+# Quoted values (last_error="...") may hold spaces.
+lib_field() {
+  grep -oE "(^| )$2=(\"[^\"]*\"|[^ ]*)" <<<"$1" | head -n 1 | sed -E "s/^ ?$2=//; s/^\"(.*)\"\$/\1/"
+}
 
 lib_summary() {
   echo "$LIB_PASSED passed, $LIB_FAILED failed"
