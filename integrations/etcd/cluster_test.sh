@@ -387,8 +387,8 @@ for n in "${NAMES[@]}"; do
   grep -h '"level":"\(panic\|fatal\)"' "$LIB_WORK"/logs/"$n".*.log | head -n 3 | cut -c1-300 | sed 's/^/  panic or fatal in log: /'
 done
 note "backend sizes: $(for n in "${NAMES[@]}"; do printf '%s=%sKiB ' "$n" "$(lib_backend_du "${DATA[$n]}")"; done)"
-# etcd 3.4 leaves the temp file of a snapshot receive that a kill cut short (snap.SaveDBFrom's
-# member/snap/tmpNNN); it is never removed. Reported, not failed: it is etcd's, not the backend's.
+# What the kills left in member/snap: a receive cut short leaves snap.SaveDBFrom's tmpNNN (etcd
+# removes tmp* at its next start), an install cut short the backend's own leftovers.
 for n in "${NAMES[@]}"; do note "member/snap of $n (without .snap files): $(snapdir "$n")"; done
 note "cluster test took $((SECONDS - START))s"
 lib_summary
