@@ -12,6 +12,7 @@
 #     --backends "..."   default "bbolt cairn"
 #     --data DIR         where the members' data dirs go (default the temp dir under /tmp)
 #     --results DIR      where results.md and the profiles are written (default ./etcd-bench-results)
+#     --settle S         at most S seconds for the space to come back after compact/defrag (60)
 #
 # Per backend: `etcdctl check perf` on a fresh member at each load level; then per value size a
 # fresh single member (--quota-backend-bytes 16 GiB, --enable-pprof) takes the put workload from
@@ -52,9 +53,7 @@ while [[ $# -gt 0 ]]; do
     --data) DATA_ROOT=$2; shift ;;
     --results) RESULTS=$2; shift ;;
     --settle) SETTLE=$2; shift ;;
-    -h | --help) sed -n '2,27p' "$0"; exit 0 ;;
-    -*) die "unknown option $1" ;;
-    *) OUT_ARG=$1 ;;
+    *) lib_other_arg "$1" ;;
   esac
   shift
 done
@@ -122,7 +121,7 @@ perf_run() {
     out=$(etcdctl --endpoints="$SINGLE_URL" check perf --load="$l" 2>&1 | tr '\r' '\n')
     verdict=$(grep -E '^(PASS|FAIL)$' <<<"$out" | tail -n 1)
     PERF_ROWS+=("| $b | $l | $(grep -oE 'Throughput (is|too low:) [0-9]+ writes/s' <<<"$out" | grep -oE '[0-9]+') | $(grep -oE 'Slowest request took[^0-9]*[0-9.]+s' <<<"$out" | grep -oE '[0-9.]+s$') | $(grep -oE 'Stddev (is|too high:) [0-9.]+s' <<<"$out" | grep -oE '[0-9.]+s$') | ${verdict:-?} |")
-    grep -E '^(PASS|FAIL)' <<<"$out" | sed 's/^/    /'
+    grep -oE '(PASS|FAIL).*' <<<"$out" | sed 's/^/    /'
   done
   stop_member "perf-$b"
 }

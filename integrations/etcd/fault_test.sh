@@ -31,9 +31,7 @@ OUT_ARG=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --only) ONLY=$2; shift ;;
-    -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
-    -*) die "unknown option $1" ;;
-    *) OUT_ARG=$1 ;;
+    *) lib_other_arg "$1" ;;
   esac
   shift
 done
@@ -106,6 +104,7 @@ damage_tests() {
   else
     cdir=$(lib_cairn_dir "$golden")
     cdir=${cdir#"$golden/member/snap/"}
+    [[ -n $cdir && $cdir != /* ]] || die "no cairn directory under $golden/member/snap"
     note "  cairn directory: member/snap/$cdir: $(ls "$golden/member/snap/$cdir" | tr '\n' ' ')"
     cases=("CURRENT garbled|garble $cdir/CURRENT"
       "MANIFEST garbled in the middle|garble \$(ls $cdir/MANIFEST-* | tail -n 1)"

@@ -27,6 +27,16 @@ die() {
 pass() { LIB_PASSED=$((LIB_PASSED + 1)); note "PASS: $*"; }
 fail() { LIB_FAILED=$((LIB_FAILED + 1)); note "FAIL: $*"; }
 
+# lib_other_arg ARG: the arguments every script takes the same way: -h/--help prints the script's
+# opening comment, another option is an error, a word is OUTDIR (sets OUT_ARG).
+lib_other_arg() {
+  case $1 in
+    -h | --help) sed -n '2,/^[^#]/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) die "unknown option $1 (see $0 --help)" ;;
+    *) OUT_ARG=$1 ;;
+  esac
+}
+
 # lib_init OUTDIR NAME: checks the tools, makes the temp dir and installs the trap.
 lib_init() {
   local outdir=$1 name=$2

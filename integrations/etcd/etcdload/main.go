@@ -76,6 +76,13 @@ func main() {
 	if o.maxSize < o.size {
 		o.maxSize = o.size
 	}
+	if o.progress != "" {
+		// The progress file is replaced by a rename: never over a device or anything not ours.
+		if st, err := os.Lstat(o.progress); err == nil && !st.Mode().IsRegular() {
+			fmt.Fprintf(os.Stderr, "etcdload: -progress %s exists and is not a regular file\n", o.progress)
+			os.Exit(2)
+		}
+	}
 	// grpc's own logger prints every reconnect to a killed member; the scripts read our summary.
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(ioutil.Discard, ioutil.Discard, os.Stderr))
 
