@@ -36,7 +36,7 @@ START=$SECONDS
 # Bounded: the whole run must end; a hang anywhere is a failure, not a stuck CI job.
 TIME_LIMIT=${CLUSTER_TIME_LIMIT:-$((LONG ? 1200 : 300))}
 # Puts while a member is down: more than 5000 + 100 raft entries, so its log is compacted away.
-DOWN_PUTS=${CLUSTER_DOWN_PUTS:-$((LONG ? 12000 : 6000))}
+DOWN_PUTS=${CLUSTER_DOWN_PUTS:-$((LONG ? 8000 : 6000))}
 CONC=${CLUSTER_CONC:-24}
 ROUNDS_REPEAT=$((LONG ? 3 : 1))
 
