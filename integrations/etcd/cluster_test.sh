@@ -271,7 +271,7 @@ settle() {
 }
 
 # verify_all ROUND: every acknowledged put of every round so far, on every member (serializable
-# reads, so each member answers from its own backend), and once linearizably.
+# reads, so each member answers from its own backend; the end checks once through the quorum).
 verify_all() {
   local round=$1 n out bad=0
   sort -u "$ACKED" -o "$ACKED"
