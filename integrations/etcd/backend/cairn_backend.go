@@ -69,10 +69,10 @@ type cairnBackend struct {
 	// size, sizeInUse, openReadTxN: atomics, first for 64-bit alignment.
 	size, sizeInUse, openReadTxN int64
 
-	lg            *zap.Logger
-	path          string // etcd's backend path: the marker file (cairn_store.go)
-	dir           string // the cairn directory the marker names
-	space         cairnSpace
+	lg    *zap.Logger
+	path  string // etcd's backend path: the marker file (cairn_store.go)
+	dir   string // the cairn directory the marker names
+	space cairnSpace
 	// db changes only when a failed commit reopens cairn (cairn_space.go),
 	// with batchTx's lock, rmu and dbmu held for writing: a view reads it
 	// under one of the first two; Defrag, Snapshot and refreshSizes, which
@@ -335,7 +335,6 @@ func (b *cairnBackend) Size() int64 {
 	}
 	return n
 }
-
 
 func (b *cairnBackend) SizeInUse() int64   { return atomic.LoadInt64(&b.sizeInUse) }
 func (b *cairnBackend) OpenReadTxN() int64 { return atomic.LoadInt64(&b.openReadTxN) }
