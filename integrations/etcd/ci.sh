@@ -49,7 +49,7 @@ run() {
   else
     env "${envs[@]}" timeout -k 30 "$limit" "$@" >"$log" 2>&1
     rc=$?
-    grep -E '(PASS|FAIL|KNOWN|SKIP)[: ]' "$log" | cut -c1-300
+    grep -E '(PASS|FAIL|KNOWN|SKIP)(PED)?[: ]' "$log" | cut -c1-300
   fi
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
   [ "$rc" = 124 ] && line="${line:+$line; }stopped at the time limit of $(elapsed "$limit")"
