@@ -96,7 +96,7 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# check OK NAME: counts one pass or failure of steps 1-3.
+# check RC: counts a pass (RC 0) or a failure of one of steps 1-3.
 passed=0 failed=0
 check() {
   if [ "$1" = 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); fail=1; fi

@@ -137,8 +137,8 @@ func openCairnBackend(bcfg BackendConfig) (*cairnBackend, error) {
 		return nil, err
 	}
 	path, _ := filepath.Abs(bcfg.Path) // cairnPrepare has checked it
-	b := &cairnBackend{space: space,
-		lg: bcfg.Logger, path: path, dir: dir, db: db, sync: !bcfg.UnsafeNoFsync,
+	b := &cairnBackend{
+		lg: bcfg.Logger, path: path, dir: dir, space: space, db: db, sync: !bcfg.UnsafeNoFsync,
 		batchInterval: bcfg.BatchInterval, batchLimit: bcfg.BatchLimit,
 		buckets: make(map[string]bool),
 		stopc:   make(chan struct{}), donec: make(chan struct{}),

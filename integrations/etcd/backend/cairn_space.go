@@ -27,7 +27,9 @@
 // ForceCommit waits until the commit is made: etcd calls it before it saves
 // a raft snapshot and lets its WAL go (etcdserver/server.go, snapshot),
 // and a snapshot index past what cairn holds would leave the member unable
-// to restart. The periodic commits and the batch limit's do not wait.
+// to restart. etcd holds its store's lock there, so reads wait too: the
+// price of a commit failing despite the guard. The periodic commits and the
+// batch limit's do not wait.
 
 package backend
 
