@@ -5,7 +5,8 @@
 // write after a failed one until it is reopened. Two defences:
 //
 //  1. The free-space guard. The file system's free space under the cairn
-//     directory (statfs, at most every cairnSpaceCheckEvery) is compared
+//     directory (statfs, at most every cairnSpaceCheckEvery while there is
+//     room, at each Size while there is not) is compared
 //     with a reserve: CAIRN_ETCD_SPACE_RESERVE (default 64 MiB; 0 turns
 //     the guard off), raised to four times the largest recent commit. Below
 //     it, Size reports cairnFullSize, over any quota: etcd's quota check
@@ -147,17 +148,21 @@ func (s *cairnSpace) short() bool {
 	return atomic.LoadInt32(&s.low) == 1 || atomic.LoadInt32(&s.failed) == 1
 }
 
-// checkSpace runs statfs if the last one is older than s.every (or force)
-// and updates low, logging each change.
+// checkSpace runs statfs and updates low, logging each change. While there
+// is room, one caller looks at most every s.every (unless force); while
+// there is not, every caller looks for itself, so that no write after
+// space comes back is refused on a stale answer, which raises NOSPACE
+// again (2026-12-07: fault_test.sh b2's first puts after a disarm).
 func (b *cairnBackend) checkSpace(force bool) {
 	s := &b.space
 	now := time.Now().UnixNano()
-	last := atomic.LoadInt64(&s.lastCheck)
-	if !force && now-last < int64(s.every) {
-		return
-	}
-	if !atomic.CompareAndSwapInt64(&s.lastCheck, last, now) {
-		return // another caller is checking
+	if !force && atomic.LoadInt32(&s.low) == 0 {
+		last := atomic.LoadInt64(&s.lastCheck)
+		if now-last < int64(s.every) || !atomic.CompareAndSwapInt64(&s.lastCheck, last, now) {
+			return // looked recently, or another caller is looking
+		}
+	} else {
+		atomic.StoreInt64(&s.lastCheck, now)
 	}
 	free, err := s.statfs(b.dir)
 	if err != nil {

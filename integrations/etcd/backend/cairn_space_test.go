@@ -92,10 +92,13 @@ func TestCairnSpaceGuard(t *testing.T) {
 	if v, ok := cairnRaw(t, b, tbA, "k"); !ok || v != "v" || atomic.LoadInt32(&b.space.failed) != 0 {
 		t.Fatalf("commit below the reserve: %q %v", v, ok)
 	}
+	// Space back: the next Size sees it, however recent the last look.
+	b.space.every = time.Hour
 	atomic.StoreInt64(&free, 9<<20)
 	if s := b.Size(); s >= cairnFullSize {
 		t.Fatalf("Size %d above the reserve", s)
 	}
+	b.space.every = 0
 	// A 3 MiB commit raises the reserve to 12 MiB.
 	cairnPutCI(b, "big", string(bytes.Repeat([]byte("x"), 3<<20)), 2)
 	b.ForceCommit()
