@@ -10,16 +10,21 @@
 #     its log: serving a shorter history than it acknowledged is the one thing it may not do. An
 #     undamaged copy must start with every acknowledged put (the control).
 # (b) Disk full, on a tmpfs for member/snap (the raft WAL stays on disk, --wal-dir, so the pressure
-#     falls on the backend):
+#     falls on the backend); CAIRN_ETCD_SPACE_RESERVE sets cairn's free-space guard per case
+#     (docs/etcd.md, "Disk full"):
 #     b1: quota 16 MiB on a 48 MiB disk: etcd must raise NOSPACE and refuse puts with "database
 #         space exceeded", serve reads, and after del + compact + defrag + alarm disarm take puts
 #         again, with every acknowledged put not deleted intact.
-#     b2: quota 1 GiB on a 48 MiB disk: the disk fills before the quota. The member must refuse
-#         writes or stop; it must not lose an acknowledged put: after the disk is grown it
-#         (restarted if it stopped) serves all of them. Whether it stayed up is recorded; cairn
-#         must stay up, bbolt's crash on ENOSPC is etcd 3.4's known behaviour and is reported
-#         (FAULT_STRICT_ENOSPC=1 fails it too).
-# Needs root for the tmpfs mount; without it (b) is skipped, loudly. About 1 minute.
+#     b2: quota 1 GiB on a 48 MiB disk: the disk fills before the quota. cairn must raise NOSPACE
+#         (its guard reports the backend full with 16 MiB left), stay up and serve reads; after the
+#         disk is grown and the alarm disarmed it takes puts, every acknowledged put intact. bbolt
+#         stops on ENOSPC (etcd 3.4's known behaviour, reported; FAULT_STRICT_ENOSPC=1 fails it);
+#         restarted after the disk is grown, it must serve every acknowledged put.
+#     b3 (cairn only): the guard off, so a commit itself fails with ENOSPC. The member must stay
+#         up with NOSPACE raised and serve reads; once a ballast file is deleted it writes the
+#         pending commit by itself, takes puts after compact + defrag + disarm, and keeps every
+#         acknowledged put through a kill -9 and restart.
+# Needs root for the tmpfs mount; without it (b) is skipped, loudly. About 40 s on 2 cores.
 
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -165,6 +170,84 @@ member_size() {
   echo "dbSize=$(jq -r '.[0].Status.dbSize' <<<"$js") dbSizeInUse=$(jq -r '.[0].Status.dbSizeInUse' <<<"$js") du=$(lib_backend_du "$1")KiB"
 }
 
+# log_has NAME TEXT: member NAME's current log holds TEXT.
+log_has() { grep -qF -- "$2" "${MEMBER_LOG[$1]}"; }
+
+# wait_log NAME TEXT SECONDS: waits until member NAME's current log holds TEXT.
+wait_log() {
+  local t0=$SECONDS
+  while ((SECONDS - t0 < $3)); do
+    log_has "$1" "$2" && return 0
+    sleep 0.2
+  done
+  return 1
+}
+
+# refused_with_alarm CASE NAME: after a fill, the member is up, its last put was refused with
+# "database space exceeded" and NOSPACE is raised.
+refused_with_alarm() {
+  local err
+  err=$(lib_field "$PUT_OUT" last_error)
+  note "  after the fill: $(member_size "$DIR"); alarms: $(alarms)"
+  if lib_alive "$2" && [[ $err == *"database space exceeded"* ]] && alarms | grep -q NOSPACE; then
+    pass "($1) NOSPACE raised, puts refused ($err), member up"
+  else
+    fail "($1) expected the NOSPACE alarm and \"database space exceeded\"; alive=$(lib_alive "$2" && echo yes || echo no), last error $err, alarms: $(alarms)"
+  fi
+}
+
+# verify_set NAME PREFIX:SIZE...: verify each; VERIFY_OUT is the last one's (name the largest last).
+verify_set() {
+  local name=$1 spec
+  shift
+  for spec in "$@"; do verify "$name" "${spec%%:*}" "${spec##*:}" || return 1; done
+}
+
+# reads_ok CASE NAME WHEN PREFIX:SIZE...: every acknowledged put of each prefix is served.
+reads_ok() {
+  local c=$1 name=$2 when=$3
+  shift 3
+  if verify_set "$name" "$@"; then
+    pass "($c) $when, reads serve every acknowledged put ($VERIFY_OUT)"
+  else
+    fail "($c) $when, acknowledged puts missing (${VERIFY_OUT:-})"
+  fi
+}
+
+# puts_ok CASE NAME PREFIX:SIZE...: 50 new puts succeed, then every acknowledged put of each
+# prefix (and of the new ones) is intact.
+puts_ok() {
+  local c=$1 name=$2
+  shift 2
+  put "$name" after/ 50 4096
+  if [[ $(lib_field "$PUT_OUT" puts) -eq 50 ]] && verify_set "$name" after/:4096 "$@"; then
+    pass "($c) after recovery puts succeed and every acknowledged put not deleted is intact ($VERIFY_OUT)"
+  else
+    fail "($c) after recovery: puts $(lib_field "$PUT_OUT" puts)/50, verify ${VERIFY_OUT:-}"
+  fi
+}
+
+# start_and_fill NAME MOUNT: member NAME with its backend on MOUNT (DIR) and a 1 GiB quota, above
+# the disk; 200 puts of 4 KiB (keep/), then 16 KiB puts (fill/) until 16 in a row fail.
+start_and_fill() {
+  DIR=$2/$1
+  lib_start_single "$1" "$DIR" "$PORT" --wal-dir "$LIB_WORK/$1-wal" --quota-backend-bytes $((1 << 30))
+  lib_wait_ready "$1" "$SINGLE_URL" 60 || die "$1: member did not start"
+  put "$1" keep/ 200 4096
+  # Short timeouts: once a member is gone, each failed put costs its whole timeout.
+  put "$1" fill/ 20000 16384 -stop-errors 16 -timeout 2s
+  note "  disk: $(df -k "$2" | awk 'NR == 2 {print $3 "KiB used of " $2 "KiB"}')"
+}
+
+# recover_ops: the operator's way out of NOSPACE: compact to the current revision, defrag, disarm.
+recover_ops() {
+  local rev
+  rev=$(etcdctl --endpoints="$SINGLE_URL" endpoint status -w json | jq -r '.[0].Status.header.revision')
+  etcdctl --endpoints="$SINGLE_URL" --command-timeout=30s compact "$rev" --physical >/dev/null || note "  compact failed"
+  etcdctl --endpoints="$SINGLE_URL" --command-timeout=60s defrag >/dev/null || note "  defrag failed"
+  etcdctl --endpoints="$SINGLE_URL" alarm disarm >/dev/null || note "  alarm disarm failed"
+}
+
 diskfull_tests() {
   command -v mount >/dev/null || { note "SKIP (b): no mount command"; SKIPPED=1; return; }
   local mnt=$LIB_WORK/tmpfs
@@ -176,59 +259,36 @@ diskfull_tests() {
   fi
   LIB_MOUNTS+=("$mnt")
 
-  # b1: the quota is below the disk: etcd's own NOSPACE path.
-  local d=$mnt/b1
+  # b1: the quota is below the disk: etcd's own NOSPACE path. cairn's free-space guard is set
+  # below what the quota leaves free (its default, 64 MiB, is more than this whole disk).
+  export CAIRN_ETCD_SPACE_RESERVE=4M
+  DIR=$mnt/b1
   note "(b1) quota 16 MiB, disk 48 MiB"
-  lib_start_single b1 "$d" "$PORT" --wal-dir "$LIB_WORK/b1-wal" --quota-backend-bytes $((16 << 20))
+  lib_start_single b1 "$DIR" "$PORT" --wal-dir "$LIB_WORK/b1-wal" --quota-backend-bytes $((16 << 20))
   lib_wait_ready b1 "$SINGLE_URL" 60 || die "b1: member did not start"
-  lib_check_backend "$d"
+  lib_check_backend "$DIR"
   put b1 keep/ 200 4096
   put b1 fillA/ 1500 4096
   put b1 fillB/ 100000 4096 -stop-errors 20 -timeout 10s
-  local err
-  err=$(lib_field "$PUT_OUT" last_error)
-  note "  after the fill: $(member_size "$d"); alarms: $(alarms)"
-  if lib_alive b1 && [[ $err == *"database space exceeded"* ]] && alarms | grep -q NOSPACE; then
-    pass "(b1) NOSPACE raised, puts refused ($err), member up"
-  else
-    fail "(b1) expected the NOSPACE alarm and \"database space exceeded\"; alive=$(lib_alive b1 && echo yes || echo no), last error $err, alarms: $(alarms)"
-  fi
-  if verify b1 keep/ 4096 && verify b1 fillB/ 4096; then
-    pass "(b1) under the alarm, reads serve every acknowledged put"
-  else
-    fail "(b1) under the alarm, acknowledged puts missing (${VERIFY_OUT:-})"
-  fi
-  # The operator's way out: delete, compact, defrag, disarm.
-  local rev
+  refused_with_alarm b1 b1
+  reads_ok b1 b1 "under the alarm" keep/:4096 fillB/:4096
   etcdctl --endpoints="$SINGLE_URL" del --prefix fillA/ >/dev/null || note "  del failed"
-  rev=$(etcdctl --endpoints="$SINGLE_URL" endpoint status -w json | jq -r '.[0].Status.header.revision')
-  etcdctl --endpoints="$SINGLE_URL" compact "$rev" --physical >/dev/null || note "  compact failed"
-  etcdctl --endpoints="$SINGLE_URL" --command-timeout=60s defrag >/dev/null || note "  defrag failed"
-  etcdctl --endpoints="$SINGLE_URL" alarm disarm >/dev/null || note "  alarm disarm failed"
-  note "  after del + compact + defrag + disarm: $(member_size "$d"); alarms: $(alarms)"
-  put b1 after/ 50 4096
-  if [[ $(lib_field "$PUT_OUT" puts) -eq 50 ]] && verify b1 keep/ 4096 && verify b1 fillB/ 4096 && verify b1 after/ 4096; then
-    pass "(b1) after recovery puts succeed and every acknowledged, undeleted put is intact"
-  else
-    fail "(b1) after recovery: puts $(lib_field "$PUT_OUT" puts)/50, verify ${VERIFY_OUT:-}"
-  fi
+  recover_ops
+  note "  after del + compact + defrag + disarm: $(member_size "$DIR"); alarms: $(alarms)"
+  puts_ok b1 b1 keep/:4096 fillB/:4096
   lib_kill9 b1
-  rm -rf "$d" "$LIB_WORK/b1-wal"
+  rm -rf "$DIR" "$LIB_WORK/b1-wal"
 
-  # b2: the disk is below the quota: the backend meets ENOSPC itself.
-  d=$mnt/b2
+  # b2: the disk is below the quota. cairn's guard (16 MiB here) reports the backend full while
+  # room is left, so etcd raises NOSPACE; bbolt meets ENOSPC itself and stops (etcd 3.4's known
+  # behaviour, reported; FAULT_STRICT_ENOSPC=1 fails it). Then the disk is grown.
+  export CAIRN_ETCD_SPACE_RESERVE=16M
   note "(b2) quota 1 GiB, disk 48 MiB"
-  lib_start_single b2 "$d" "$PORT" --wal-dir "$LIB_WORK/b2-wal" --quota-backend-bytes $((1 << 30))
-  lib_wait_ready b2 "$SINGLE_URL" 60 || die "b2: member did not start"
-  put b2 keep/ 200 4096
-  # Short timeouts: once a member is gone, each failed put costs its whole timeout.
-  put b2 fill/ 20000 16384 -stop-errors 16 -timeout 2s
-  err=$(lib_field "$PUT_OUT" last_error)
-  note "  disk: $(df -k "$mnt" | awk 'NR == 2 {print $3 "KiB used of " $2 "KiB"}')"
-  local stayed=yes
+  start_and_fill b2 "$mnt"
+  local stayed=yes line
   if lib_alive b2; then
-    note "  member up; last put error: $err; alarms: $(alarms)"
-    pass "(b2) disk full: the member stayed up and refused writes ($err)"
+    refused_with_alarm b2 b2
+    reads_ok b2 b2 "under the alarm" keep/:4096 fill/:16384
   else
     stayed=no
     wait "${MEMBER_PID[b2]}" 2>/dev/null
@@ -246,13 +306,58 @@ diskfull_tests() {
     lib_wait_ready b2 "$SINGLE_URL" 60 || fail "(b2) the member does not restart after the disk was grown"
   fi
   etcdctl --endpoints="$SINGLE_URL" alarm disarm >/dev/null 2>&1
-  put b2 after/ 50 4096
-  if lib_alive b2 && verify b2 keep/ 4096 && verify b2 fill/ 16384 && [[ $(lib_field "$PUT_OUT" puts) -eq 50 ]]; then
-    pass "(b2) after the disk was grown (member stayed up: $stayed) every acknowledged put is intact ($VERIFY_OUT) and puts succeed"
-  else
-    fail "(b2) after the disk was grown: acknowledged puts lost or puts refused (${VERIFY_OUT:-}; puts $(lib_field "$PUT_OUT" puts)/50)"
-  fi
+  note "  the disk grown, the alarm disarmed (member stayed up: $stayed)"
+  puts_ok b2 b2 keep/:4096 fill/:16384
   lib_kill9 b2
+  rm -rf "$DIR" "$LIB_WORK/b2-wal"
+
+  [[ $BACKEND == cairn ]] && diskfull_commit_fails "$mnt"
+  unset CAIRN_ETCD_SPACE_RESERVE
+}
+
+# b3 (cairn): the guard off (CAIRN_ETCD_SPACE_RESERVE=0), so a commit itself fails with ENOSPC. The
+# member must stay up: the commit stays pending in memory, the backend reports itself full, etcd
+# raises NOSPACE and serves reads. A ballast file is then deleted; the backend reopens cairn and
+# writes the pending commit by itself, and after compact + defrag + disarm takes puts. A kill -9
+# and restart at the end shows the recovered commit is on disk.
+diskfull_commit_fails() {
+  local mnt=$1
+  mount -o remount,size=48m "$mnt" || die "could not resize the tmpfs"
+  # A regular file of zeros: what the operator will delete to make room.
+  dd if=/dev/zero of="$mnt/ballast" bs=1M count=16 status=none || die "could not write the ballast"
+  export CAIRN_ETCD_SPACE_RESERVE=0
+  note "(b3) cairn with the guard off: quota 1 GiB, disk 48 MiB with 16 MiB of ballast"
+  start_and_fill b3 "$mnt"
+  if ! lib_alive b3; then
+    fail "(b3) a commit failed for lack of space and the member stopped: $(error_line b3)"
+    lib_kill9 b3
+    return
+  fi
+  if log_has b3 "commit failed for lack of space"; then
+    pass "(b3) a cairn commit failed with no space left and the member stayed up"
+  else
+    fail "(b3) the disk filled but no cairn commit failed (did the guard stop the puts?)"
+  fi
+  refused_with_alarm b3 b3
+  reads_ok b3 b3 "with the commit pending" keep/:4096 fill/:16384
+  rm -f "$mnt/ballast"
+  if wait_log b3 "the pending commit is written" 20; then
+    pass "(b3) after the ballast was deleted the backend reopened cairn and wrote the pending commit"
+  else
+    fail "(b3) 20 s after the ballast was deleted the pending commit is not written"
+  fi
+  recover_ops
+  note "  after compact + defrag + disarm: $(member_size "$DIR"); alarms: $(alarms)"
+  puts_ok b3 b3 keep/:4096 fill/:16384
+  lib_kill9 b3
+  lib_restart b3
+  if lib_wait_ready b3 "$SINGLE_URL" 60; then
+    reads_ok b3 b3 "after kill -9 and restart" after/:4096 keep/:4096 fill/:16384
+  else
+    fail "(b3) the member did not restart after kill -9"
+  fi
+  lib_kill9 b3
+  rm -rf "$DIR" "$LIB_WORK/b3-wal"
 }
 
 [[ -z $ONLY || $ONLY == damage ]] && damage_tests

@@ -7,9 +7,11 @@ CAIRN_PACKAGES=(build-essential cmake ninja-build pkg-config
   liburing-dev libabsl-dev libzstd-dev libxxhash-dev
   libgtest-dev libgmock-dev libbenchmark-dev librocksdb-dev gnuplot-nox
   clang libclang-rt-14-dev python3)
-# The etcd stage alone (integrations/etcd/build.sh): etcd 3.4's Go source,
-# Go 1.19 and etcdctl, all Debian packages.
-CAIRN_ETCD_PACKAGES=(golang-go golang-etcd-server-dev etcd-client python3)
+# The etcd stage alone (integrations/etcd/ci.sh, build.sh and the test
+# scripts): etcd 3.4's Go source, Go 1.19 and etcdctl; jq reads etcdctl's
+# JSON, ss (iproute2) finds free ports, mount puts the disk-full test on a
+# tmpfs; python3 patches etcd's backend.go.
+CAIRN_ETCD_PACKAGES=(golang-go golang-etcd-server-dev etcd-client jq iproute2 mount python3)
 
 cairn_install_packages() {
   local missing=()

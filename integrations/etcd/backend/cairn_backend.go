@@ -69,10 +69,18 @@ type cairnBackend struct {
 	// size, sizeInUse, openReadTxN: atomics, first for 64-bit alignment.
 	size, sizeInUse, openReadTxN int64
 
-	lg            *zap.Logger
-	path          string // etcd's backend path: the marker file (cairn_store.go)
-	dir           string // the cairn directory the marker names
+	lg    *zap.Logger
+	path  string // etcd's backend path: the marker file (cairn_store.go)
+	dir   string // the cairn directory the marker names
+	space cairnSpace
+	// db changes only when a failed commit reopens cairn (cairn_space.go),
+	// with batchTx's lock, rmu and dbmu held for writing: a view reads it
+	// under one of the first two; Defrag, Snapshot and refreshSizes, which
+	// hold neither, hold dbmu for reading. readOnly: db was opened
+	// read-only after a reopen for writing failed.
+	dbmu          sync.RWMutex
 	db            *cairnDB
+	readOnly      bool
 	sync          bool
 	batchInterval time.Duration
 	batchLimit    int
@@ -123,9 +131,14 @@ func openCairnBackend(bcfg BackendConfig) (*cairnBackend, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cairn directory %s: %v", dir, err)
 	}
+	space, err := cairnNewSpace()
+	if err != nil {
+		db.close()
+		return nil, err
+	}
 	path, _ := filepath.Abs(bcfg.Path) // cairnPrepare has checked it
 	b := &cairnBackend{
-		lg: bcfg.Logger, path: path, dir: dir, db: db, sync: !bcfg.UnsafeNoFsync,
+		lg: bcfg.Logger, path: path, dir: dir, space: space, db: db, sync: !bcfg.UnsafeNoFsync,
 		batchInterval: bcfg.BatchInterval, batchLimit: bcfg.BatchLimit,
 		buckets: make(map[string]bool),
 		stopc:   make(chan struct{}), donec: make(chan struct{}),
@@ -137,11 +150,12 @@ func openCairnBackend(bcfg BackendConfig) (*cairnBackend, error) {
 		b.batchLimit = defaultBatchLimit
 	}
 	b.batchTx = &cairnBatchTx{b: b, pend: make(map[string]cairnEnt)}
-	for _, n := range (&cairnView{b: b}).bucketNames() {
+	for _, n := range (&cairnView{b: b, db: db}).bucketNames() {
 		b.buckets[string(n)] = true
 	}
 	cairnRegister(dir)
 	b.refreshSizes()
+	b.checkSpace(true)
 	go b.run()
 	return b, nil
 }
@@ -164,47 +178,90 @@ func (b *cairnBackend) takeView() *cairnView {
 	}
 	b.readers.Add(1)
 	atomic.AddInt64(&b.openReadTxN, 1)
-	return &cairnView{b: b, layers: b.layers, snap: s}
+	return &cairnView{b: b, db: b.db, layers: b.layers, snap: s}
 }
 
 func (b *cairnBackend) releaseView(v *cairnView) {
-	b.db.releaseSnapshot(v.snap)
+	v.db.releaseSnapshot(v.snap)
 	atomic.AddInt64(&b.openReadTxN, -1)
 	b.readers.Done()
 }
 
-func (b *cairnBackend) ForceCommit() { b.batchTx.Commit() }
+// ForceCommit returns once cairn holds every published write: after a
+// commit failed for lack of space it retries until space is back
+// (cairn_space.go), logging every 10 s, or until the backend closes.
+func (b *cairnBackend) ForceCommit() {
+	start, logged := time.Now(), time.Now()
+	for !b.batchTx.commit() {
+		if time.Since(logged) >= 10*time.Second {
+			logged = time.Now()
+			b.warn("cairn backend: a forced commit is waiting for disk space",
+				zap.Duration("waited", time.Since(start)))
+		}
+		select {
+		case <-time.After(b.space.every):
+		case <-b.stopc:
+			return
+		}
+	}
+}
 
 // commitLocked writes every published layer as one synced cairn write
 // batch (the consistent index, a key of the meta bucket, goes with the
 // rest), then drops them: readers that took them keep them, later ones
 // find the entries in cairn. Called with batchTx's lock held, so no layer
-// is published meanwhile. A failed write stops the member, as bbolt's
-// failed commit does: the writes are acknowledged to etcd already.
-func (b *cairnBackend) commitLocked(stop bool) {
+// is published meanwhile. It reports whether cairn holds them: a write
+// that fails for lack of space keeps them (cairn_space.go); any other
+// failure stops the member, as bbolt's failed commit does: the writes are
+// acknowledged to etcd already.
+func (b *cairnBackend) commitLocked() bool {
+	if atomic.LoadInt32(&b.space.failed) == 1 && !b.recoverLocked() {
+		return false
+	}
 	if len(b.layers) == 0 {
-		return
+		return true
 	}
 	all := cairnMerge(b.layers, "", "")
 	wb := newCairnBatch()
 	defer wb.destroy()
+	var n int64
 	for _, e := range all {
 		if e.del {
 			wb.del([]byte(e.k))
 		} else {
 			wb.put([]byte(e.k), e.v)
 		}
+		n += int64(len(e.k) + len(e.v))
 	}
 	start := time.Now()
-	if err := b.db.write(wb, b.sync); err != nil {
-		b.fatal("failed to commit to cairn", err)
+	var err error
+	if b.space.writeErr != nil {
+		err = b.space.writeErr()
+	}
+	if err == nil {
+		err = b.db.write(wb, b.sync)
+	}
+	if err != nil {
+		if !cairnNoSpace(err) {
+			b.fatal("failed to commit to cairn", err)
+		}
+		b.commitFailed(err, n)
+		return false
 	}
 	commitSec.Observe(time.Since(start).Seconds())
 	b.rmu.Lock()
 	b.layers = nil
 	b.rmu.Unlock()
 	b.batchTx.ops = 0
+	if atomic.SwapInt32(&b.space.failed, 0) == 1 {
+		b.info("cairn backend: the pending commit is written; writes go on",
+			zap.Int64("bytes", n), zap.Int("failed-commits", b.space.failures))
+	}
+	b.space.failures = 0
+	b.space.noteBatch(n)
 	b.refreshSizes()
+	b.checkSpace(true)
+	return true
 }
 
 func (b *cairnBackend) run() {
@@ -230,7 +287,9 @@ func (b *cairnBackend) run() {
 // each open adds one, so a member restarted often would drift towards its
 // quota with no data (2026-12-07: TestV3StorageQuotaApply's 64 KiB quota).
 func (b *cairnBackend) refreshSizes() {
+	b.dbmu.RLock()
 	disk, inUse, err := b.db.sizes()
+	b.dbmu.RUnlock()
 	if err != nil {
 		return // a closed database: the last values stand
 	}
@@ -266,7 +325,17 @@ func cairnSideBytes(dir string) int64 {
 	return n
 }
 
-func (b *cairnBackend) Size() int64        { return atomic.LoadInt64(&b.size) }
+// Size: while the backend is short of space (cairn_space.go), more than any
+// quota, so that etcd refuses writes and raises NOSPACE.
+func (b *cairnBackend) Size() int64 {
+	b.checkSpace(false)
+	n := atomic.LoadInt64(&b.size)
+	if b.space.short() && n < cairnFullSize {
+		return cairnFullSize
+	}
+	return n
+}
+
 func (b *cairnBackend) SizeInUse() int64   { return atomic.LoadInt64(&b.sizeInUse) }
 func (b *cairnBackend) OpenReadTxN() int64 { return atomic.LoadInt64(&b.openReadTxN) }
 
@@ -301,18 +370,22 @@ func (b *cairnBackend) Defrag() error {
 	start := time.Now()
 	isDefragActive.Set(1)
 	defer isDefragActive.Set(0)
-	size1 := b.Size()
-	if err := b.db.compactAll(); err != nil {
-		return err
+	size1 := atomic.LoadInt64(&b.size)
+	b.dbmu.RLock()
+	err := b.db.compactAll()
+	if err == nil {
+		err = b.db.runGC()
 	}
-	if err := b.db.runGC(); err != nil {
+	b.dbmu.RUnlock()
+	if err != nil {
 		return err
 	}
 	b.refreshSizes()
+	b.checkSpace(true)
 	defragSec.Observe(time.Since(start).Seconds())
 	if b.lg != nil {
 		b.lg.Info("defragmented cairn backend", zap.String("path", b.path),
-			zap.Int64("size-before", size1), zap.Int64("size-after", b.Size()),
+			zap.Int64("size-before", size1), zap.Int64("size-after", atomic.LoadInt64(&b.size)),
 			zap.Duration("took", time.Since(start)))
 	}
 	return nil

@@ -21,14 +21,34 @@ import (
 // cairnDB is an open cairn database.
 type cairnDB struct{ p *C.cairn_t }
 
+// cairnError is cairn's message with its status code, which says whether
+// a failed commit may be retried (cairnNoSpace).
+type cairnError struct {
+	code int
+	msg  string
+}
+
+func (e *cairnError) Error() string { return e.msg }
+
+// The code of disk full (ENOSPC, EDQUOT) and of a shortage of file
+// descriptors: both pass once space or descriptors are back.
+const cairnCodeResourceExhausted = int(C.CAIRN_RESOURCE_EXHAUSTED)
+
+// cairnNoSpace: err is cairn's ResourceExhausted, the only failed write
+// the backend survives (cairn_space.go).
+func cairnNoSpace(err error) bool {
+	var ce *cairnError
+	return errors.As(err, &ce) && ce.code == cairnCodeResourceExhausted
+}
+
 // cairnErr turns an errptr into a Go error and frees it.
 func cairnErr(e *C.char) error {
 	if e == nil {
 		return nil
 	}
-	msg := C.GoString(e)
+	err := &cairnError{code: int(C.cairn_error_code(e)), msg: C.GoString(e)}
 	C.cairn_free(unsafe.Pointer(e))
-	return errors.New(msg)
+	return err
 }
 
 // cptr is the C view of a Go byte slice for the duration of a call; cairn
@@ -44,6 +64,16 @@ func cptr(b []byte) *C.char {
 // (create true, error if it exists): a missing or damaged directory is an
 // error, never an empty store.
 func cairnOpen(path string, create bool) (*cairnDB, error) {
+	return cairnOpenMode(path, create, false)
+}
+
+// cairnOpenReadOnly opens an existing database for reads alone: it writes
+// nothing to the directory, so it opens on a full disk (cairn_space.go).
+func cairnOpenReadOnly(path string) (*cairnDB, error) {
+	return cairnOpenMode(path, false, true)
+}
+
+func cairnOpenMode(path string, create, readOnly bool) (*cairnDB, error) {
 	o := C.cairn_options_create()
 	defer C.cairn_options_destroy(o)
 	// No zeros written ahead of the WAL (256 KiB by default): they count as
@@ -57,7 +87,12 @@ func cairnOpen(path string, create bool) (*cairnDB, error) {
 	cp := C.CString(path)
 	defer C.free(unsafe.Pointer(cp))
 	var e *C.char
-	p := C.cairn_open(o, cp, &e)
+	var p *C.cairn_t
+	if readOnly {
+		p = C.cairn_open_for_read_only(o, cp, &e)
+	} else {
+		p = C.cairn_open(o, cp, &e)
+	}
 	if err := cairnErr(e); err != nil {
 		return nil, err
 	}

@@ -299,7 +299,10 @@ func (b *cairnBackend) Snapshot() Snapshot {
 		b.fatal("failed to snapshot cairn", err)
 		return nil
 	}
-	if err := b.db.checkpoint(dir); err != nil {
+	b.dbmu.RLock()
+	err := b.db.checkpoint(dir)
+	b.dbmu.RUnlock()
+	if err != nil {
 		return fail(err)
 	}
 	files, err := cairnListFiles(dir)

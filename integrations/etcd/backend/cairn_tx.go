@@ -9,6 +9,8 @@ import (
 	"math"
 	"sort"
 	"sync"
+
+	"go.uber.org/zap"
 )
 
 // Key layout. A bucket's key k is stored as len(bucket) | bucket | k, so
@@ -99,9 +101,11 @@ func cairnMerge2(old, nw cairnLayer) cairnLayer {
 
 // cairnView is what a read sees: overlay layers over cairn at snap (nil:
 // cairn's latest state, for readers that hold the locks that keep commits
-// out).
+// out). db is the handle the view was taken on: a reopen (cairn_space.go)
+// waits for every view with a snapshot to end.
 type cairnView struct {
 	b      *cairnBackend
+	db     *cairnDB
 	layers []cairnLayer
 	snap   *cairnSnap
 }
@@ -120,7 +124,7 @@ func (v *cairnView) get(k []byte) ([]byte, bool) {
 	}
 	var val []byte
 	found := false
-	err := v.b.db.scan(v.snap, k, append(append([]byte(nil), k...), 0), func(ck, cv []byte) bool {
+	err := v.db.scan(v.snap, k, append(append([]byte(nil), k...), 0), func(ck, cv []byte) bool {
 		val, found = cv, true
 		return false
 	})
@@ -147,7 +151,7 @@ func (v *cairnView) scan(lo, hi []byte, fn func(k, v []byte) bool) {
 		}
 		return true
 	}
-	err := v.b.db.scan(v.snap, lo, hi, func(ck, cv []byte) bool {
+	err := v.db.scan(v.snap, lo, hi, func(ck, cv []byte) bool {
 		if !emitBelow(ck) {
 			return false
 		}
@@ -224,7 +228,7 @@ func (t *cairnBatchTx) Lock() { t.Mutex.Lock() }
 func (t *cairnBatchTx) Unlock() {
 	t.publish()
 	if t.ops >= t.b.batchLimit {
-		t.b.commitLocked(false)
+		t.b.commitLocked()
 	}
 	t.Mutex.Unlock()
 }
@@ -266,7 +270,7 @@ func (t *cairnBatchTx) view() *cairnView {
 	if len(t.pend) > 0 {
 		ls = append(ls[:len(ls):len(ls)], t.pendLayer())
 	}
-	return &cairnView{b: t.b, layers: ls}
+	return &cairnView{b: t.b, db: t.b.db, layers: ls}
 }
 
 func (t *cairnBatchTx) write(k []byte, v []byte, del bool) {
@@ -314,18 +318,30 @@ func (t *cairnBatchTx) UnsafeForEach(bucket []byte, visitor func(k, v []byte) er
 	return t.view().forEach(bucket, visitor)
 }
 
-func (t *cairnBatchTx) Commit() {
+// Commit does not wait when the commit fails for lack of space: the next
+// one retries (cairn_space.go); ForceCommit waits.
+func (t *cairnBatchTx) Commit() { t.commit() }
+
+func (t *cairnBatchTx) commit() bool {
 	t.Lock()
+	defer t.Mutex.Unlock()
 	t.publish()
-	t.b.commitLocked(false)
-	t.Mutex.Unlock()
+	return t.b.commitLocked()
 }
 
+// CommitAndStop: at Close. A commit that still fails for lack of space is
+// left to etcd's raft log, which a restart applies again past the
+// consistent index cairn holds; waiting would keep the member from
+// stopping.
 func (t *cairnBatchTx) CommitAndStop() {
 	t.Lock()
+	defer t.Mutex.Unlock()
 	t.publish()
-	t.b.commitLocked(true)
-	t.Mutex.Unlock()
+	if !t.b.commitLocked() {
+		t.b.warn("cairn backend: closing with writes not committed for lack of space; "+
+			"etcd's raft log holds them and a restart applies them again",
+			zap.Int64("pending-bytes", t.b.overlayBytes()))
+	}
 }
 
 // cairnReadTx is etcd's shared ReadTx: RLock keeps publishing and the end
@@ -338,7 +354,9 @@ func (rt *cairnReadTx) Unlock()  { rt.b.rmu.Unlock() }
 func (rt *cairnReadTx) RLock()   { rt.b.rmu.RLock() }
 func (rt *cairnReadTx) RUnlock() { rt.b.rmu.RUnlock() }
 
-func (rt *cairnReadTx) view() *cairnView { return &cairnView{b: rt.b, layers: rt.b.layers} }
+func (rt *cairnReadTx) view() *cairnView {
+	return &cairnView{b: rt.b, db: rt.b.db, layers: rt.b.layers}
+}
 
 func (rt *cairnReadTx) UnsafeRange(bucket, key, endKey []byte, limit int64) ([][]byte, [][]byte) {
 	return rt.view().unsafeRange(bucket, key, endKey, limit)
