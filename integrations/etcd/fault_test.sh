@@ -84,6 +84,15 @@ garble() {
   dd if=/dev/urandom of="$1" bs=1 seek="$off" count="$n" conv=notrunc status=none
 }
 
+# garble_at D FILE: 256 random bytes at 1/D of FILE, the rest of it left intact.
+garble_at() {
+  local size off n=256
+  size=$(stat -c %s "$2")
+  off=$((size / $1))
+  ((off + n > size)) && n=$((size - off))
+  dd if=/dev/urandom of="$2" bs=1 seek="$off" count="$n" conv=notrunc status=none
+}
+
 # ---------------------------------------------------------------- (a) damaged backend
 damage_tests() {
   local golden=$LIB_WORK/golden
@@ -116,7 +125,10 @@ damage_tests() {
       "MANIFEST truncated to half|f=\$(ls $cdir/MANIFEST-* | tail -n 1); truncate -s \$((\$(stat -c %s \$f) / 2)) \$f")
     local f
     f=$(find "$golden/member/snap/$cdir" -name '*.log' -size +0 | sort | tail -n 1)
-    [[ -n $f ]] && cases+=("WAL $(basename "$f") garbled in the middle|garble $cdir/$(basename "$f")")
+    # Early in the file, with most of it intact after the damage: damage that reaches the WAL's
+    # end is what a torn write leaves, which cairn cuts (and etcd's raft log then refills), so
+    # garbling "the middle" of a small WAL let the member start (CI, 2026-12-07).
+    [[ -n $f ]] && cases+=("WAL $(basename "$f") garbled a quarter in|garble_at 4 $cdir/$(basename "$f")")
     f=$(find "$golden/member/snap/$cdir" -name '*.sst' | sort | tail -n 1)
     [[ -n $f ]] && cases+=("table $(basename "$f") garbled in the middle|garble $cdir/$(basename "$f")")
     f=$(find "$golden/member/snap/$cdir" -name '*.vlog' -size +8k | sort | head -n 1)
