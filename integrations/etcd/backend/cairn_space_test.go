@@ -217,7 +217,9 @@ func TestCairnCommitFailsForSpace(t *testing.T) {
 func TestCairnCommitOtherErrorStops(t *testing.T) {
 	if os.Getenv("CAIRN_TEST_FATAL_COMMIT") == "" {
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestCairnCommitOtherErrorStops$")
-		cmd.Env = append(os.Environ(), "CAIRN_TEST_FATAL_COMMIT=1")
+		// The child exits from inside the test, so its t.TempDir cleanups never
+		// run: its temporary directories go under one of ours.
+		cmd.Env = append(os.Environ(), "CAIRN_TEST_FATAL_COMMIT=1", "TMPDIR="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), "DataLoss: injected") {
 			t.Fatalf("a DataLoss commit: %v\n%s", err, out)

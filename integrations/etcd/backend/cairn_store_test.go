@@ -203,7 +203,9 @@ func TestCairnDamagedDirRefuses(t *testing.T) {
 	if os.Getenv("CAIRN_TEST_FATAL_PATH") == "" {
 		// The process etcd runs: it must exit with cairn's message.
 		cmd := exec.Command(os.Args[0], "-test.run", "^TestCairnDamagedDirRefuses$")
-		cmd.Env = append(os.Environ(), "CAIRN_TEST_FATAL_PATH="+c.Path)
+		// The child exits from inside the test, so its t.TempDir cleanups never
+		// run: its temporary directories go under one of ours.
+		cmd.Env = append(os.Environ(), "CAIRN_TEST_FATAL_PATH="+c.Path, "TMPDIR="+t.TempDir())
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), filepath.Base(manifests[0])) {
 			t.Fatalf("New on a damaged store: %v\n%s", err, out)
