@@ -93,6 +93,16 @@ type cairnBackend struct {
 	// to begin); layers is the overlay, oldest first.
 	rmu    sync.RWMutex
 	layers []cairnLayer
+	// inflight: how many of the oldest layers the commit in progress is
+	// writing (under rmu); publish leaves them unmerged.
+	inflight int
+
+	// cmu: one commit at a time (commit). wb: its write batch, reused so
+	// that its memory stays mapped from one commit to the next. kick:
+	// Unlock's request for a commit when the batch limit is reached.
+	cmu  sync.Mutex
+	wb   *cairnBatch
+	kick chan struct{}
 
 	readers sync.WaitGroup // open ConcurrentReadTx and snapshots
 	stopc   chan struct{}
@@ -142,6 +152,7 @@ func openCairnBackend(bcfg BackendConfig) (*cairnBackend, error) {
 		batchInterval: bcfg.BatchInterval, batchLimit: bcfg.BatchLimit,
 		buckets: make(map[string]bool),
 		stopc:   make(chan struct{}), donec: make(chan struct{}),
+		wb: newCairnBatch(), kick: make(chan struct{}, 1),
 	}
 	if b.batchInterval <= 0 {
 		b.batchInterval = defaultBatchInterval
@@ -192,7 +203,7 @@ func (b *cairnBackend) releaseView(v *cairnView) {
 // (cairn_space.go), logging every 10 s, or until the backend closes.
 func (b *cairnBackend) ForceCommit() {
 	start, logged := time.Now(), time.Now()
-	for !b.batchTx.commit() {
+	for !b.commit() {
 		if time.Since(logged) >= 10*time.Second {
 			logged = time.Now()
 			b.warn("cairn backend: a forced commit is waiting for disk space",
@@ -206,32 +217,54 @@ func (b *cairnBackend) ForceCommit() {
 	}
 }
 
-// commitLocked writes every published layer as one synced cairn write
+// commit writes every layer published so far as one synced cairn write
 // batch (the consistent index, a key of the meta bucket, goes with the
 // rest), then drops them: readers that took them keep them, later ones
-// find the entries in cairn. Called with batchTx's lock held, so no layer
-// is published meanwhile. It reports whether cairn holds them: a write
+// find the entries in cairn. It reports whether cairn holds them: a write
 // that fails for lack of space keeps them (cairn_space.go); any other
 // failure stops the member, as bbolt's failed commit does: the writes are
 // acknowledged to etcd already.
-func (b *cairnBackend) commitLocked() bool {
+//
+// Unlike bbolt's, the write and its sync run without batchTx's lock, so
+// that etcd's apply loop goes on publishing layers meanwhile (2026-12-08:
+// a 256 KiB put load waited on every commit's write and fsync). Layers
+// are immutable and stay published until cairn holds them, so every read
+// sees each write in a layer or in cairn, never in neither; the layers
+// being written (the first b.inflight) are not merged by publish, and are
+// dropped with batchTx's lock and rmu held, as before. cmu makes commits
+// one at a time and keeps the reopen after a failed commit
+// (cairn_space.go) apart from any write. Lock order: cmu, batchTx, rmu.
+func (b *cairnBackend) commit() bool {
+	b.cmu.Lock()
+	defer b.cmu.Unlock()
+	t := b.batchTx
+	t.Lock()
+	t.publish()
 	if atomic.LoadInt32(&b.space.failed) == 1 && !b.recoverLocked() {
+		t.Mutex.Unlock()
 		return false
 	}
-	if len(b.layers) == 0 {
+	n := len(b.layers)
+	if n == 0 {
+		t.Mutex.Unlock()
 		return true
 	}
 	all := cairnMerge(b.layers, "", "")
-	wb := newCairnBatch()
-	defer wb.destroy()
-	var n int64
+	b.rmu.Lock()
+	b.inflight = n
+	b.rmu.Unlock()
+	ops := t.ops
+	t.ops = 0
+	t.Mutex.Unlock()
+
+	var size int64
 	for _, e := range all {
 		if e.del {
-			wb.del([]byte(e.k))
+			b.wb.del([]byte(e.k))
 		} else {
-			wb.put([]byte(e.k), e.v)
+			b.wb.put([]byte(e.k), e.v)
 		}
-		n += int64(len(e.k) + len(e.v))
+		size += int64(len(e.k) + len(e.v))
 	}
 	start := time.Now()
 	var err error
@@ -239,31 +272,39 @@ func (b *cairnBackend) commitLocked() bool {
 		err = b.space.writeErr()
 	}
 	if err == nil {
-		err = b.db.write(wb, b.sync)
+		err = b.db.write(b.wb, b.sync)
 	}
+	b.wb.reset()
+
+	t.Lock()
+	defer t.Mutex.Unlock()
+	b.rmu.Lock()
+	b.inflight = 0
+	if err == nil {
+		b.layers = append([]cairnLayer(nil), b.layers[n:]...)
+	}
+	b.rmu.Unlock()
 	if err != nil {
+		t.ops += ops
 		if !cairnNoSpace(err) {
 			b.fatal("failed to commit to cairn", err)
 		}
-		b.commitFailed(err, n)
+		b.commitFailed(err, size)
 		return false
 	}
 	commitSec.Observe(time.Since(start).Seconds())
-	b.rmu.Lock()
-	b.layers = nil
-	b.rmu.Unlock()
-	b.batchTx.ops = 0
 	if atomic.SwapInt32(&b.space.failed, 0) == 1 {
 		b.info("cairn backend: the pending commit is written; writes go on",
-			zap.Int64("bytes", n), zap.Int("failed-commits", b.space.failures))
+			zap.Int64("bytes", size), zap.Int("failed-commits", b.space.failures))
 	}
 	b.space.failures = 0
-	b.space.noteBatch(n)
+	b.space.noteBatch(size)
 	b.refreshSizes()
 	b.checkSpace(true)
 	return true
 }
 
+// run commits every batchInterval, and when Unlock asks (the batch limit).
 func (b *cairnBackend) run() {
 	defer close(b.donec)
 	t := time.NewTimer(b.batchInterval)
@@ -271,11 +312,15 @@ func (b *cairnBackend) run() {
 	for {
 		select {
 		case <-t.C:
+		case <-b.kick:
+			if !t.Stop() {
+				<-t.C
+			}
 		case <-b.stopc:
 			b.batchTx.CommitAndStop()
 			return
 		}
-		b.batchTx.Commit()
+		b.commit()
 		t.Reset(b.batchInterval)
 	}
 }
@@ -397,6 +442,7 @@ func (b *cairnBackend) Close() error {
 	close(b.stopc)
 	<-b.donec
 	b.readers.Wait()
+	b.wb.destroy()
 	err := b.db.close()
 	cairnUnregister(b.path, b.dir, b.lg)
 	return err

@@ -202,6 +202,8 @@ func (b *cairnBackend) commitFailed(err error, bytes int64) {
 
 // overlayBytes: the keys and values of the published layers.
 func (b *cairnBackend) overlayBytes() int64 {
+	b.rmu.RLock()
+	defer b.rmu.RUnlock()
 	var n int64
 	for _, l := range b.layers {
 		for _, e := range l {

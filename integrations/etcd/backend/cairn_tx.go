@@ -225,12 +225,23 @@ type cairnBatchTx struct {
 
 func (t *cairnBatchTx) Lock() { t.Mutex.Lock() }
 
+// Unlock publishes the transaction's writes. At the batch limit it asks
+// for a commit, which runs without this lock (cairnBackend.commit); at
+// twice the limit a commit is behind, and the writer makes one itself and
+// waits for it, which bounds the overlay as bbolt's commit in Unlock does.
 func (t *cairnBatchTx) Unlock() {
 	t.publish()
-	if t.ops >= t.b.batchLimit {
-		t.b.commitLocked()
-	}
+	ops := t.ops
 	t.Mutex.Unlock()
+	switch {
+	case ops >= 2*t.b.batchLimit:
+		t.b.commit()
+	case ops >= t.b.batchLimit:
+		select {
+		case t.b.kick <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (t *cairnBatchTx) RLock()   { panic("cairn backend: unexpected RLock on a BatchTx") }
@@ -247,9 +258,11 @@ func (t *cairnBatchTx) publish() {
 	b.rmu.Lock()
 	b.layers = append(b.layers, l)
 	// Bound a point read's work: merge the layers every few transactions
-	// (a merge is linear in the overlay, which a commit empties).
-	if len(b.layers) > 8 {
-		b.layers = []cairnLayer{cairnMerge(b.layers, "", "")}
+	// (a merge is linear in the overlay, which a commit empties), all but
+	// those a commit is writing.
+	if len(b.layers)-b.inflight > 8 {
+		merged := cairnMerge(b.layers[b.inflight:], "", "")
+		b.layers = append(b.layers[:b.inflight:b.inflight], merged)
 	}
 	b.rmu.Unlock()
 }
@@ -273,8 +286,16 @@ func (t *cairnBatchTx) view() *cairnView {
 	return &cairnView{b: t.b, db: t.b.db, layers: ls}
 }
 
+// cairnCopyBelow: write copies values shorter than this and keeps larger
+// ones as given. bbolt keeps a Put's value slice until its commit, so etcd
+// never reuses one it has passed in (its values are freshly marshalled);
+// only the 8-byte buffer of the consistent index is reused, and copied
+// here. Not copying a 256 KiB value saves a copy on etcd's apply loop,
+// which every put waits for (2026-12-08).
+const cairnCopyBelow = 1024
+
 func (t *cairnBatchTx) write(k []byte, v []byte, del bool) {
-	if v != nil {
+	if v != nil && len(v) < cairnCopyBelow {
 		v = append([]byte(nil), v...)
 	}
 	t.pend[string(k)] = cairnEnt{k: string(k), v: v, del: del}
@@ -322,22 +343,14 @@ func (t *cairnBatchTx) UnsafeForEach(bucket []byte, visitor func(k, v []byte) er
 // one retries (cairn_space.go); ForceCommit waits.
 func (t *cairnBatchTx) Commit() { t.commit() }
 
-func (t *cairnBatchTx) commit() bool {
-	t.Lock()
-	defer t.Mutex.Unlock()
-	t.publish()
-	return t.b.commitLocked()
-}
+func (t *cairnBatchTx) commit() bool { return t.b.commit() }
 
 // CommitAndStop: at Close. A commit that still fails for lack of space is
 // left to etcd's raft log, which a restart applies again past the
 // consistent index cairn holds; waiting would keep the member from
 // stopping.
 func (t *cairnBatchTx) CommitAndStop() {
-	t.Lock()
-	defer t.Mutex.Unlock()
-	t.publish()
-	if !t.b.commitLocked() {
+	if !t.b.commit() {
 		t.b.warn("cairn backend: closing with writes not committed for lack of space; "+
 			"etcd's raft log holds them and a restart applies them again",
 			zap.Int64("pending-bytes", t.b.overlayBytes()))
