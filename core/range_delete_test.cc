@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "core/db_impl.h"
+#include "core/repair_internal.h"
 #include "core/write_batch_internal.h"
 #include "gtest/gtest.h"
 #include "io/memory_file_system.h"
@@ -199,6 +200,23 @@ TEST_F(RangeDeleteTest, ReadOnlyOpenAndCheckpoint) {
   auto ckpt = OpenWithFileSystem(SmallOptions(), "/ckpt", fs_);
   ASSERT_OK(ckpt);
   CheckDropped(ckpt->get());
+}
+
+TEST_F(RangeDeleteTest, RepairKeepsTheTombstones) {
+  PutRange(0, 100);
+  ASSERT_OK(db_->Flush());
+  ASSERT_OK(db_->DeleteRange(WriteOptions(), Key(20), Key(40)));
+  ASSERT_OK(db_->Flush());  // one tombstone in a table
+  ASSERT_OK(db_->DeleteRange(WriteOptions(), Key(40), Key(60)));  // one in the WAL
+  ASSERT_OK(db_->Put(WriteOptions(), Key(50), "after"));  // newer than the tombstone
+  db_.reset();
+  RepairReport report;
+  ASSERT_OK(RepairWithFileSystem(SmallOptions(), "/db", fs_, &report));
+  Reopen();
+  std::vector<std::string> want = Expected();
+  want.insert(std::lower_bound(want.begin(), want.end(), Key(50)), Key(50));
+  EXPECT_EQ(Keys(db_.get()), want);
+  EXPECT_EQ(Get(Key(50)), "after");
 }
 
 TEST_F(RangeDeleteTest, OverlappingTombstonesAndRewrites) {
