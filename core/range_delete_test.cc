@@ -85,6 +85,24 @@ class RangeDeleteTest : public ::testing::Test {
     EXPECT_TRUE(absl::IsNotFound(db->Get(ReadOptions(), Key(59), &v)));
     EXPECT_OK(db->Get(ReadOptions(), Key(19), &v));
     EXPECT_OK(db->Get(ReadOptions(), Key(60), &v));
+    // The ranged and pinned reads go through the same lookup.
+    EXPECT_TRUE(absl::IsNotFound(db->GetRange(ReadOptions(), Key(30), 0, 10, &v)));
+    EXPECT_OK(db->GetRange(ReadOptions(), Key(60), 0, 10, &v));
+    PinnableValue pinned;
+    EXPECT_TRUE(absl::IsNotFound(db->Get(ReadOptions(), Key(30), &pinned)));
+    // A bounded, keys-only scan over the range finds nothing in it.
+    ReadOptions bounded;
+    const std::string lower_key = Key(20), upper_key = Key(60);
+    const std::string_view lower = lower_key, upper = upper_key;
+    bounded.iterate_lower_bound = &lower;
+    bounded.iterate_upper_bound = &upper;
+    bounded.keys_only = true;
+    auto in_range = db->NewIterator(bounded);
+    in_range->SeekToFirst();
+    EXPECT_FALSE(in_range->Valid());
+    in_range->SeekToLast();
+    EXPECT_FALSE(in_range->Valid());
+    EXPECT_OK(in_range->status());
     std::vector<std::string> mv;
     std::vector<absl::Status> st =
         db->MultiGet(ReadOptions(), {Key(19), Key(20), Key(40), Key(60)}, &mv);
