@@ -99,8 +99,12 @@ absl::Status DBImpl::FlushOldestImmutable() {
     // Listed before the table is installed, so before any compaction of
     // it can count (and unlist) what it shadows.
     const auto foresee_start = std::chrono::steady_clock::now();
-    const vlog::DeadRecords::Batch batch =
+    vlog::DeadRecords::Batch batch =
         FindShadowedRecords(*below, table_cache_.get(), *foresee, overwrites);
+    // And what the memtable's range tombstones delete below, from the
+    // tables' keys and pointers alone.
+    AddRangeShadowedRecords(*below, table_cache_.get(), mem->RangeTombstoneList(),
+                            kMaxFlushedKeys, &batch);
     foresee_micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                std::chrono::steady_clock::now() - foresee_start)
                                                .count());
