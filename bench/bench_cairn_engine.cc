@@ -53,6 +53,22 @@ class CairnEngine : public BenchEngine {
     return db_->MultiGet(ReadOptions(), keys, values);
   }
   absl::Status Delete(std::string_view key) override { return db_->Delete(write_options_, key); }
+  absl::Status DeleteRange(std::string_view begin, std::string_view end) override {
+    return db_->DeleteRange(write_options_, begin, end);
+  }
+  absl::StatusOr<bool> SettleStep() override {
+    if (absl::Status s = db_->CompactRange(nullptr, nullptr); !s.ok()) return s;
+    // GC until a round frees nothing more.
+    bool freed = false;
+    for (;;) {
+      absl::StatusOr<GcResult> gc = db_->RunGC();
+      if (!gc.ok()) return gc.status();
+      if (gc->victims == 0) break;
+      freed = true;
+    }
+    if (absl::Status s = db_->WaitForBackgroundWork(); !s.ok()) return s;
+    return freed;
+  }
   absl::Status GetRange(std::string_view key, uint64_t offset, uint64_t length,
                         std::string* out) override {
     // Verified: a value over 64 KiB is read by its chunks, each checked.
@@ -96,6 +112,7 @@ class CairnEngine : public BenchEngine {
     out.stall_micros = st.stall_micros;
     out.stall_max_micros = st.stall_max_micros;
     out.gc_bytes_relocated = st.gc_bytes_written;
+    out.gc_bytes_read = st.gc_bytes_read;
     // The whole directory, as the peers' figure is: Stats counts the WAL,
     // the manifest and files still being written too.
     out.disk_bytes = st.disk_bytes;

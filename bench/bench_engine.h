@@ -95,6 +95,9 @@ struct EngineStats {
   uint64_t stall_micros = 0;
   uint64_t stall_max_micros = 0;    // longest single write wait since open (cairn)
   uint64_t gc_bytes_relocated = 0;  // GC activity (0 until GC runs)
+  // Value-log bytes GC read (cairn: gc_bytes_read; BlobDB: blob-file bytes
+  // read, which its compactions' GC does).
+  uint64_t gc_bytes_read = 0;
   uint64_t disk_bytes = 0;          // SSTs + value log (or whole directory)
   // Parts of disk_bytes an engine can name (cairn; 0 otherwise): the tables
   // and value-log segments its manifest names, and the garbage counted in
@@ -133,6 +136,13 @@ class BenchEngine {
   virtual std::vector<absl::Status> MultiGet(const std::vector<std::string_view>& keys,
                                              std::vector<std::string>* values) = 0;
   virtual absl::Status Delete(std::string_view key) = 0;
+  // Deletes every key in [begin, end) with one range deletion.
+  virtual absl::Status DeleteRange(std::string_view begin, std::string_view end) = 0;
+  // One step of settling space after a large delete: a full compaction and
+  // whatever the engine's value-log GC then does (cairn: RunGC until it
+  // finds nothing; BlobDB: its GC runs inside the compaction). False when a
+  // further step would find nothing more to do.
+  virtual absl::StatusOr<bool> SettleStep() = 0;
   // Bytes [offset, offset + length) of key's value. The default reads the
   // whole value and slices it; cairn reads only the range (DB::GetRange,
   // without record checksums, which cover whole records).

@@ -88,6 +88,21 @@ class RocksDbEngine : public BenchEngine {
     if (s.ok()) user_bytes_.fetch_add(key.size(), std::memory_order_relaxed);
     return s;
   }
+  absl::Status DeleteRange(std::string_view begin, std::string_view end) override {
+    return FromRocks(db_->DeleteRange(write_options_, db_->DefaultColumnFamily(), Slice(begin),
+                                      Slice(end)));
+  }
+  absl::StatusOr<bool> SettleStep() override {
+    // BlobDB collects blob files inside compactions (blob GC on, options
+    // set at open): a full compaction is its settle. One step does it all.
+    rocksdb::CompactRangeOptions cro;
+    cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+    absl::Status s = FromRocks(db_->CompactRange(cro, nullptr, nullptr));
+    if (!s.ok()) return s;
+    s = WaitForCompactions();
+    if (!s.ok()) return s;
+    return false;
+  }
   std::unique_ptr<BenchCursor> NewCursor() override {
     return std::make_unique<RocksCursor>(
         std::unique_ptr<rocksdb::Iterator>(db_->NewIterator(rocksdb::ReadOptions())));
@@ -148,6 +163,7 @@ class RocksDbEngine : public BenchEngine {
     out.vlog_bytes_read = t(rocksdb::BLOB_DB_BLOB_FILE_BYTES_READ);
     out.stall_micros = t(rocksdb::STALL_MICROS);
     out.gc_bytes_relocated = t(rocksdb::BLOB_DB_GC_BYTES_RELOCATED);
+    out.gc_bytes_read = blob_ ? out.vlog_bytes_read : 0;
     out.disk_bytes = DirectoryBytes(path_);
     out.live_bytes = live_bytes_;
     out.space_amplification =

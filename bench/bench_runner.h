@@ -43,6 +43,12 @@ struct BenchConfig {
   // delete_run: runs of delete_run adjacent keys, a delete_run /
   // delete_period share of the key space.
   uint64_t delete_run = 40, delete_period = 100;
+  // droprange (issue 60): the share of the key space one DeleteRange drops
+  // (from the first key), the space target it settles to (disk bytes over
+  // live bytes) and the longest it waits for it.
+  double drop_fraction = 0.9;
+  double drop_target = 1.3;
+  double drop_settle_s = 3600;
   int batch_size = 32;
   uint64_t seed = 301;
   bool use_existing_db = false;

@@ -65,6 +65,9 @@ ABSL_FLAG(uint64_t, delete_run, 40,
           "deletebatches: adjacent keys deleted in each run (every key whose index mod "
           "--delete_period is below this)");
 ABSL_FLAG(uint64_t, delete_period, 100, "deletebatches: keys from one run's start to the next");
+ABSL_FLAG(double, drop_fraction, 0.9, "droprange: share of the key space one DeleteRange drops");
+ABSL_FLAG(double, drop_target, 1.3, "droprange: settle until disk bytes <= this times live bytes");
+ABSL_FLAG(double, drop_settle_secs, 3600, "droprange: the longest it settles");
 ABSL_FLAG(int32_t, batch_size, 32, "multireadrandom: keys per MultiGet");
 ABSL_FLAG(uint64_t, seed, 301, "random seed");
 ABSL_FLAG(bool, json, false, "print one JSON object per benchmark instead of a table");
@@ -183,6 +186,12 @@ absl::StatusOr<BenchConfig> ConfigFromFlags() {
   c.range_bytes = absl::GetFlag(FLAGS_range_bytes);
   c.delete_run = absl::GetFlag(FLAGS_delete_run);
   c.delete_period = absl::GetFlag(FLAGS_delete_period);
+  c.drop_fraction = absl::GetFlag(FLAGS_drop_fraction);
+  c.drop_target = absl::GetFlag(FLAGS_drop_target);
+  c.drop_settle_s = absl::GetFlag(FLAGS_drop_settle_secs);
+  if (!(c.drop_fraction > 0 && c.drop_fraction < 1)) {
+    return absl::InvalidArgumentError("need 0 < --drop_fraction < 1");
+  }
   if (c.delete_run == 0 || c.delete_run > c.delete_period) {
     return absl::InvalidArgumentError("need 1 <= --delete_run <= --delete_period");
   }

@@ -332,6 +332,17 @@ void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* 
   SaveError(db->db->Delete(cairn::c_api::ToWriteOptions(options), Bytes(key, keylen)), errptr);
 }
 
+void cairn_delete_range(cairn_t* db, const cairn_writeoptions_t* options, const char* begin,
+                        size_t beginlen, const char* end, size_t endlen, char** errptr) {
+  if (!SaveError(CheckDb(db), errptr) || !SaveError(CheckBytes(begin, beginlen, "begin"), errptr) ||
+      !SaveError(CheckBytes(end, endlen, "end"), errptr)) {
+    return;
+  }
+  SaveError(db->db->DeleteRange(cairn::c_api::ToWriteOptions(options), Bytes(begin, beginlen),
+                                Bytes(end, endlen)),
+            errptr);
+}
+
 cairn_writebatch_t* cairn_writebatch_create(void) { return new cairn_writebatch_t; }
 void cairn_writebatch_destroy(cairn_writebatch_t* batch) { delete batch; }
 
@@ -352,6 +363,16 @@ void cairn_writebatch_delete(cairn_writebatch_t* batch, const char* key, size_t 
     return;
   }
   batch->batch.Delete(Bytes(key, keylen));
+}
+
+void cairn_writebatch_delete_range(cairn_writebatch_t* batch, const char* begin, size_t beginlen,
+                                   const char* end, size_t endlen) {
+  if (batch == nullptr) return;
+  if ((begin == nullptr && beginlen != 0) || (end == nullptr && endlen != 0)) {
+    cairn::c_api::PoisonBatch(batch);
+    return;
+  }
+  batch->batch.DeleteRange(Bytes(begin, beginlen), Bytes(end, endlen));
 }
 
 void cairn_writebatch_clear(cairn_writebatch_t* batch) {

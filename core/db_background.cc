@@ -99,8 +99,12 @@ absl::Status DBImpl::FlushOldestImmutable() {
     // Listed before the table is installed, so before any compaction of
     // it can count (and unlist) what it shadows.
     const auto foresee_start = std::chrono::steady_clock::now();
-    const vlog::DeadRecords::Batch batch =
+    vlog::DeadRecords::Batch batch =
         FindShadowedRecords(*below, table_cache_.get(), *foresee, overwrites);
+    // And what the memtable's range tombstones delete below, from the
+    // tables' keys and pointers alone.
+    AddRangeShadowedRecords(*below, table_cache_.get(), mem->RangeTombstoneList(),
+                            kMaxFlushedKeys, &batch);
     foresee_micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                std::chrono::steady_clock::now() - foresee_start)
                                                .count());
@@ -233,9 +237,22 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
   // Versions no snapshot can see are dropped here already (their pointers
   // become garbage now, not at some later compaction); tombstones stay, as
   // older versions may sit in the levels below.
+  // The memtable's range tombstones drop the entries they cover in the
+  // same snapshot stripe (their values become garbage now), and go into the
+  // table for the levels below.
   lsm::CompactionIterator it(input.get(), std::move(snapshots), latest,
-                             /*key_may_exist_below=*/{}, garbage);
+                             /*key_may_exist_below=*/{}, garbage, mem->RangeTombstones());
   bool first = true;
+  for (const lsm::RangeTombstone& t : mem->RangeTombstoneList()) {
+    builder.AddRangeTombstone(t);
+    if (first) {
+      meta.smallest_seq = meta.largest_seq = t.seq;
+      first = false;
+    }
+    meta.smallest_seq = std::min(meta.smallest_seq, t.seq);
+    meta.largest_seq = std::max(meta.largest_seq, t.seq);
+  }
+  meta.num_range_deletions = builder.NumRangeDeletions();
   absl::Status s;
   uint64_t pointed_bytes = 0, deletion_count = 0, gc_pointed_bytes = 0;
   // Whether a pointer names a GC output segment; a memtable's GC rewrites

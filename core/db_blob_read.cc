@@ -70,6 +70,7 @@ absl::Status DBImpl::GetRange(const ReadOptions& options, std::string_view key, 
       out->assign(vlog::ValueRange(stored, offset, length));
       break;
     case ValueType::kDeletion:
+    case ValueType::kRangeDeletion:
       s = absl::NotFoundError("key not found");
       break;
   }

@@ -31,7 +31,7 @@ struct GcCounters {
 };
 
 struct UserCounters {
-  std::atomic<uint64_t> bytes_written{0}, puts{0}, deletes{0};
+  std::atomic<uint64_t> bytes_written{0}, puts{0}, deletes{0}, range_deletes{0};
   std::atomic<uint64_t> gets{0}, gets_found{0};
   std::atomic<uint64_t> live_bytes{0};  // from the last cairn.live-bytes scan
   std::atomic<uint64_t> stall_slowdowns{0}, stall_stops{0}, stall_micros{0};

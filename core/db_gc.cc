@@ -92,6 +92,12 @@ bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
   ValueType type;
   SequenceNumber seq = 0;
   std::string stored;
+  // A range deletion since the base deleted it, though no entry of the key
+  // is newer (the tombstones are not in the memtables' skip lists).
+  if (!view.range_dels.empty() &&
+      view.range_dels.MaxCoveringSeq(key, view.sequence) > base_sequence) {
+    return false;
+  }
   // No write to the key since the base: it still points where it did.
   if (!LookupInMemtables(view, key, &type, &stored, &seq, cursors) || seq <= base_sequence) {
     return true;

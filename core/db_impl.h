@@ -197,7 +197,21 @@ class DBImpl final : public DB, private GcDbAccess {
     // An iterator's view at a snapshot: the snapshot's sequence, held for
     // the iterator's life (the user may release the snapshot first).
     Retention::SequencePin pin;
+    // The range tombstones of the view's memtables and tables (empty: none),
+    // and the error loading the tables' ones, which every read through the
+    // view returns.
+    lsm::RangeTombstoneSet range_dels;
+    absl::Status range_dels_status;
+    // Whether an entry of key at seq is deleted by a range tombstone.
+    bool Covered(std::string_view key, lsm::SequenceNumber seq) const {
+      return !range_dels.empty() && range_dels.Covers(key, seq, sequence);
+    }
   };
+  // A table lookup's answer as the lookups give it: kDeletion when none or
+  // when a range tombstone of the view covers it.
+  static void TakeTableResult(const ReadView& view, std::string_view key,
+                              lsm::TableGetResult&& result, lsm::ValueType* type,
+                              std::string* stored);
   // The LSM half of Get into a PinnableValue and GetRange: checks the key,
   // counts the Get, and finds what the key stores (kDeletion when nothing)
   // through *view, which the caller holds until the value is read.

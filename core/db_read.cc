@@ -7,6 +7,7 @@
 #include "core/db_iter.h"
 #include "io/status_macros.h"
 #include "lsm/merging_iterator.h"
+#include "lsm/range_del_iterator.h"
 #include "lsm/seek_batch.h"
 
 namespace cairn {
@@ -29,6 +30,15 @@ DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options, bool owned) {
   // A view that outlives the call (an iterator) keeps its snapshot's
   // sequence readable even once the snapshot is released (core/retention.h).
   if (owned && options.snapshot != nullptr) view.pin = gc_.retention().PinSequence(view.sequence);
+  view.range_dels.Add(view.sv->mem->RangeTombstones());
+  for (const auto& m : view.sv->imm) view.range_dels.Add(m->RangeTombstones());
+  if (absl::StatusOr<lsm::RangeTombstonesPtr> tables =
+          view.sv->version->RangeTombstones(table_cache_.get());
+      tables.ok()) {
+    view.range_dels.Add(*std::move(tables));
+  } else {
+    view.range_dels_status = tables.status();
+  }
   view.table_read.verify_checksums = options.verify_checksums;
   view.table_read.fill_cache = options.fill_cache;
   view.table_read.readahead_size = options.readahead_size;
@@ -73,6 +83,7 @@ absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
     case ValueType::kValuePointer:
       return vlog_->Get(key, stored, out, fill_cache);
     case ValueType::kDeletion:
+    case ValueType::kRangeDeletion:
       break;
   }
   return absl::NotFoundError("key not found");
@@ -93,14 +104,17 @@ bool DBImpl::LookupInMemtables(const ReadView& view, std::string_view key, Value
                            cursors == nullptr ? nullptr : &cursors->imm[i]);
   }
   if (found && seq != nullptr) *seq = found_seq;
+  // A range tombstone newer than the entry deletes it (and every older one).
+  if (found && *type != ValueType::kDeletion && view.Covered(key, found_seq)) {
+    *type = ValueType::kDeletion;
+  }
   return found;
 }
 
-namespace {
-
 // A table lookup's answer as LookupInView gives it.
-void TakeTableResult(lsm::TableGetResult&& result, ValueType* type, std::string* stored) {
-  if (!result.found) {
+void DBImpl::TakeTableResult(const ReadView& view, std::string_view key,
+                             lsm::TableGetResult&& result, ValueType* type, std::string* stored) {
+  if (!result.found || view.Covered(key, result.sequence)) {
     *type = ValueType::kDeletion;
     return;
   }
@@ -108,14 +122,12 @@ void TakeTableResult(lsm::TableGetResult&& result, ValueType* type, std::string*
   *stored = std::move(result.value);
 }
 
-}  // namespace
-
 absl::Status DBImpl::LookupInTables(const ReadView& view, std::string_view key, ValueType* type,
                                     std::string* stored) {
   lsm::TableGetResult result;
   CAIRN_RETURN_IF_ERROR(view.sv->version->Get(view.table_read, table_cache_.get(),
                                                lsm::MakeLookupKey(key, view.sequence), &result));
-  TakeTableResult(std::move(result), type, stored);
+  TakeTableResult(view, key, std::move(result), type, stored);
   return absl::OkStatus();
 }
 
@@ -123,6 +135,10 @@ void DBImpl::LookupBatchInView(const ReadView& view, absl::Span<const std::strin
                                absl::Span<const uint32_t> which, std::vector<ValueType>* types,
                                std::vector<std::string>* stored,
                                std::vector<absl::Status>* statuses) {
+  if (!view.range_dels_status.ok()) {
+    for (uint32_t i : which) (*statuses)[i] = view.range_dels_status;
+    return;
+  }
   std::vector<uint32_t> in_tables;
   MemTableCursors cursors(*view.sv);
   for (uint32_t i : which) {
@@ -143,7 +159,7 @@ void DBImpl::LookupBatchInView(const ReadView& view, absl::Span<const std::strin
         deferred.push_back(i);
         deferred_keys.push_back(keys[i]);
       } else if ((*statuses)[i].ok()) {
-        TakeTableResult(std::move(result), &(*types)[i], &(*stored)[i]);
+        TakeTableResult(view, keys[i], std::move(result), &(*types)[i], &(*stored)[i]);
       }
     }
     ReadTableBlocksAhead(view, deferred_keys);
@@ -157,6 +173,7 @@ void DBImpl::LookupBatchInView(const ReadView& view, absl::Span<const std::strin
 
 absl::Status DBImpl::LookupInView(const ReadView& view, std::string_view key, ValueType* type,
                                   std::string* stored) {
+  CAIRN_RETURN_IF_ERROR(view.range_dels_status);
   if (LookupInMemtables(view, key, type, stored)) return absl::OkStatus();
   return LookupInTables(view, key, type, stored);
 }
@@ -266,8 +283,10 @@ std::unique_ptr<lsm::InternalIterator> DBImpl::NewInternalIterator(const ReadVie
   children.push_back(view.sv->mem->NewIterator());
   for (const auto& m : view.sv->imm) children.push_back(m->NewIterator());
   view.sv->version->AddIterators(view.table_read, table_cache_.get(), &children);
+  if (!view.range_dels_status.ok()) return lsm::NewErrorIterator(view.range_dels_status);
   // With the file system, a seek reads every sorted run's first block at once.
-  return lsm::NewMergingIterator(std::move(children), fs_.get());
+  return lsm::NewRangeDelFilterIterator(lsm::NewMergingIterator(std::move(children), fs_.get()),
+                                        view.range_dels, view.sequence);
 }
 
 namespace {

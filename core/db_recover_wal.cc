@@ -317,8 +317,21 @@ bool DBImpl::NoteCollectedPointer(uint64_t log_number, SequenceNumber seq, lsm::
     replay_collected_[std::string(key)] = CollectedPointer{*collected, log_number, seq};
     return true;
   }
+  if (replay_collected_.empty()) return false;
+  if (type == lsm::ValueType::kRangeDeletion) {
+    // A later range deletion supersedes the old pointers of its keys: GC
+    // then has nothing of theirs to move.
+    for (auto it = replay_collected_.begin(); it != replay_collected_.end();) {
+      if (it->first >= key && it->first < value) {
+        replay_collected_.erase(it++);
+      } else {
+        ++it;
+      }
+    }
+    return false;
+  }
   // A later write to the key supersedes the old pointer.
-  if (!replay_collected_.empty()) replay_collected_.erase(std::string(key));
+  replay_collected_.erase(std::string(key));
   return false;
 }
 

@@ -47,6 +47,15 @@ Stats DBImpl::GetStats() {
   st.user_bytes_written = counters_.bytes_written.load();
   st.puts = counters_.puts.load();
   st.deletes = counters_.deletes.load();
+  st.range_deletes = counters_.range_deletes.load();
+  {
+    SuperVersionRef sv = sv_cache_.Acquire();
+    for (int level = 0; level < lsm::kNumLevels; ++level) {
+      for (const auto& f : sv->version->files(level)) {
+        st.range_tombstones_in_tables += f->num_range_deletions;
+      }
+    }
+  }
   st.gets = counters_.gets.load();
   st.gets_found = counters_.gets_found.load();
 
@@ -182,6 +191,8 @@ std::string FormatStats(const Stats& st) {
   absl::StrAppendFormat(&out, "user: %d puts, %d deletes, %d gets (%d found), %.1f MiB written\n",
                         st.puts, st.deletes, st.gets, st.gets_found,
                         st.user_bytes_written / 1048576.0);
+  absl::StrAppendFormat(&out, "range deletes: %d written, %d range tombstones in tables\n",
+                        st.range_deletes, st.range_tombstones_in_tables);
   absl::StrAppendFormat(&out,
                         "write amplification %.2f: wal %.1f MiB, vlog %.1f MiB, flush %.1f MiB, "
                         "compaction %.1f MiB, gc %.1f MiB, manifest %.2f MiB\n",
@@ -283,7 +294,8 @@ absl::StatusOr<uint64_t> DBImpl::LiveBytesFromPointers() {
     last_key.assign(ikey.user_key);
     have_last = true;
     switch (ikey.type) {
-      case lsm::ValueType::kDeletion: break;
+      case lsm::ValueType::kDeletion:
+      case lsm::ValueType::kRangeDeletion: break;
       case lsm::ValueType::kValue: bytes += ikey.user_key.size() + it->value().size(); break;
       case lsm::ValueType::kValuePointer: {
         // The record holds the key and the value as stored (compressed,

@@ -69,7 +69,7 @@ struct DBImpl::PreparedBatch {
   absl::InlinedVector<Separated, 1> separated;  // in batch order
   vlog::PreparedRecords records;                // their records, in the same order
   uint64_t user_bytes = 0;                      // keys and values as given
-  uint64_t puts = 0, deletes = 0;
+  uint64_t puts = 0, deletes = 0, range_deletes = 0;
   // Bytes of its values bound for the value log, now or at their flush.
   uint64_t value_log_bytes = 0;
 };
@@ -124,7 +124,11 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
   return WriteBatchInternal::ForEach(
       p->batch, [&](SequenceNumber, ValueType type, std::string_view key,
                     std::string_view value) -> absl::Status {
-        CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckSizes(key, value));
+        if (type == ValueType::kRangeDeletion) {
+          CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckRange(key, value));
+        } else {
+          CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckSizes(key, value));
+        }
         if (type == ValueType::kValuePointer) {
           return absl::InvalidArgumentError("write batch holds an internal value pointer");
         }
@@ -132,7 +136,9 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
         const std::string_view last = type == ValueType::kDeletion ? key : value;
         const size_t end = static_cast<size_t>(last.data() + last.size() - rep.data());
         p->user_bytes += key.size() + value.size();
-        ++(type == ValueType::kDeletion ? p->deletes : p->puts);
+        ++(type == ValueType::kDeletion        ? p->deletes
+           : type == ValueType::kRangeDeletion ? p->range_deletes
+                                               : p->puts);
         if (threshold != kInlineValues && type == ValueType::kValue && value.size() >= threshold) {
           p->value_log_bytes += value.size();
         }
@@ -371,12 +377,14 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
       status = InsertGroup(mem.get(), *group, leader->kind == Writer::Kind::kGcRewrite);
     }
     if (status.ok()) {
-      uint64_t user_bytes = 0, puts = 0, deletes = 0;
+      uint64_t user_bytes = 0, puts = 0, deletes = 0, range_deletes = 0;
       for (const PreparedBatch* m : members) {
         user_bytes += m->user_bytes;
         puts += m->puts;
         deletes += m->deletes;
+        range_deletes += m->range_deletes;
       }
+      counters_.range_deletes.fetch_add(range_deletes, std::memory_order_relaxed);
       counters_.bytes_written.fetch_add(user_bytes, std::memory_order_relaxed);
       counters_.puts.fetch_add(puts, std::memory_order_relaxed);
       counters_.deletes.fetch_add(deletes, std::memory_order_relaxed);

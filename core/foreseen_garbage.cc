@@ -2,8 +2,12 @@
 
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "lsm/dbformat.h"
+#include "lsm/merging_iterator.h"
+#include "lsm/table_cache.h"
+#include "lsm/version.h"
 #include "vlog/value_pointer.h"
 
 namespace cairn {
@@ -106,6 +110,46 @@ vlog::DeadRecords::Batch FindShadowedRecords(const lsm::Version& base, lsm::Tabl
     if (ptr.ok()) batch[ptr->segment_id].push_back({ptr->offset, ptr->size});
   }
   return batch;
+}
+
+void AddRangeShadowedRecords(const lsm::Version& base, lsm::TableCache* tables,
+                             const std::vector<lsm::RangeTombstone>& tombstones,
+                             size_t max_records, vlog::DeadRecords::Batch* batch) {
+  if (tombstones.empty()) return;
+  absl::flat_hash_set<std::pair<uint64_t, uint64_t>> listed;
+  size_t records = 0;
+  for (const auto& [id, list] : *batch) {
+    for (const vlog::DeadRecords::Record& r : list) listed.insert({id, r.offset});
+    records += list.size();
+  }
+  // What base's own tombstones cover was dead already, and counted then.
+  absl::StatusOr<lsm::RangeTombstonesPtr> older = base.RangeTombstones(tables);
+  if (!older.ok()) return;  // a count only: left to compaction
+  lsm::TableReadOptions ro;
+  ro.fill_cache = false;
+  std::vector<std::unique_ptr<lsm::InternalIterator>> children;
+  base.AddIterators(ro, tables, &children);
+  std::unique_ptr<lsm::InternalIterator> it = lsm::NewMergingIterator(std::move(children));
+  std::string done_key;
+  for (const lsm::RangeTombstone& t : tombstones) {
+    bool done = false;
+    for (it->Seek(lsm::MakeLookupKey(t.begin, t.seq - 1)); it->Valid(); it->Next()) {
+      lsm::ParsedInternalKey p;
+      if (!lsm::ParseInternalKey(it->key(), &p)) continue;
+      if (p.user_key >= std::string_view(t.end)) break;
+      if (p.sequence >= t.seq || (done && p.user_key == done_key)) continue;
+      done_key.assign(p.user_key);  // its newest version below the tombstone
+      done = true;
+      if (p.type != lsm::ValueType::kValuePointer) continue;
+      if (*older != nullptr && (*older)->Covers(p.user_key, p.sequence, lsm::kMaxSequenceNumber)) {
+        continue;
+      }
+      const absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(it->value());
+      if (!ptr.ok() || !listed.insert({ptr->segment_id, ptr->offset}).second) continue;
+      (*batch)[ptr->segment_id].push_back({ptr->offset, ptr->size});
+      if (++records >= max_records) return;
+    }
+  }
 }
 
 }  // namespace cairn

@@ -98,6 +98,18 @@ vlog::DeadRecords::Batch FindShadowedRecords(const lsm::Version& base, lsm::Tabl
                                              const std::vector<FlushedKey>& keys,
                                              bool overwrites);
 
+// Adds to *batch the records a flushed memtable's range tombstones shadow in
+// base (issue 60: a range delete's values are garbage once the tombstone
+// is durable): for each tombstone, each key of its range in the tables
+// below, its newest version older than the tombstone, where that is a value
+// pointer no older tombstone of base already covers. Reads the tables'
+// keys and pointers in the ranges, never a value. A record already in
+// *batch is not added twice. Stops after max_records records (the rest are
+// counted when compaction drops them).
+void AddRangeShadowedRecords(const lsm::Version& base, lsm::TableCache* tables,
+                             const std::vector<lsm::RangeTombstone>& tombstones,
+                             size_t max_records, vlog::DeadRecords::Batch* batch);
+
 }  // namespace cairn
 
 #endif  // CAIRN_CORE_FORESEEN_GARBAGE_H_

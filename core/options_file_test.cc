@@ -77,8 +77,8 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
     std::string from, to, key;
   };
   const std::vector<Case> cases = {
-      {"table_format_version=1", "table_format_version=2", "table_format_version"},
-      {"wal_format_version=4", "wal_format_version=9", "wal_format_version"},
+      {"table_format_version=2", "table_format_version=3", "table_format_version"},
+      {"wal_format_version=5", "wal_format_version=9", "wal_format_version"},
       {"segment_format_version=2", "segment_format_version=3", "segment_format_version"},
       {"manifest_format_version=1", "manifest_format_version=2", "manifest_format_version"},
       {"max_value_size=268435456", "max_value_size=1073741824", "max_value_size"},
@@ -97,10 +97,13 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
   // An older format is what an older build wrote: still read.
   ASSERT_OK(CheckOptionsFile(
       absl::StrReplaceAll(good, {{"max_key_size=65536", "max_key_size=100"}}), "OPTIONS-000005"));
-  // WALs of formats 2 (before zeros written ahead) and 3 (before sync
-  // records) are read as they were.
+  // WALs of formats 2 (before zeros written ahead) to 4 (before range
+  // deletions), and tables of format 1, are read as they were.
   ASSERT_OK(CheckOptionsFile(
-      absl::StrReplaceAll(good, {{"wal_format_version=4", "wal_format_version=2"}}),
+      absl::StrReplaceAll(good, {{"wal_format_version=5", "wal_format_version=2"}}),
+      "OPTIONS-000005"));
+  ASSERT_OK(CheckOptionsFile(
+      absl::StrReplaceAll(good, {{"table_format_version=2", "table_format_version=1"}}),
       "OPTIONS-000005"));
 }
 
@@ -180,7 +183,7 @@ TEST_F(OptionsFileDbTest, OpenRefusesADatabaseWrittenUnderANewerFormat) {
     auto f = fs_->NewWritableFile(path, {});
     ASSERT_OK(f);
     ASSERT_OK((*f)->Append(
-        absl::StrReplaceAll(*text, {{"table_format_version=1", "table_format_version=2"}})));
+        absl::StrReplaceAll(*text, {{"table_format_version=2", "table_format_version=3"}})));
     ASSERT_OK((*f)->Close());
   }
   auto names = fs_->ListDir("/db");

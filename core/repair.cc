@@ -29,6 +29,7 @@
 #include "lsm/block.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
+#include "lsm/range_tombstone.h"
 #include "lsm/log_format.h"
 #include "lsm/log_reader.h"
 #include "lsm/table_cache.h"
@@ -133,6 +134,12 @@ class Repairer {
   void Keep(std::string_view user_key, lsm::SequenceNumber seq, lsm::ValueType type,
             std::string_view value, const std::string& source) {
     ++report_->entries_read;
+    if (type == lsm::ValueType::kRangeDeletion) {
+      // Applied when the new database is built: a key whose newest entry
+      // is older than a tombstone spanning it stays deleted.
+      range_tombstones_.push_back({std::string(user_key), std::string(value), seq});
+      return;
+    }
     Salvaged& s = keys_[std::string(user_key)];
     if (!s.source.empty() && s.sequence >= seq) return;
     s.sequence = seq;
@@ -222,6 +229,10 @@ class Repairer {
       return;
     }
     ++report_->tables_read;
+    // Open verified the range-deletion block (table format 2).
+    for (const lsm::RangeTombstone& t : (*table)->range_tombstone_list()) {
+      Keep(t.begin, t.seq, lsm::ValueType::kRangeDeletion, t.end, name);
+    }
     // Block by block, so that a bad block loses only its own entries.
     absl::StatusOr<std::vector<lsm::BlockHandle>> handles = (*table)->DataBlockHandles();
     if (!handles.ok()) {
@@ -372,8 +383,10 @@ class Repairer {
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<DB> db, OpenWithFileSystem(o, temp_dir_, fs_));
     WriteBatch batch;
     std::string value;
+    const lsm::FragmentedRangeTombstones range_dels(range_tombstones_);
     for (const auto& [key, s] : keys_) {
-      if (s.type == lsm::ValueType::kDeletion) {
+      if (s.type == lsm::ValueType::kDeletion ||
+          range_dels.Covers(key, s.sequence, lsm::kMaxSequenceNumber)) {
         ++report_->keys_deleted;
         continue;
       }
@@ -400,6 +413,7 @@ class Repairer {
     CAIRN_RETURN_IF_ERROR(db->Flush());
     readers_.clear();
     keys_.clear();
+    range_tombstones_.clear();
     db.reset();
     return absl::OkStatus();
   }
@@ -462,6 +476,8 @@ class Repairer {
   uint64_t min_log_ = 0;
   uint64_t next_file_number_ = 0;  // the manifest's; tables from here on are unknown to it
   absl::btree_map<std::string, Salvaged> keys_;
+  // Every range tombstone found, in tables and WALs (applied at the build).
+  std::vector<lsm::RangeTombstone> range_tombstones_;
   // Segment readers opened for salvaged pointers, and the segments that
   // could not be opened (each pointer into them is a lost value).
   std::map<uint64_t, std::unique_ptr<vlog::SegmentReader>> readers_;

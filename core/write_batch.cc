@@ -1,5 +1,6 @@
 #include "cairn/write_batch.h"
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "core/write_batch_internal.h"
 #include "io/coding.h"
@@ -34,6 +35,21 @@ void WriteBatch::Delete(std::string_view key) {
   if (CheckSizes(key, {})) WriteBatchInternal::AddEntry(this, ValueType::kDeletion, key, {});
 }
 
+void WriteBatch::DeleteRange(std::string_view begin, std::string_view end) {
+  absl::Status s = WriteBatchInternal::CheckRange(begin, end);
+  if (s.ok()) {
+    WriteBatchInternal::AddEntry(this, ValueType::kRangeDeletion, begin, end);
+  } else if (status_.ok()) {
+    status_ = std::move(s);
+  }
+}
+
+absl::Status WriteBatch::Handler::DeleteRange(std::string_view begin, std::string_view end) {
+  return absl::UnimplementedError(absl::StrCat(
+      "WriteBatch::Iterate: the batch holds a range deletion ['", absl::CHexEscape(absl::string_view(begin.data(), begin.size())),
+      "', '", absl::CHexEscape(absl::string_view(end.data(), end.size())), "') and this Handler does not override DeleteRange"));
+}
+
 absl::Status WriteBatch::Iterate(Handler* handler) const {
   return WriteBatchInternal::ForEach(
       *this, [handler](lsm::SequenceNumber, ValueType type, std::string_view key,
@@ -45,11 +61,28 @@ absl::Status WriteBatch::Iterate(Handler* handler) const {
           case ValueType::kDeletion:
             handler->Delete(key);
             return absl::OkStatus();
+          case ValueType::kRangeDeletion:
+            return handler->DeleteRange(key, value);
           case ValueType::kValuePointer:
             break;
         }
         return absl::InvalidArgumentError("WriteBatch::Iterate: batch holds value pointers");
       });
+}
+
+absl::Status WriteBatchInternal::CheckRange(std::string_view begin, std::string_view end) {
+  // Both ends are keys: the key limit holds for each.
+  if (begin.size() > kMaxKeySize || end.size() > kMaxKeySize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "range deletion end of ", std::max(begin.size(), end.size()),
+        " bytes exceeds the key limit of ", kMaxKeySize));
+  }
+  if (begin >= end) {
+    return absl::InvalidArgumentError(
+        "range deletion needs begin < end (the end is exclusive); an empty or inverted range "
+        "deletes nothing");
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WriteBatchInternal::CheckSizes(std::string_view key, std::string_view value) {
@@ -149,7 +182,7 @@ absl::Status WriteBatchInternal::ForEach(std::string_view contents, EntryFn fn) 
   while (!in.empty()) {
     const uint8_t t = static_cast<uint8_t>(in[0]);
     in.remove_prefix(1);
-    if (!lsm::IsValidValueType(t)) {
+    if (!lsm::IsValidBatchType(t)) {
       return absl::DataLossError(absl::StrCat("write batch entry ", found, ": unknown type ", t));
     }
     const auto type = static_cast<ValueType>(t);

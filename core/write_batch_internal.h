@@ -4,8 +4,9 @@
 //   batch  := sequence:fixed64 count:fixed32 entry*
 //   entry  := type:u8 key:lenprefixed [value:lenprefixed]   (no value for deletions)
 //
-// type is lsm::ValueType: 0 deletion, 1 inline value, 2 value pointer. Users
-// only ever add types 0 and 1; the write path rewrites large values into
+// type is lsm::ValueType: 0 deletion, 1 inline value, 2 value pointer, 3
+// range deletion (key = begin, value = end; WAL format 5). Users only ever
+// add types 0, 1 and 3; the write path rewrites large values into
 // pointers (type 2) before the batch reaches the WAL.
 #ifndef CAIRN_CORE_WRITE_BATCH_INTERNAL_H_
 #define CAIRN_CORE_WRITE_BATCH_INTERNAL_H_
@@ -28,6 +29,8 @@ class WriteBatchInternal {
   // InvalidArgument when key or value is over its limit (kMaxKeySize,
   // kMaxValueSize).
   static absl::Status CheckSizes(std::string_view key, std::string_view value);
+  // InvalidArgument unless begin < end and both are within kMaxKeySize.
+  static absl::Status CheckRange(std::string_view begin, std::string_view end);
   static uint64_t Sequence(const WriteBatch& b);
   static void SetSequence(WriteBatch* b, uint64_t seq);
   static void SetCount(WriteBatch* b, uint32_t n);

@@ -12,12 +12,29 @@ CompactionIterator::CompactionIterator(InternalIterator* input,
                                        std::vector<SequenceNumber> snapshots,
                                        SequenceNumber latest_sequence,
                                        KeyMayExistBelow key_may_exist_below,
-                                       CompactionListener* listener)
+                                       CompactionListener* listener,
+                                       RangeTombstonesPtr range_dels)
     : input_(input),
       snapshots_(std::move(snapshots)),
       latest_sequence_(latest_sequence),
       key_may_exist_below_(std::move(key_may_exist_below)),
-      listener_(listener) {}
+      listener_(listener),
+      range_dels_(range_dels != nullptr && !range_dels->empty() ? std::move(range_dels)
+                                                                : nullptr) {}
+
+bool CompactionIterator::CoveredByRange(size_t stripe) {
+  if (range_dels_ == nullptr) return false;
+  const int f = range_dels_->FindFragment(ikey_.user_key, range_hint_);
+  if (f < 0) return false;
+  range_hint_ = f;
+  // Newest first: the oldest tombstone newer than the entry is the last one
+  // above its sequence. A reader between the two (a snapshot in between)
+  // still sees the entry; otherwise nobody does.
+  const std::vector<SequenceNumber>& seqs = range_dels_->fragments()[f].seqs;
+  auto it = std::lower_bound(seqs.begin(), seqs.end(), ikey_.sequence, std::greater<>());
+  if (it == seqs.begin()) return false;  // no tombstone newer than the entry
+  return StripeOf(*(it - 1)) == stripe;
+}
 
 void CompactionIterator::SeekToFirst() {
   has_current_user_key_ = false;
@@ -60,7 +77,11 @@ void CompactionIterator::FindNextKept() {
     }
     // Entries of one user key arrive newest first, so their stripes never
     // increase; an entry in its predecessor's stripe is hidden by it.
-    const bool hidden = same_key && stripe == last_stripe_;
+    bool hidden = same_key && stripe == last_stripe_;
+    if (!hidden && CoveredByRange(stripe)) {
+      hidden = true;
+      ++stats_.dropped_by_range;
+    }
     last_stripe_ = stripe;
     if (!hidden) {
       if (ikey_.type == ValueType::kDeletion && stripe == 0 && key_may_exist_below_ &&

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "lsm/dbformat.h"
+#include "lsm/range_tombstone.h"
 #include "lsm/internal_iterator.h"
 
 namespace cairn::lsm {
@@ -52,6 +53,9 @@ struct CompactionIteratorStats {
   uint64_t dropped_obsolete = 0;
   // Tombstones dropped because nothing older can remain anywhere.
   uint64_t dropped_tombstones = 0;
+  // Entries dropped because a range tombstone of the inputs covers them
+  // (also counted in dropped_obsolete).
+  uint64_t dropped_by_range = 0;
   // Values reported to the listener, and their stored bytes.
   uint64_t dropped_values = 0;
   uint64_t dropped_value_bytes = 0;
@@ -67,9 +71,13 @@ class CompactionIterator {
   // snapshots: the live snapshot sequences, sorted ascending. An empty
   // key_may_exist_below counts as always true (tombstones are kept).
   // listener may be null.
+  // range_dels (may be null): the range tombstones of the inputs; an
+  // entry one of them covers within its snapshot stripe (no live snapshot
+  // at or above the entry and below the tombstone) is dropped as obsolete,
+  // its value reported to the listener.
   CompactionIterator(InternalIterator* input, std::vector<SequenceNumber> snapshots,
                      SequenceNumber latest_sequence, KeyMayExistBelow key_may_exist_below,
-                     CompactionListener* listener);
+                     CompactionListener* listener, RangeTombstonesPtr range_dels = nullptr);
 
   CompactionIterator(const CompactionIterator&) = delete;
   CompactionIterator& operator=(const CompactionIterator&) = delete;
@@ -102,6 +110,11 @@ class CompactionIterator {
   const SequenceNumber latest_sequence_;
   const KeyMayExistBelow key_may_exist_below_;
   CompactionListener* const listener_;
+  const RangeTombstonesPtr range_dels_;
+  int range_hint_ = -1;
+
+  // Whether a range tombstone of the same stripe covers the current entry.
+  bool CoveredByRange(size_t stripe);
 
   bool valid_ = false;
   absl::Status status_;

@@ -107,7 +107,17 @@ class OutputTables {
 
   // Finishes, syncs and closes the open table, then opens it through the
   // table cache so a table that does not read back is never recorded.
-  absl::Status Finish() {
+  // tombstones: the range tombstones of the table's share of the key space.
+  absl::Status Finish(const std::vector<RangeTombstone>& tombstones = {}) {
+    for (const RangeTombstone& t : tombstones) {
+      if (builder_->NumEntries() == 0 && builder_->NumRangeDeletions() == 0) {
+        meta_.smallest_seq = meta_.largest_seq = t.seq;
+      }
+      meta_.smallest_seq = std::min(meta_.smallest_seq, t.seq);
+      meta_.largest_seq = std::max(meta_.largest_seq, t.seq);
+      builder_->AddRangeTombstone(t);
+    }
+    meta_.num_range_deletions = builder_->NumRangeDeletions();
     CAIRN_RETURN_IF_ERROR(builder_->Finish());
     CAIRN_RETURN_IF_ERROR(file_->Sync());
     CAIRN_RETURN_IF_ERROR(file_->Close());
@@ -171,11 +181,22 @@ std::unique_ptr<InternalIterator> NewInputIterator(const Compaction& c, TableCac
 // of the grandparents; one user key's entries always share a table.
 // A set *stop (may be null) ends the loop early with Cancelled: another key
 // range of the job has failed, so this one's work would be thrown away.
+// Each table gets the kept range tombstones (range_dels, may be null) of its
+// share of the key space: from the range's start, or the key its
+// predecessor was cut before, to the key it is cut before, or the range's
+// end (sub_start, sub_end: null for unbounded).
 absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTables& outputs,
-                          const std::atomic<bool>* stop, uint64_t* output_entries) {
+                          const std::atomic<bool>* stop, uint64_t* output_entries,
+                          const FragmentedRangeTombstones* range_dels,
+                          const std::string* sub_start, const std::string* sub_end) {
   GrandparentCutter cutter(c.grandparents(), c.MaxGrandparentOverlapBytes());
   std::string last_user_key;
   bool has_last_user_key = false;
+  std::string lower = sub_start != nullptr ? *sub_start : std::string();
+  auto tombstones_up_to = [&](std::string_view upper) {
+    if (range_dels == nullptr) return std::vector<RangeTombstone>();
+    return range_dels->ToTombstones(lower, upper);
+  };
   for (ci.SeekToFirst(); ci.Valid(); ci.Next()) {
     if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
       return absl::CancelledError("compaction: another key range failed");
@@ -185,7 +206,8 @@ absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTab
       const bool too_much_overlap = cutter.ShouldCutBefore(user_key);
       if (outputs.is_open() &&
           (too_much_overlap || outputs.OpenFileSize() >= c.MaxOutputFileSize())) {
-        CAIRN_RETURN_IF_ERROR(outputs.Finish());
+        CAIRN_RETURN_IF_ERROR(outputs.Finish(tombstones_up_to(user_key)));
+        lower.assign(user_key);
       }
       last_user_key.assign(user_key);
       has_last_user_key = true;
@@ -195,7 +217,11 @@ absl::Status WriteOutputs(const Compaction& c, CompactionIterator& ci, OutputTab
     ++*output_entries;
   }
   CAIRN_RETURN_IF_ERROR(ci.status());
-  if (outputs.is_open()) CAIRN_RETURN_IF_ERROR(outputs.Finish());
+  std::vector<RangeTombstone> rest =
+      tombstones_up_to(sub_end != nullptr ? std::string_view(*sub_end) : std::string_view());
+  // Tombstones with no entry left beside them still need a table.
+  if (!outputs.is_open() && !rest.empty()) CAIRN_RETURN_IF_ERROR(outputs.Open());
+  if (outputs.is_open()) CAIRN_RETURN_IF_ERROR(outputs.Finish(rest));
   return absl::OkStatus();
 }
 
@@ -205,6 +231,9 @@ struct Subcompaction {
 
   const std::string* start = nullptr;  // null: unbounded
   const std::string* end = nullptr;
+  // The job's range tombstones: those that drop entries, and those kept.
+  RangeTombstonesPtr input_range_dels;
+  RangeTombstonesPtr kept_range_dels;
   OutputTables outputs;
   CompactionIteratorStats input_stats;
   uint64_t output_entries = 0;
@@ -212,6 +241,47 @@ struct Subcompaction {
   // status is the Cancelled of a range stopped because another one failed.
   bool stopped = false;
 };
+
+// The range tombstones of c's inputs (*inputs; null when none), and those
+// the outputs keep (*kept): a tombstone goes when every live snapshot sees
+// it (so what it covers goes in this job) and no level below the output
+// holds a key of its range.
+absl::Status CollectRangeTombstones(const Compaction& c, const Version& base,
+                                    const CompactionJobEnv& env, RangeTombstonesPtr* inputs,
+                                    RangeTombstonesPtr* kept, CompactionJobStats* stats) {
+  std::vector<RangeTombstone> all;
+  for (int which = 0; which < 2; ++which) {
+    for (const auto& f : c.inputs(which)) {
+      if (f->num_range_deletions == 0) continue;
+      CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<Table> table,
+                             env.table_cache->FindTable(f->number, f->file_size));
+      const std::vector<RangeTombstone>& list = table->range_tombstone_list();
+      all.insert(all.end(), list.begin(), list.end());
+    }
+  }
+  if (all.empty()) return absl::OkStatus();
+  *inputs = std::make_shared<const FragmentedRangeTombstones>(all);
+  const SequenceNumber oldest_view =
+      env.snapshots.empty() ? env.latest_sequence : env.snapshots.front();
+  std::vector<RangeTombstone> keep;
+  for (const auto& f : (*inputs)->fragments()) {
+    bool below = false;
+    for (int level = c.output_level() + 1; level < kNumLevels && !below; ++level) {
+      FileList overlapping;
+      base.GetOverlappingInputs(level, f.begin, f.end, &overlapping);
+      below = !overlapping.empty();
+    }
+    for (SequenceNumber seq : f.seqs) {
+      if (!below && seq <= oldest_view) {
+        ++stats->dropped_range_tombstones;
+        continue;
+      }
+      keep.push_back({f.begin, f.end, seq});
+    }
+  }
+  if (!keep.empty()) *kept = std::make_shared<const FragmentedRangeTombstones>(keep);
+  return absl::OkStatus();
+}
 
 // Runs one range. A range that fails sets *failed, which stops the others.
 void RunSubcompaction(const Compaction& c, const Version& base, const CompactionJobEnv& env,
@@ -222,8 +292,10 @@ void RunSubcompaction(const Compaction& c, const Version& base, const Compaction
   DeeperLevels deeper(base, c.output_level());
   CompactionIterator ci(
       input.get(), env.snapshots, env.latest_sequence,
-      [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener);
-  sub->status = WriteOutputs(c, ci, sub->outputs, failed, &sub->output_entries);
+      [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener,
+      sub->input_range_dels);
+  sub->status = WriteOutputs(c, ci, sub->outputs, failed, &sub->output_entries,
+                             sub->kept_range_dels.get(), sub->start, sub->end);
   sub->input_stats = ci.stats();
   if (sub->status.ok()) return;
   // The first failure sets the flag; a range that saw it set first only
@@ -284,10 +356,12 @@ CompactionJobEnv SerializedEnv(const CompactionJobEnv& env, absl::Mutex* mu,
 std::string CompactionJobStats::DebugString() const {
   return absl::StrFormat(
       "L%d -> L%d%s: in %u+%u files %u+%u bytes %u entries; out %u files %u bytes %u "
-      "entries; dropped %u obsolete %u tombstones %u values (%u bytes); %u us%s",
+      "entries; dropped %u obsolete (%u under range tombstones) %u tombstones %u range "
+      "tombstones %u values (%u bytes); %u us%s",
       level, output_level, trivial_move ? " (trivial move)" : "", input_files[0],
       input_files[1], input_bytes[0], input_bytes[1], input_entries, output_files,
-      output_bytes, output_entries, dropped_obsolete, dropped_tombstones, dropped_values,
+      output_bytes, output_entries, dropped_obsolete, dropped_by_range, dropped_tombstones,
+      dropped_range_tombstones, dropped_values,
       dropped_value_bytes, micros,
       subcompactions > 1 ? absl::StrFormat(" in %u key ranges", subcompactions) : "");
 }
@@ -320,6 +394,12 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
         "CompactionJobEnv needs fs, table_cache and new_file_number");
   }
 
+  // The inputs' range tombstones: they drop the entries they cover, and go
+  // on down unless nothing older can lie under them.
+  RangeTombstonesPtr input_range_dels, kept_range_dels;
+  CAIRN_RETURN_IF_ERROR(
+      CollectRangeTombstones(c, base, env, &input_range_dels, &kept_range_dels, stats));
+
   // Split into key ranges when the job is large enough; each range runs on a
   // thread of its own, the first on this one.
   std::vector<std::string> boundaries = SubcompactionBoundaries(
@@ -333,6 +413,8 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
     auto sub = std::make_unique<Subcompaction>(job_env);
     sub->start = i == 0 ? nullptr : &boundaries[i - 1];
     sub->end = i == boundaries.size() ? nullptr : &boundaries[i];
+    sub->input_range_dels = input_range_dels;
+    sub->kept_range_dels = kept_range_dels;
     subs.push_back(std::move(sub));
   }
   std::atomic<bool> failed{false};
@@ -352,6 +434,7 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
     stats->output_entries += sub->output_entries;
     stats->dropped_obsolete += cs.dropped_obsolete;
     stats->dropped_tombstones += cs.dropped_tombstones;
+    stats->dropped_by_range += cs.dropped_by_range;
     stats->dropped_values += cs.dropped_values;
     stats->dropped_value_bytes += cs.dropped_value_bytes;
     if (s.ok() && !sub->stopped) s = sub->status;

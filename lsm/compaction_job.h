@@ -102,6 +102,10 @@ struct CompactionJobStats {
   uint64_t dropped_obsolete = 0;
   // Tombstones dropped at the bottom of their key's history.
   uint64_t dropped_tombstones = 0;
+  // Entries dropped under a range tombstone (within dropped_obsolete), and
+  // range tombstones dropped at the bottom.
+  uint64_t dropped_by_range = 0;
+  uint64_t dropped_range_tombstones = 0;
   // Values (kValue, kValuePointer) handed to the listener, and their bytes.
   uint64_t dropped_values = 0;
   uint64_t dropped_value_bytes = 0;

@@ -28,12 +28,22 @@ enum class ValueType : uint8_t {
   kDeletion = 0,
   kValue = 1,
   kValuePointer = 2,
+  // A range deletion (DeleteRange, 2026-12-07): in a write batch its key is
+  // the range's begin and its value the exclusive end; it deletes every
+  // version of every user key in [begin, end) with a lower sequence. It
+  // never appears in a table's data blocks or a memtable's skip list: both
+  // keep range deletions beside their point entries
+  // (lsm/range_tombstone.h).
+  kRangeDeletion = 3,
 };
 // Seek targets use the highest type so they sort before every entry of the
 // same user key and sequence.
 inline constexpr ValueType kValueTypeForSeek = ValueType::kValuePointer;
 
+// Types a point entry (a memtable's or a data block's) may have.
 inline bool IsValidValueType(uint8_t t) { return t <= 2; }
+// Types a write batch entry may have: the point types and kRangeDeletion.
+inline bool IsValidBatchType(uint8_t t) { return t <= 3; }
 
 inline uint64_t PackSequenceAndType(SequenceNumber seq, ValueType t) {
   return (seq << 8) | static_cast<uint8_t>(t);

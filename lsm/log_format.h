@@ -28,8 +28,12 @@ inline constexpr uint64_t kLogMagic = 0x4c41574e52494143ull;  // "CAIRNWAL" as f
 // the end of the file are its clean end ("Zeros written ahead"). Version 4
 // adds the WAL's sync records (13-byte records an older build would take
 // for writes it cannot parse, so it must refuse the file: "Sync records").
-// Readers take all four; the framing is the same in each.
-inline constexpr uint32_t kLogFormatVersion = 4;
+// Version 5 (2026-12-07) adds range-deletion entries (type 3) to the write
+// batches a WAL carries: an older build would refuse them as an unknown
+// entry type, so as damage, and must refuse the file first.
+// Readers take all five; the framing is the same in each.
+inline constexpr uint32_t kLogFormatVersion = 5;
+inline constexpr uint32_t kRangeDeletionLogFormatVersion = 5;
 inline constexpr uint32_t kSyncRecordLogFormatVersion = 4;
 inline constexpr uint32_t kPrefilledLogFormatVersion = 3;
 inline constexpr uint32_t kOldestLogFormatVersion = 1;

@@ -86,12 +86,41 @@ MemTable::MemTable(size_t write_buffer_size, std::shared_ptr<ArenaBlockPool> poo
 
 void MemTable::Add(SequenceNumber seq, ValueType type, std::string_view user_key,
                    std::string_view value, Cursor* cursor) {
+  if (type == ValueType::kRangeDeletion) return AddRangeTombstone(seq, user_key, value);
   Insert(seq, type, user_key, value, cursor);
+}
+
+void MemTable::AddRangeTombstone(SequenceNumber seq, std::string_view begin,
+                                 std::string_view end) {
+  absl::MutexLock l(&range_mu_);
+  range_tombstones_.push_back({std::string(begin), std::string(end), seq});
+  fragmented_.reset();
+  // Released after the tombstone is in the list: a reader that sees the
+  // count sees the tombstone.
+  num_range_deletions_.fetch_add(1, std::memory_order_release);
+}
+
+RangeTombstonesPtr MemTable::RangeTombstones() const {
+  if (num_range_deletions() == 0) return nullptr;
+  absl::MutexLock l(&range_mu_);
+  if (fragmented_ == nullptr) {
+    fragmented_ = std::make_shared<const FragmentedRangeTombstones>(range_tombstones_);
+  }
+  return fragmented_;
+}
+
+std::vector<RangeTombstone> MemTable::RangeTombstoneList() const {
+  absl::MutexLock l(&range_mu_);
+  return range_tombstones_;
 }
 
 bool MemTable::AddAndFindSuperseded(SequenceNumber seq, ValueType type, std::string_view user_key,
                                     std::string_view value, Superseded* superseded,
                                     Cursor* cursor) {
+  if (type == ValueType::kRangeDeletion) {
+    AddRangeTombstone(seq, user_key, value);
+    return false;
+  }
   // Every earlier entry for user_key has a lower sequence, so sorts after
   // the new one: the entry the insert now precedes is the newest of them,
   // if it is for user_key at all.

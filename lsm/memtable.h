@@ -26,7 +26,10 @@
 
 #include "lsm/arena.h"
 #include "lsm/dbformat.h"
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "lsm/internal_iterator.h"
+#include "lsm/range_tombstone.h"
 #include "lsm/skiplist.h"
 
 namespace cairn::lsm {
@@ -71,7 +74,8 @@ class MemTable {
     std::string scratch_;  // Get's encoded lookup key
   };
 
-  // Adds an entry. REQUIRES: external synchronization among writers (one Add
+  // Adds an entry. A kRangeDeletion entry (key = begin, value = end) goes to
+  // the range tombstones (AddRangeTombstone). REQUIRES: external synchronization among writers (one Add
   // at a time); seq <= kMaxSequenceNumber; (user_key, seq) not already added
   // (the DB gives every update its own sequence number). Readers may run
   // concurrently. With a cursor, the search starts from it (see Cursor).
@@ -90,6 +94,18 @@ class MemTable {
   bool AddAndFindSuperseded(SequenceNumber seq, ValueType type, std::string_view user_key,
                             std::string_view value, Superseded* superseded,
                             Cursor* cursor = nullptr);
+
+  // Adds a range tombstone [begin, end) at seq (lsm/range_tombstone.h).
+  // Same requirements as Add; begin < end (the write path checks it).
+  void AddRangeTombstone(SequenceNumber seq, std::string_view begin, std::string_view end);
+  // The range tombstones in fragmented form, built when first asked for
+  // after a change and cached; null when there are none.
+  RangeTombstonesPtr RangeTombstones() const;
+  // The range tombstones as added, oldest first (the flush writes them).
+  std::vector<RangeTombstone> RangeTombstoneList() const;
+  uint64_t num_range_deletions() const {
+    return num_range_deletions_.load(std::memory_order_acquire);
+  }
 
   // Finds the newest entry for user_key with sequence <= snapshot. Returns
   // false if there is none; else sets *type (kValue, kValuePointer or
@@ -116,7 +132,8 @@ class MemTable {
   }
   uint64_t num_entries() const { return num_entries_.load(std::memory_order_relaxed); }
   uint64_t num_deletes() const { return num_deletes_.load(std::memory_order_relaxed); }
-  bool empty() const { return num_entries() == 0; }
+  // No point entry and no range tombstone.
+  bool empty() const { return num_entries() == 0 && num_range_deletions() == 0; }
 
  private:
   class Iterator;
@@ -130,6 +147,13 @@ class MemTable {
   Table table_;
   std::atomic<uint64_t> num_entries_{0};
   std::atomic<uint64_t> num_deletes_{0};
+  // Range tombstones: few next to the point entries, so kept in a plain
+  // list under a mutex (the writer appends, readers copy the cached
+  // fragmented form's pointer).
+  mutable absl::Mutex range_mu_;
+  std::vector<RangeTombstone> range_tombstones_ ABSL_GUARDED_BY(range_mu_);
+  mutable RangeTombstonesPtr fragmented_ ABSL_GUARDED_BY(range_mu_);
+  std::atomic<uint64_t> num_range_deletions_{0};
 };
 
 }  // namespace cairn::lsm

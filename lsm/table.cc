@@ -294,6 +294,25 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const TableOptions& options,
                          ReadBlockContents(f, footer_offset, footer.properties_handle, counters));
   CAIRN_RETURN_IF_ERROR(
       table->props_.DecodeFrom(props, BlockOrigin(f.path(), footer.properties_handle.offset)));
+  if (table->props_.num_range_deletions != 0) {
+    const BlockHandle& h = table->props_.range_deletion_handle;
+    if (footer.version < kRangeDeletionTableFormatVersion) {
+      return absl::DataLossError(absl::StrCat(
+          f.path(), ": SST format version ", footer.version,
+          " holds no range-deletion block, but its properties name one"));
+    }
+    CAIRN_ASSIGN_OR_RETURN(std::string block, ReadBlockContents(f, footer_offset, h, counters));
+    CAIRN_ASSIGN_OR_RETURN(table->range_tombstone_list_,
+                           DecodeRangeDeletionBlock(block, BlockOrigin(f.path(), h.offset)));
+    if (table->range_tombstone_list_.size() != table->props_.num_range_deletions) {
+      return absl::DataLossError(absl::StrCat(
+          BlockOrigin(f.path(), h.offset), ": range-deletion block holds ",
+          table->range_tombstone_list_.size(), " tombstones; the properties claim ",
+          table->props_.num_range_deletions));
+    }
+    table->range_tombstones_ =
+        std::make_shared<const FragmentedRangeTombstones>(table->range_tombstone_list_);
+  }
   return table;
 }
 
@@ -507,6 +526,9 @@ absl::Status Table::VerifyAll() const {
 
   uint64_t meta_start = std::min(footer_.index_handle.offset, footer_.properties_handle.offset);
   if (footer_.filter_handle.size > 0) meta_start = std::min(meta_start, footer_.filter_handle.offset);
+  if (props_.num_range_deletions > 0) {
+    meta_start = std::min(meta_start, props_.range_deletion_handle.offset);
+  }
   if (expected_offset != meta_start) {
     return absl::DataLossError(absl::StrCat(path(), ": data blocks end at offset ",
                                             expected_offset, " but meta blocks start at ",

@@ -30,6 +30,7 @@
 #include "lsm/bloom_filter.h"
 #include "lsm/dbformat.h"
 #include "lsm/internal_iterator.h"
+#include "lsm/range_tombstone.h"
 #include "lsm/read_counters.h"
 #include "lsm/seek_batch.h"
 #include "lsm/table_builder.h"
@@ -213,6 +214,12 @@ class Table {
   const std::string& path() const { return file_->path(); }
   const TableProperties& properties() const { return props_; }
   uint64_t num_entries() const { return props_.num_entries; }
+  // The range-deletion block (format 2), read and fragmented at Open; null
+  // when the table has none.
+  const RangeTombstonesPtr& range_tombstones() const { return range_tombstones_; }
+  const std::vector<RangeTombstone>& range_tombstone_list() const {
+    return range_tombstone_list_;
+  }
   uint64_t num_deletions() const { return props_.num_deletions; }
   uint64_t raw_key_bytes() const { return props_.raw_key_bytes; }
   uint64_t raw_value_bytes() const { return props_.raw_value_bytes; }
@@ -235,6 +242,8 @@ class Table {
   std::string filter_data_;             // the filter's bytes; filter_ views them
   std::optional<BloomFilter> filter_;  // empty when the table has none
   TableProperties props_;
+  std::vector<RangeTombstone> range_tombstone_list_;
+  RangeTombstonesPtr range_tombstones_;
 };
 
 }  // namespace cairn::lsm

@@ -148,6 +148,18 @@ absl::Status TableBuilder::Finish() {
       CAIRN_RETURN_IF_ERROR(
           WriteBlock(filter_->Finish(), /*allow_compression=*/false, &footer.filter_handle));
     }
+    if (!range_tombstones_.empty()) {
+      // Format 2: the range-deletion block follows the filter, and the
+      // properties say where it is.
+      std::string block;
+      EncodeRangeDeletionBlock(range_tombstones_, &block);
+      CAIRN_RETURN_IF_ERROR(
+          WriteBlock(block, /*allow_compression=*/true, &props_.range_deletion_handle));
+      props_.num_range_deletions = range_tombstones_.size();
+      footer.version = kRangeDeletionTableFormatVersion;
+    } else {
+      footer.version = kOldestTableFormatVersion;
+    }
     std::string props;
     props_.EncodeTo(&props);
     CAIRN_RETURN_IF_ERROR(WriteBlock(props, /*allow_compression=*/true,
@@ -165,5 +177,34 @@ absl::Status TableBuilder::Finish() {
 }
 
 void TableBuilder::Abandon() { closed_ = true; }
+
+void TableBuilder::AddRangeTombstone(const RangeTombstone& t) {
+  // The table's key range spans the tombstone, as internal keys that sort
+  // before every entry of their user key: begin's, and end's (exclusive, so
+  // the file's range ends just before end's first entry).
+  std::string lo, hi;
+  // lo's type (kValue) sorts after hi's (kValuePointer) at the same user key
+  // and sequence: a table whose tombstones were clipped to end at c and the
+  // next one, whose tombstones begin at c, do not overlap.
+  AppendInternalKey(&lo, t.begin, kMaxSequenceNumber, ValueType::kValue);
+  AppendInternalKey(&hi, t.end, kMaxSequenceNumber, kValueTypeForSeek);
+  if (range_smallest_.empty() || CompareInternalKeys(lo, range_smallest_) < 0) range_smallest_ = lo;
+  if (range_largest_.empty() || CompareInternalKeys(hi, range_largest_) > 0) range_largest_ = hi;
+  // The sequence properties stay the data entries' (VerifyAll checks them
+  // against the data); FileMetaData's span the tombstones too.
+  range_tombstones_.push_back(t);
+}
+
+std::string TableBuilder::smallest_key() const {
+  if (range_smallest_.empty()) return smallest_key_;
+  if (smallest_key_.empty()) return range_smallest_;
+  return CompareInternalKeys(range_smallest_, smallest_key_) < 0 ? range_smallest_ : smallest_key_;
+}
+
+std::string TableBuilder::largest_key() const {
+  if (range_largest_.empty()) return last_key_;
+  if (last_key_.empty()) return range_largest_;
+  return CompareInternalKeys(range_largest_, last_key_) > 0 ? range_largest_ : last_key_;
+}
 
 }  // namespace cairn::lsm

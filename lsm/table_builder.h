@@ -12,11 +12,13 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "io/file_system.h"
 #include "lsm/block_builder.h"
 #include "lsm/bloom_filter.h"
+#include "lsm/range_tombstone.h"
 #include "lsm/table_format.h"
 
 namespace cairn::lsm {
@@ -73,9 +75,16 @@ class TableBuilder {
   uint64_t NumEntries() const { return props_.num_entries; }
   // Bytes handed to the file so far (the final file size after Finish()).
   uint64_t FileSize() const { return offset_; }
-  // Smallest and largest internal keys added; empty before the first Add.
-  const std::string& smallest_key() const { return smallest_key_; }
-  const std::string& largest_key() const { return last_key_; }
+  // Adds a range tombstone to the table's range-deletion block (table
+  // format 2; a table without one is written as format 1). Any order; the
+  // caller clips it to the table's share of the key space.
+  void AddRangeTombstone(const RangeTombstone& t);
+  uint64_t NumRangeDeletions() const { return range_tombstones_.size(); }
+  // Smallest and largest internal keys added, widened to span the range
+  // tombstones (as internal keys of begin and end that sort before every
+  // entry of their user key); empty before the first Add.
+  std::string smallest_key() const;
+  std::string largest_key() const;
   const TableProperties& properties() const { return props_; }
 
  private:
@@ -106,6 +115,8 @@ class TableBuilder {
   bool pending_index_entry_ = false;
   BlockHandle pending_handle_;
   std::string compressed_;  // scratch
+  std::vector<RangeTombstone> range_tombstones_;
+  std::string range_smallest_, range_largest_;
   DataBlockSink sink_;
 };
 

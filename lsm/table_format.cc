@@ -28,6 +28,9 @@ enum PropertyTag : uint32_t {
   kNumDataBlocks = 7,
   kNumValuePointers = 8,
   kValuePointerBytes = 9,
+  kNumRangeDeletions = 10,
+  kRangeDeletionOffset = 11,
+  kRangeDeletionSize = 12,
 };
 
 }  // namespace
@@ -55,6 +58,11 @@ void TableProperties::EncodeTo(std::string* dst) const {
   put(kNumDataBlocks, num_data_blocks);
   put(kNumValuePointers, num_value_pointers);
   if (has_value_pointer_bytes) put(kValuePointerBytes, value_pointer_bytes);
+  if (num_range_deletions != 0) {
+    put(kNumRangeDeletions, num_range_deletions);
+    put(kRangeDeletionOffset, range_deletion_handle.offset);
+    put(kRangeDeletionSize, range_deletion_handle.size);
+  }
 }
 
 absl::Status TableProperties::DecodeFrom(std::string_view input, const std::string& origin) {
@@ -81,6 +89,9 @@ absl::Status TableProperties::DecodeFrom(std::string_view input, const std::stri
         value_pointer_bytes = v;
         has_value_pointer_bytes = true;
         break;
+      case kNumRangeDeletions: num_range_deletions = v; break;
+      case kRangeDeletionOffset: range_deletion_handle.offset = v; break;
+      case kRangeDeletionSize: range_deletion_handle.size = v; break;
       default: break;  // written by a newer build; skipped on purpose
     }
   }
@@ -115,10 +126,10 @@ absl::Status Footer::DecodeFrom(std::string_view input, const std::string& file_
         absl::StrCat(file_name, ": footer checksum mismatch at offset ", footer_offset));
   }
   version = io::DecodeFixed32(input.data() + 48);
-  if (version != kTableFormatVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(file_name, ": SST format version ", version,
-                     " is not supported (this build reads version ", kTableFormatVersion, ")"));
+  if (version < kOldestTableFormatVersion || version > kTableFormatVersion) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        file_name, ": SST format version ", version, " is not supported (this build reads versions ",
+        kOldestTableFormatVersion, " to ", kTableFormatVersion, ")"));
   }
   const char* p = input.data();
   for (BlockHandle* h : {&index_handle, &filter_handle, &properties_handle}) {
@@ -184,6 +195,48 @@ absl::StatusOr<std::string> ReadBlockContents(const io::RandomAccessFile& file, 
   if (got.data() != buf.data()) std::memmove(buf.data(), got.data(), got.size());
   buf.resize(got.size());
   return DecodeBlockContents(std::move(buf), file.path(), handle);
+}
+
+}  // namespace cairn::lsm
+
+namespace cairn::lsm {
+
+void EncodeRangeDeletionBlock(const std::vector<RangeTombstone>& tombstones, std::string* dst) {
+  io::PutVarint64(dst, tombstones.size());
+  for (const RangeTombstone& t : tombstones) {
+    io::PutLengthPrefixed(dst, t.begin);
+    io::PutLengthPrefixed(dst, t.end);
+    io::PutVarint64(dst, t.seq);
+  }
+}
+
+absl::StatusOr<std::vector<RangeTombstone>> DecodeRangeDeletionBlock(std::string_view input,
+                                                                     const std::string& origin) {
+  uint64_t count = 0;
+  if (!io::GetVarint64(&input, &count)) {
+    return absl::DataLossError(absl::StrCat(origin, ": range-deletion block has no count"));
+  }
+  std::vector<RangeTombstone> out;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string_view b, e;
+    uint64_t seq = 0;
+    if (!io::GetLengthPrefixed(&input, &b) || !io::GetLengthPrefixed(&input, &e) ||
+        !io::GetVarint64(&input, &seq)) {
+      return absl::DataLossError(
+          absl::StrCat(origin, ": range-deletion block: tombstone ", i, " is truncated"));
+    }
+    if (b >= e || seq == 0 || seq > kMaxSequenceNumber) {
+      return absl::DataLossError(absl::StrCat(
+          origin, ": range-deletion block: tombstone ", i,
+          " is malformed (begin >= end, or sequence 0 or over 2^56-1)"));
+    }
+    out.push_back({std::string(b), std::string(e), seq});
+  }
+  if (!input.empty()) {
+    return absl::DataLossError(absl::StrCat(origin, ": range-deletion block has ", input.size(),
+                                            " bytes after its ", count, " tombstones"));
+  }
+  return out;
 }
 
 }  // namespace cairn::lsm

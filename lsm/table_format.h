@@ -12,10 +12,12 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "io/file_system.h"
+#include "lsm/range_tombstone.h"
 #include "lsm/read_counters.h"
 
 namespace cairn::lsm {
@@ -23,7 +25,13 @@ namespace cairn::lsm {
 // "cairnSST" read as a little-endian uint64: the file's last 8 bytes.
 inline constexpr uint64_t kTableMagicNumber = 0x5453536e72696163ull;
 // Versions this build reads and writes. Retired versions: none yet.
-inline constexpr uint32_t kTableFormatVersion = 1;
+// Version 2 (2026-12-07) adds the range-deletion block; a builder writes 2
+// only for a table that has range tombstones, and 1 (byte for byte as
+// before) for every other, so an older build refuses exactly the tables
+// whose deletions it would ignore.
+inline constexpr uint32_t kTableFormatVersion = 2;
+inline constexpr uint32_t kOldestTableFormatVersion = 1;
+inline constexpr uint32_t kRangeDeletionTableFormatVersion = 2;
 
 // Compression type byte of the block trailer. On disk: never renumber.
 enum class BlockCompression : uint8_t { kNone = 0, kZstd = 1 };
@@ -70,6 +78,11 @@ struct TableProperties {
   // name 0 bytes.
   uint64_t value_pointer_bytes = 0;
   bool has_value_pointer_bytes = false;
+  // Tags 10 to 12 (table format 2): the range tombstones in the
+  // range-deletion block, and where that block is. Written only when
+  // there is at least one.
+  uint64_t num_range_deletions = 0;
+  BlockHandle range_deletion_handle;
 
   void EncodeTo(std::string* dst) const;
   // DataLoss naming origin when the pairs are malformed.
@@ -95,6 +108,13 @@ struct Footer {
                           uint64_t footer_offset);
 };
 inline constexpr size_t kFooterSize = 64;
+
+// The range-deletion block's contents (format 2): varint64 count, then per
+// tombstone bytes begin, bytes end, varint64 sequence (bytes = varint32
+// length + bytes). Decode returns DataLoss naming origin when malformed.
+void EncodeRangeDeletionBlock(const std::vector<RangeTombstone>& tombstones, std::string* dst);
+absl::StatusOr<std::vector<RangeTombstone>> DecodeRangeDeletionBlock(std::string_view input,
+                                                                     const std::string& origin);
 
 // Appends a block's trailer for stored contents of the given type.
 void AppendBlockTrailer(std::string_view contents, BlockCompression type, std::string* dst);

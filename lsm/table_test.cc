@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -469,12 +470,13 @@ TEST_F(TableTest, UnknownVersionIsRefusedClearly) {
   ASSERT_TRUE(bytes.ok());
   // Rewrite the version and re-seal the footer, as a newer build would.
   char* footer = bytes->data() + size - kFooterSize;
-  io::EncodeFixed32(footer + 48, 2);
+  io::EncodeFixed32(footer + 48, kTableFormatVersion + 1);
   io::EncodeFixed32(footer + 52, io::Checksum32(std::string_view(footer, 52)));
   ASSERT_TRUE(fs_.WriteFileFromString("/t.sst", *bytes).ok());
   auto table = Open(options, size);
   EXPECT_EQ(table.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(table.status().message()), HasSubstr("version 2"));
+  EXPECT_THAT(std::string(table.status().message()),
+              HasSubstr(absl::StrCat("version ", kTableFormatVersion + 1)));
 }
 
 // Flips every byte of a small table, and truncates it at every length. Every

@@ -26,7 +26,9 @@ std::string UserKeyDebugString(std::string_view ikey) {
 
 }  // namespace
 
-Version::Version(std::array<FileList, kNumLevels> files) : files_(std::move(files)) {}
+Version::Version(std::array<FileList, kNumLevels> files) : files_(std::move(files)) {
+  num_range_deletions_ = NumRangeDeletions();
+}
 
 uint64_t Version::LevelBytes(int level) const {
   uint64_t total = 0;
@@ -116,6 +118,34 @@ void Version::GetOverlappingInputs(int level, std::string_view smallest_user_key
     }
     inputs->push_back(f);
   }
+}
+
+uint64_t Version::NumRangeDeletions() const {
+  if (num_range_deletions_ != 0) return num_range_deletions_;
+  uint64_t n = 0;
+  for (const FileList& level : files_) {
+    for (const auto& f : level) n += f->num_range_deletions;
+  }
+  return n;
+}
+
+absl::StatusOr<RangeTombstonesPtr> Version::RangeTombstones(TableCache* tc) const {
+  // Every read asks: a tree without range tombstones answers without a lock.
+  if (num_range_deletions_ == 0) return nullptr;
+  absl::MutexLock l(&range_mu_);
+  if (range_tombstones_built_) return range_tombstones_;
+  std::vector<RangeTombstone> all;
+  for (const FileList& level : files_) {
+    for (const auto& f : level) {
+      if (f->num_range_deletions == 0) continue;
+      CAIRN_ASSIGN_OR_RETURN(std::shared_ptr<Table> table, tc->FindTable(f->number, f->file_size));
+      const std::vector<RangeTombstone>& list = table->range_tombstone_list();
+      all.insert(all.end(), list.begin(), list.end());
+    }
+  }
+  if (!all.empty()) range_tombstones_ = std::make_shared<const FragmentedRangeTombstones>(all);
+  range_tombstones_built_ = true;
+  return range_tombstones_;
 }
 
 std::string Version::DebugString() const {

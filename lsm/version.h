@@ -25,6 +25,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "lsm/internal_iterator.h"
+#include "absl/synchronization/mutex.h"
+#include "lsm/range_tombstone.h"
 #include "lsm/seek_batch.h"
 #include "lsm/table.h"
 #include "lsm/version_edit.h"
@@ -80,6 +82,15 @@ class Version {
   void GetOverlappingInputs(int level, std::string_view smallest_user_key,
                             std::string_view largest_user_key, FileList* inputs) const;
 
+  // The range tombstones of every table that has any (FileMetaData::
+  // num_range_deletions), fragmented together: coverage depends only on
+  // sequences (a tombstone deletes what is older than it, whatever the
+  // level), so one list serves every level. Built on first use and cached
+  // for the Version's life; null when no table has any. Errors opening a
+  // table pass through (and are not cached).
+  absl::StatusOr<RangeTombstonesPtr> RangeTombstones(TableCache* tc) const;
+  uint64_t NumRangeDeletions() const;
+
   // One line per level with its files' numbers, sizes and key ranges.
   std::string DebugString() const;
 
@@ -92,6 +103,10 @@ class Version {
                                visit) const;
 
   std::array<FileList, kNumLevels> files_;  // never changed after construction
+  uint64_t num_range_deletions_ = 0;  // NumRangeDeletions(), set at construction
+  mutable absl::Mutex range_mu_;
+  mutable RangeTombstonesPtr range_tombstones_ ABSL_GUARDED_BY(range_mu_);
+  mutable bool range_tombstones_built_ ABSL_GUARDED_BY(range_mu_) = false;
 };
 
 // VersionBuilder applies a sequence of VersionEdits to a base Version and

@@ -109,6 +109,12 @@ void VersionEdit::EncodeTo(std::string* dst) const {
     io::PutVarint64(dst, f.smallest_seq);
     io::PutVarint64(dst, f.largest_seq);
     io::PutVarint64(dst, f.num_entries);
+    if (f.num_range_deletions != 0) {
+      PutTag(dst, EditTag::kFileRangeDeletions);
+      io::PutVarint32(dst, static_cast<uint32_t>(level));
+      io::PutVarint64(dst, f.number);
+      io::PutVarint64(dst, f.num_range_deletions);
+    }
   }
   for (const auto& [tag, payload] : extensions_) {
     PutTag(dst, EditTag::kExtension);
@@ -192,6 +198,17 @@ absl::Status VersionEdit::DecodeFrom(std::string_view src) {
         FileMetaData f;
         if (!GetFileMetaData(&input, &level, &f)) return malformed("new file", offset);
         new_files_.emplace_back(level, std::move(f));
+        break;
+      }
+      case EditTag::kFileRangeDeletions: {
+        int level = 0;
+        uint64_t number = 0, count = 0;
+        if (!GetLevel(&input, &level) || !io::GetVarint64(&input, &number) ||
+            !io::GetVarint64(&input, &count) || new_files_.empty() ||
+            new_files_.back().first != level || new_files_.back().second.number != number) {
+          return malformed("file range deletions (not after its new file)", offset);
+        }
+        new_files_.back().second.num_range_deletions = count;
         break;
       }
       case EditTag::kExtension: {

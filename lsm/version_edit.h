@@ -40,6 +40,10 @@ struct FileMetaData {
   SequenceNumber smallest_seq = 0;
   SequenceNumber largest_seq = 0;
   uint64_t num_entries = 0;
+  // Range tombstones in the table's range-deletion block (table format 2);
+  // manifest tag 10, absent (0) for a table without any. Reads load the
+  // tombstones of the tables where it is not 0.
+  uint64_t num_range_deletions = 0;
   // Set while a compaction has this file as input; read and written only by
   // the compaction scheduler under its lock. Not persisted.
   bool being_compacted = false;
@@ -61,6 +65,9 @@ enum class EditTag : uint32_t {
   kDeletedFile = 7,     // varint32 level, varint64 number
   kNewFile = 8,         // level, number, size, smallest, largest, seqs, entries
   kExtension = 9,       // varint32 extension tag, length-prefixed payload
+  // 2026-12-07 (DeleteRange): varint32 level, varint64 number, varint64
+  // count; follows the kNewFile of the same file in the same record.
+  kFileRangeDeletions = 10,
 };
 
 class VersionEdit {

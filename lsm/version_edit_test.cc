@@ -294,4 +294,33 @@ TEST(VersionEditTest, DebugStringNamesEveryField) {
 }
 
 }  // namespace
+// Tag 10 (2026-12-07): a table's range tombstone count follows its new-file
+// field and round-trips; out of place it is DataLoss.
+TEST(VersionEditTest, FileRangeDeletionsRoundTripAfterTheirFile) {
+  VersionEdit edit;
+  FileMetaData f;
+  f.number = 7;
+  f.file_size = 100;
+  AppendInternalKey(&f.smallest, "a", 1, ValueType::kValue);
+  AppendInternalKey(&f.largest, "z", kMaxSequenceNumber, kValueTypeForSeek);
+  f.num_range_deletions = 3;
+  edit.AddFile(1, f);
+  f.number = 8;
+  f.num_range_deletions = 0;
+  edit.AddFile(1, f);
+  std::string encoded;
+  edit.EncodeTo(&encoded);
+  VersionEdit decoded;
+  ASSERT_TRUE(decoded.DecodeFrom(encoded).ok());
+  ASSERT_EQ(decoded.new_files().size(), 2u);
+  EXPECT_EQ(decoded.new_files()[0].second.num_range_deletions, 3u);
+  EXPECT_EQ(decoded.new_files()[1].second.num_range_deletions, 0u);
+  // A tag 10 naming a file no tag 8 just added.
+  std::string bad;
+  VersionEdit empty;
+  empty.EncodeTo(&bad);
+  bad += std::string("\x0a\x01\x07\x03", 4);
+  EXPECT_TRUE(absl::IsDataLoss(decoded.DecodeFrom(bad)));
+}
+
 }  // namespace cairn::lsm

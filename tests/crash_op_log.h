@@ -9,8 +9,9 @@
 //   record := checksum:fixed32 (Checksum32 of body) body_len:fixed32 body
 //   body   := kind:u8 op_index:fixed64 [op]        kind: 1 intent, 2 ack
 //   op     := sync:u8 count:varint32 update*
-//   update := type:u8 (0 delete, 1 put) key:length-prefixed
+//   update := type:u8 (0 delete, 1 put, 2 range delete) key:length-prefixed
 //             [value_len:varint32 value_seed:fixed64]      (puts only)
+//             [end:length-prefixed]                        (range deletes only)
 //
 // Values are not stored: a value is a pure function of (value_seed, length),
 // so both processes derive the same bytes and the log stays small.
@@ -48,6 +49,8 @@ namespace cairn::crash {
 struct Update {
   std::string key;
   bool is_put = false;
+  // Not empty: DeleteRange(key, range_end) (2026-12-07), is_put false.
+  std::string range_end;
   uint32_t value_len = 0;
   uint64_t value_seed = 0;
 };
@@ -123,6 +126,8 @@ inline void ApplyOp(const LoggedOp& op, Model* m) {
   for (const Update& u : op.updates) {
     if (u.is_put) {
       (*m)[u.key] = MakeValue(u.value_seed, u.value_len);
+    } else if (!u.range_end.empty()) {
+      m->erase(m->lower_bound(u.key), m->lower_bound(u.range_end));
     } else {
       m->erase(u.key);
     }
@@ -147,8 +152,8 @@ inline Update RandomUpdate(std::mt19937_64& rng, bool allow_delete) {
   return u;
 }
 
-// The workload both crash suites run: 60% single puts, 20% single deletes,
-// 20% batches of 2-8 puts and deletes; about one write in six is a sync
+// The workload both crash suites run: 60% single puts, 17% single deletes,
+// 3% range deletes of up to 40 keys, 20% batches of 2-8 puts and deletes; about one write in six is a sync
 // write. Values span both sides of a 100-byte separation threshold.
 inline LoggedOp RandomOp(std::mt19937_64& rng, uint64_t index) {
   LoggedOp op;
@@ -157,6 +162,13 @@ inline LoggedOp RandomOp(std::mt19937_64& rng, uint64_t index) {
   if (r < 60) {
     op.sync = rng() % 8 == 0;
     op.updates.push_back(RandomUpdate(rng, /*allow_delete=*/false));
+  } else if (r < 63) {
+    op.sync = rng() % 8 == 0;
+    Update u;
+    const int first = static_cast<int>(rng() % 1500);
+    u.key = absl::StrFormat("key%05d", first);
+    u.range_end = absl::StrFormat("key%05d", first + 1 + static_cast<int>(rng() % 40));
+    op.updates.push_back(std::move(u));
   } else if (r < 80) {
     op.sync = rng() % 8 == 0;
     Update u = RandomUpdate(rng, /*allow_delete=*/false);
@@ -199,6 +211,8 @@ inline WriteBatch MakeBatch(const LoggedOp& op) {
   for (const Update& u : op.updates) {
     if (u.is_put) {
       batch.Put(u.key, MakeValue(u.value_seed, u.value_len));
+    } else if (!u.range_end.empty()) {
+      batch.DeleteRange(u.key, u.range_end);
     } else {
       batch.Delete(u.key);
     }
@@ -225,12 +239,13 @@ inline std::string EncodeIntent(const LoggedOp& op) {
   body.push_back(op.sync ? 1 : 0);
   io::PutVarint32(&body, static_cast<uint32_t>(op.updates.size()));
   for (const Update& u : op.updates) {
-    body.push_back(u.is_put ? 1 : 0);
+    body.push_back(u.is_put ? 1 : !u.range_end.empty() ? 2 : 0);
     io::PutLengthPrefixed(&body, u.key);
     if (u.is_put) {
       io::PutVarint32(&body, u.value_len);
       io::PutFixed64(&body, u.value_seed);
     }
+    if (!u.range_end.empty()) io::PutLengthPrefixed(&body, u.range_end);
   }
   return FrameRecord(body);
 }
@@ -298,12 +313,21 @@ inline absl::StatusOr<ParsedOpLog> ParseOpLog(std::string_view data) {
       Update u;
       std::string_view key;
       if (b.empty()) return absl::DataLossError("op log: short update");
-      u.is_put = b[0] != 0;
+      const uint8_t type = static_cast<uint8_t>(b[0]);
+      if (type > 2) return absl::DataLossError("op log: bad update type");
+      u.is_put = type == 1;
       b.remove_prefix(1);
       if (!io::GetLengthPrefixed(&b, &key)) return absl::DataLossError("op log: bad key");
       u.key = std::string(key);
       if (u.is_put && (!io::GetVarint32(&b, &u.value_len) || !io::GetFixed64(&b, &u.value_seed))) {
         return absl::DataLossError("op log: bad value");
+      }
+      std::string_view end;
+      if (type == 2) {
+        if (!io::GetLengthPrefixed(&b, &end) || end.empty()) {
+          return absl::DataLossError("op log: bad range end");
+        }
+        u.range_end = std::string(end);
       }
       op.updates.push_back(std::move(u));
     }

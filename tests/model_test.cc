@@ -24,18 +24,29 @@ namespace {
 
 using Model = std::map<std::string, std::string>;
 
+struct Update {
+  Update(std::string k, std::optional<std::string> v, std::optional<std::string> end = {})
+      : key(std::move(k)), value(std::move(v)), range_end(std::move(end)) {}
+  std::string key;
+  std::optional<std::string> value;  // nullopt: a delete
+  // Set: DeleteRange(key, *range_end) (value unused).
+  std::optional<std::string> range_end;
+};
+
 struct Op {
-  // One acknowledged write: a batch of (key, value or nullopt for delete).
-  std::vector<std::pair<std::string, std::optional<std::string>>> updates;
+  // One acknowledged write: a batch of puts, deletes and range deletes.
+  std::vector<Update> updates;
   bool sync = false;
 };
 
 void Apply(const Op& op, Model* m) {
-  for (const auto& [k, v] : op.updates) {
-    if (v.has_value()) {
-      (*m)[k] = *v;
+  for (const Update& u : op.updates) {
+    if (u.range_end.has_value()) {
+      m->erase(m->lower_bound(u.key), m->lower_bound(*u.range_end));
+    } else if (u.value.has_value()) {
+      (*m)[u.key] = *u.value;
     } else {
-      m->erase(k);
+      m->erase(u.key);
     }
   }
 }
@@ -119,9 +130,19 @@ class Driver {
         op.sync = rng_() % 4 == 0;
         const int k = 1 + rng_() % 8;
         for (int j = 0; j < k; ++j) {
-          op.updates.emplace_back(RandomKey(),
-                                  rng_() % 3 == 0 ? std::nullopt : std::optional(RandomValue()));
+          if (rng_() % 8 == 0) {
+            AddRangeDelete(&op);
+          } else {
+            op.updates.emplace_back(RandomKey(),
+                                    rng_() % 3 == 0 ? std::nullopt : std::optional(RandomValue()));
+          }
         }
+        Write(op, log);
+      } else if (r < 73) {
+        // DeleteRange (2026-12-07): a range of up to a tenth of the keys.
+        Op op;
+        op.sync = rng_() % 8 == 0;
+        AddRangeDelete(&op);
         Write(op, log);
       } else if (r < 80 && check_reads) {
         CheckGet(RandomKey(), model_, nullptr);
@@ -150,13 +171,24 @@ class Driver {
     }
   }
 
+  void AddRangeDelete(Op* op) {
+    std::string begin = RandomKey(), end = RandomKey();
+    if (begin > end) std::swap(begin, end);
+    if (begin == end) end += "~";  // never empty: begin < end
+    // Mostly short ranges, so that most keys stay live.
+    if (rng_() % 4 != 0) end = std::min(end, begin.substr(0, 6) + "9~");
+    op->updates.emplace_back(begin, std::nullopt, end);
+  }
+
   void Write(const Op& op, std::vector<Op>* log) {
     WriteBatch b;
-    for (const auto& [k, v] : op.updates) {
-      if (v.has_value()) {
-        b.Put(k, *v);
+    for (const Update& u : op.updates) {
+      if (u.range_end.has_value()) {
+        b.DeleteRange(u.key, *u.range_end);
+      } else if (u.value.has_value()) {
+        b.Put(u.key, *u.value);
       } else {
-        b.Delete(k);
+        b.Delete(u.key);
       }
     }
     WriteOptions wo;

@@ -57,6 +57,7 @@
 #include "lsm/log_reader.h"
 #include "lsm/table_cache.h"
 #include "lsm/version_set.h"
+#include "tools/check_range_tombstones.h"
 #include "tools/commands.h"
 #include "vlog/segment_accounting.h"
 #include "vlog/segment_edit.h"
@@ -203,6 +204,7 @@ class Checker {
   absl::flat_hash_map<std::string, absl::InlinedVector<size_t, 1>> wal_values_;
   absl::flat_hash_set<std::pair<uint64_t, uint64_t>> wal_value_refs_;
   std::vector<Suspect> suspects_;
+  CheckRangeTombstones range_dels_;  // a covered pointer's value may be gone
   // Every decodable pointer of every SST and WAL entry, for the ledger.
   vlog::SegmentAccounting accounting_;
   // Segments not yet sealed: (bytes, records) up to their last whole record.
@@ -423,6 +425,7 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
           if (type == lsm::ValueType::kValue) {
             wal_values_[std::string(key)].push_back(absl::HashOf(value));
           }
+          if (type == lsm::ValueType::kRangeDeletion) range_dels_.AddWal(key, value, seq);
           if (type == lsm::ValueType::kValuePointer) {
             CheckPointer(name, where, key, seq, value, /*from_wal=*/true);
           }
@@ -558,6 +561,7 @@ void Checker::CheckPointer(const std::string& file, const std::string& where,
       [](uint64_t offset, const vlog::PunchRun& r) { return offset < r.begin; });
   if (after != runs->second.begin() && ptr->offset < std::prev(after)->end) {
     ++pointers_checked_;
+    if (range_dels_.Covers(version_.get(), table_cache_.get(), user_key, seq)) return;
     Problem(file, absl::StrFormat("%s: key '%s': %s points into punched run %d-%d of %s (its "
                                   "record was counted dead, and its blocks are freed)",
                                   where, Escape(user_key), ptr->DebugString(),
@@ -570,6 +574,7 @@ void Checker::CheckPointer(const std::string& file, const std::string& where,
     std::optional<vlog::SegmentInfo> info = segments_.Get(ptr->segment_id);
     if (info && !info->obsolete) {
       ++pointers_checked_;
+      if (range_dels_.Covers(version_.get(), table_cache_.get(), user_key, seq)) return;
       Problem(file, absl::StrFormat("%s: dangling pointer for key '%s': %s: missing segment %s",
                                     where, Escape(user_key), ptr->DebugString(), BaseName(path)));
     } else {
@@ -621,7 +626,8 @@ void Checker::ResolveSuspects() {
       }
       newest = result.found && result.sequence == s.sequence;
     }
-    if (!newest) {
+    if (!newest ||
+        range_dels_.Covers(version_.get(), table_cache_.get(), s.user_key, s.sequence)) {
       ++stale_pointers_;
       continue;
     }

@@ -34,6 +34,8 @@ std::string EntryLine(std::string_view ikey, std::string_view value) {
     case lsm::ValueType::kValue:
       return absl::StrFormat("'%s' @ %d PUT value_len %d '%s'", Escape(p.user_key), p.sequence,
                              value.size(), Preview(value));
+    case lsm::ValueType::kRangeDeletion:
+      break;  // never in a data block: ParseInternalKey refuses the type
     case lsm::ValueType::kValuePointer: {
       absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(value);
       return absl::StrFormat("'%s' @ %d PTR -> %s", Escape(p.user_key), p.sequence,
@@ -60,6 +62,11 @@ void PrintProperties(const lsm::Table& table) {
   absl::PrintF("  sequences: %d..%d\n", p.smallest_sequence, p.largest_sequence);
   absl::PrintF("  data blocks: %d\n", p.num_data_blocks);
   absl::PrintF("  bloom filter: %s\n", table.has_filter() ? "yes" : "no");
+  absl::PrintF("  range tombstones: %d\n", p.num_range_deletions);
+  // Format 2's range-deletion block, as written (Open decoded and checked it).
+  for (const lsm::RangeTombstone& t : table.range_tombstone_list()) {
+    absl::PrintF("  DELRANGE ['%s', '%s') @ %d\n", Escape(t.begin), Escape(t.end), t.seq);
+  }
 }
 
 }  // namespace

@@ -62,6 +62,8 @@ std::string EntryLine(lsm::SequenceNumber seq, lsm::ValueType type, std::string_
     case lsm::ValueType::kValue:
       return absl::StrFormat("  seq %d PUT '%s' value_len %d '%s'", seq, Escape(key), value.size(),
                              Preview(value));
+    case lsm::ValueType::kRangeDeletion:
+      return absl::StrFormat("  seq %d DELRANGE ['%s', '%s')", seq, Escape(key), Escape(value));
     case lsm::ValueType::kValuePointer: {
       absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(value);
       return absl::StrFormat("  seq %d PTR '%s' -> %s", seq, Escape(key),

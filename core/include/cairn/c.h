@@ -191,6 +191,11 @@ void cairn_put(cairn_t* db, const cairn_writeoptions_t* options, const char* key
                const char* val, size_t vallen, char** errptr);
 void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* key, size_t keylen,
                   char** errptr);
+/* Deletes every key in [begin, end) (end exclusive). An error (in *errptr)
+ * when begin >= end, a key is over the limit, or a pointer is NULL with a
+ * length. */
+void cairn_delete_range(cairn_t* db, const cairn_writeoptions_t* options, const char* begin,
+                        size_t beginlen, const char* end, size_t endlen, char** errptr);
 
 cairn_writebatch_t* cairn_writebatch_create(void);
 void cairn_writebatch_destroy(cairn_writebatch_t* batch);
@@ -200,6 +205,10 @@ void cairn_writebatch_destroy(cairn_writebatch_t* batch);
 void cairn_writebatch_put(cairn_writebatch_t* batch, const char* key, size_t keylen,
                           const char* val, size_t vallen);
 void cairn_writebatch_delete(cairn_writebatch_t* batch, const char* key, size_t keylen);
+/* An inverted or empty range, or a NULL pointer with a length, makes
+ * cairn_write refuse the batch. */
+void cairn_writebatch_delete_range(cairn_writebatch_t* batch, const char* begin, size_t beginlen,
+                                   const char* end, size_t endlen);
 void cairn_writebatch_clear(cairn_writebatch_t* batch);
 uint32_t cairn_writebatch_count(const cairn_writebatch_t* batch);
 void cairn_write(cairn_t* db, const cairn_writeoptions_t* options, cairn_writebatch_t* batch,

@@ -87,6 +87,17 @@ class DB {
   virtual absl::Status Put(const WriteOptions& options, std::string_view key,
                            std::string_view value) = 0;
   virtual absl::Status Delete(const WriteOptions& options, std::string_view key) = 0;
+  // Deletes every key in [begin, end) (end exclusive), as one write:
+  // afterwards no read at a later snapshot sees a key of the range, until
+  // it is written again. InvalidArgument when begin >= end or either is over
+  // kMaxKeySize. Its cost does not depend on how many keys the range holds;
+  // the values it deletes become value-log garbage (docs/api.md).
+  virtual absl::Status DeleteRange(const WriteOptions& options, std::string_view begin,
+                                   std::string_view end) {
+    WriteBatch batch;
+    batch.DeleteRange(begin, end);
+    return Write(options, batch);
+  }
   virtual absl::Status Write(const WriteOptions& options, const WriteBatch& batch) = 0;
 
   // Sets *value; NotFound when the key has no value.

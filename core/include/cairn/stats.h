@@ -49,6 +49,10 @@ struct Stats {
   // User traffic.
   uint64_t user_bytes_written = 0;  // key + value bytes of Puts and Deletes
   uint64_t puts = 0, deletes = 0, gets = 0, gets_found = 0;
+  // DeleteRange calls (and batch range deletions) written since open, and
+  // the range tombstones the live tables hold now.
+  uint64_t range_deletes = 0;
+  uint64_t range_tombstones_in_tables = 0;
 
   // Bytes written to disk by component (from the io layer's counters).
   uint64_t wal_bytes_written = 0;
