@@ -28,8 +28,12 @@ inline constexpr uint64_t kLogMagic = 0x4c41574e52494143ull;  // "CAIRNWAL" as f
 // the end of the file are its clean end ("Zeros written ahead"). Version 4
 // adds the WAL's sync records (13-byte records an older build would take
 // for writes it cannot parse, so it must refuse the file: "Sync records").
-// Readers take all four; the framing is the same in each.
-inline constexpr uint32_t kLogFormatVersion = 4;
+// Version 7 (2026-12-08) adds the ingestion event (a record an older build
+// would take for a malformed write batch: "Ingestion events"); versions 5
+// and 6 are reserved for range deletions and expiring values, which other
+// branches add. Readers take all of them; the framing is the same in each.
+inline constexpr uint32_t kLogFormatVersion = 7;
+inline constexpr uint32_t kIngestionEventLogFormatVersion = 7;
 inline constexpr uint32_t kSyncRecordLogFormatVersion = 4;
 inline constexpr uint32_t kPrefilledLogFormatVersion = 3;
 inline constexpr uint32_t kOldestLogFormatVersion = 1;
