@@ -75,9 +75,9 @@ std::vector<uint64_t> DBImpl::TakeDeletableWals(const std::vector<uint64_t>& obs
     // Oldest first, and never one after a WAL that stays: the feed reads
     // them without a gap.
     for (auto it = retained_wals_.begin(); it != retained_wals_.end();) {
-      const bool expired = options_.wal_ttl_seconds > 0 &&
-                           now - it->second.obsolete_since >=
-                               static_cast<int64_t>(options_.wal_ttl_seconds);
+      const bool expired =
+          options_.wal_ttl_seconds > 0 &&
+          now - it->second.obsolete_since >= static_cast<int64_t>(options_.wal_ttl_seconds);
       const bool over = options_.wal_size_limit_bytes > 0 && total > options_.wal_size_limit_bytes;
       if (!(expired || over) || it->first >= min_pin) break;
       total -= it->second.bytes;
@@ -166,17 +166,19 @@ absl::Status DBImpl::RecordToUpdate(std::string_view record, uint32_t format_ver
   out->batch.Clear();
   std::string value;
   CAIRN_RETURN_IF_ERROR(WriteBatchInternal::ForEach(
-      batch, [&](SequenceNumber, lsm::ValueType type, std::string_view key,
-                 std::string_view stored) -> absl::Status {
+      batch,
+      [&](SequenceNumber, lsm::ValueType type, std::string_view key,
+          std::string_view stored) -> absl::Status {
         if (type != lsm::ValueType::kValuePointer) {
           WriteBatchInternal::AddEntry(&out->batch, type, key, stored);
           return absl::OkStatus();
         }
         absl::Status s = vlog_->Get(key, stored, &value, /*fill_cache=*/false);
         if (!s.ok()) {
-          return absl::Status(s.code(), absl::StrCat("the value of key '", absl::CHexEscape(absl::string_view(key.data(), key.size())),
-                                                     "' at sequence ", out->sequence, "+: ",
-                                                     s.message()));
+          return absl::Status(
+              s.code(), absl::StrCat("the value of key '",
+                                     absl::CHexEscape(absl::string_view(key.data(), key.size())),
+                                     "' at sequence ", out->sequence, "+: ", s.message()));
         }
         WriteBatchInternal::AddEntry(&out->batch, lsm::ValueType::kValue, key, value);
         return absl::OkStatus();
@@ -218,8 +220,8 @@ class FeedIterator final : public UpdateIterator {
         if (next_log_ >= logs_.size()) {
           if (expected_ <= limit_) {
             status_ = absl::DataLossError(absl::StrCat(
-                "the change feed ends at sequence ", expected_ - 1, " but writes through ",
-                limit_, " were acknowledged: a WAL holding them is missing"));
+                "the change feed ends at sequence ", expected_ - 1, " but writes through ", limit_,
+                " were acknowledged: a WAL holding them is missing"));
           }
           done_ = true;
           return;
@@ -231,8 +233,8 @@ class FeedIterator final : public UpdateIterator {
         if (!r.ok()) {
           status_ = absl::IsNotFound(r.status())
                         ? absl::OutOfRangeError(absl::StrCat(
-                              current_path_, " went away before the change feed read it: ",
-                              r.status().message()))
+                              current_path_,
+                              " went away before the change feed read it: ", r.status().message()))
                         : r.status();
           return;
         }
@@ -253,9 +255,9 @@ class FeedIterator final : public UpdateIterator {
       absl::Status s =
           db_->RecordToUpdate(record, reader_->format_version(), options_, &update_, &is_item);
       if (!s.ok()) {
-        status_ = absl::Status(s.code(), absl::StrCat(current_path_, " at offset ",
-                                                      reader_->last_record_offset(), ": ",
-                                                      s.message()));
+        status_ =
+            absl::Status(s.code(), absl::StrCat(current_path_, " at offset ",
+                                                reader_->last_record_offset(), ": ", s.message()));
         return;
       }
       if (!is_item) continue;
@@ -318,8 +320,8 @@ absl::StatusOr<std::unique_ptr<UpdateIterator>> DBImpl::GetUpdatesSince(
   const SequenceNumber limit = last_sequence_.load(std::memory_order_acquire);
   if (since > limit + 1) {
     return absl::InvalidArgumentError(absl::StrCat("GetUpdatesSince(", since,
-                                                   "): beyond the latest sequence number, ",
-                                                   limit, " (the next write gets ", limit + 1, ")"));
+                                                   "): beyond the latest sequence number, ", limit,
+                                                   " (the next write gets ", limit + 1, ")"));
   }
   if (since == limit + 1) return std::unique_ptr<UpdateIterator>(std::make_unique<EmptyFeed>());
   // Pin every WAL while the start is looked for, then only from the start.
@@ -351,10 +353,10 @@ absl::StatusOr<std::unique_ptr<UpdateIterator>> DBImpl::GetUpdatesSince(
     }
   }
   if (!start.has_value()) {
-    return absl::OutOfRangeError(absl::StrCat(
-        "GetUpdatesSince(", since, "): sequence ", since,
-        " is no longer retained; the oldest sequence the WALs hold is ", oldest,
-        " (Options::wal_ttl_seconds and wal_size_limit_bytes keep more)"));
+    return absl::OutOfRangeError(
+        absl::StrCat("GetUpdatesSince(", since, "): sequence ", since,
+                     " is no longer retained; the oldest sequence the WALs hold is ", oldest,
+                     " (Options::wal_ttl_seconds and wal_size_limit_bytes keep more)"));
   }
   logs.erase(logs.begin(), logs.begin() + static_cast<ptrdiff_t>(*start));
   PinFeedLog(logs.front());

@@ -129,8 +129,8 @@ TEST_F(UpdatesTest, FeedCarriesSeparatedValuesAndReturnsAStraddlingBatchWhole) {
   ASSERT_TRUE(db->Write(WriteOptions(), b).ok());  // sequences 2..4
   WriteOptions synced;
   synced.sync = true;
-  ASSERT_TRUE(db->Put(synced, "d", big).ok());  // 5, a synced group
-  ASSERT_TRUE(db->Flush().ok());                 // an end record and a sync record
+  ASSERT_TRUE(db->Put(synced, "d", big).ok());          // 5, a synced group
+  ASSERT_TRUE(db->Flush().ok());                        // an end record and a sync record
   ASSERT_TRUE(db->Put(WriteOptions(), "e", "y").ok());  // 6
   auto it = db->GetUpdatesSince(3);
   ASSERT_TRUE(it.ok()) << it.status();
@@ -330,12 +330,11 @@ TEST_F(UpdatesTest, IngestionHookPutsOneEventInTheFeedAndSurvivesReopen) {
   }
   EXPECT_TRUE((*it)->status().ok()) << (*it)->status();
   EXPECT_EQ(kinds, (std::vector<Update::Kind>{Update::Kind::kWriteBatch, Update::Kind::kIngestion,
-                                               Update::Kind::kWriteBatch}));
+                                              Update::Kind::kWriteBatch}));
   // A failed install stops writes: the WAL holds an event the DB does not.
   impl = static_cast<DBImpl*>(db.get());
-  auto failed = impl->LogIngestionEvent({"z.sst"}, [](uint64_t) {
-    return absl::InternalError("install failed");
-  });
+  auto failed = impl->LogIngestionEvent(
+      {"z.sst"}, [](uint64_t) { return absl::InternalError("install failed"); });
   EXPECT_FALSE(failed.ok());
   EXPECT_FALSE(db->Put(WriteOptions(), "c", "3").ok());
 }
@@ -401,9 +400,7 @@ void RunFollowerTest(std::shared_ptr<io::MemoryFileSystem> fs, int rounds, int o
   }
 }
 
-TEST_F(UpdatesTest, FollowerEndsWithThePrimarysContents) {
-  RunFollowerTest(fs_, 4, 300);
-}
+TEST_F(UpdatesTest, FollowerEndsWithThePrimarysContents) { RunFollowerTest(fs_, 4, 300); }
 
 TEST_F(UpdatesTest, FollowerEndsWithThePrimarysContentsLong) {
   if (std::getenv("CAIRN_LONG") == nullptr) GTEST_SKIP() << "CAIRN_LONG=1 runs it";

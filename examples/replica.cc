@@ -166,7 +166,7 @@ int RunFollower(const std::string& dir, int fd) {
 int RunPrimary(const std::string& dir, int fd, pid_t follower) {
   cairn::Options options;
   options.create_if_missing = true;
-  options.memtable_size = 256 << 10;     // several flushes in a short run
+  options.memtable_size = 256 << 10;  // several flushes in a short run
   options.value_log_segment_size = 1 << 20;
   options.wal_size_limit_bytes = 256 << 20;  // the follower's window
   auto db = cairn::DB::Open(options, dir + "/primary");
@@ -185,7 +185,8 @@ int RunPrimary(const std::string& dir, int fd, pid_t follower) {
       } else {
         // Every third value goes to the value log; the feed carries it.
         const size_t size = rnd() % 3 == 0 ? 8000 + rnd() % 8000 : 10 + rnd() % 100;
-        s = (*db)->Put(cairn::WriteOptions(), key, std::string(size, static_cast<char>('a' + rnd() % 26)));
+        s = (*db)->Put(cairn::WriteOptions(), key,
+                       std::string(size, static_cast<char>('a' + rnd() % 26)));
       }
       if (!s.ok()) return Fail("primary", "write", s);
     }

@@ -70,6 +70,11 @@ std::string Preview(std::string_view value);
 // The last component of a path ("/db/000012.sst" -> "000012.sst").
 std::string_view BaseName(std::string_view path);
 
+// Whether the newest OPTIONS file of dbname sets WAL retention
+// (wal_ttl_seconds or wal_size_limit_bytes above 0): an open then keeps the
+// WALs the tables hold, for the change feed (dump_updates_command.cc).
+bool WalRetentionSet(io::FileSystem* fs, const std::string& dbname);
+
 // --max_entries as a limit: 0 (or negative) means no limit.
 uint64_t MaxEntries();
 

@@ -9,6 +9,7 @@
 // application applies the application's limits again.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/flags/flag.h"
@@ -17,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "cairn/db.h"
 #include "cairn/options.h"
+#include "core/options_file.h"
 #include "tools/commands.h"
 
 ABSL_FLAG(int64_t, since, 1, "dump-updates: the first sequence number to show");
@@ -53,6 +55,18 @@ class EntryPrinter : public WriteBatch::Handler {
 };
 
 }  // namespace
+
+bool WalRetentionSet(io::FileSystem* fs, const std::string& dbname) {
+  absl::StatusOr<std::optional<uint64_t>> n = LatestOptionsFile(fs, dbname);
+  if (!n.ok() || !n->has_value()) return false;
+  absl::StatusOr<std::string> text = ReadOptionsFile(fs, dbname, **n);
+  if (!text.ok()) return false;
+  for (std::string_view key : {"\nwal_ttl_seconds=", "\nwal_size_limit_bytes="}) {
+    const size_t at = text->find(key);
+    if (at != std::string::npos && text->compare(at + key.size(), 2, "0\n") != 0) return true;
+  }
+  return false;
+}
 
 int RunDumpUpdates(const Args& args) {
   if (args.size() != 1) return UsageError(kCommand, "expects one database directory");

@@ -41,8 +41,7 @@ struct Update {
   // The sequence number of the item's last write (sequence when it holds
   // one number).
   uint64_t last_sequence() const {
-    return kind == Kind::kWriteBatch && batch.Count() > 0 ? sequence + batch.Count() - 1
-                                                          : sequence;
+    return kind == Kind::kWriteBatch && batch.Count() > 0 ? sequence + batch.Count() - 1 : sequence;
   }
 };
 
