@@ -7,7 +7,8 @@
 // commit, memtable switch, stalls), db_read.cc (Get, MultiGet, iterators,
 // snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
 // db_settle.cc (WaitForBackgroundWork), db_stats.cc (stats and properties),
-// db_checkpoint.cc (checkpoints), db_threads.cc (starting the background
+// db_checkpoint.cc (checkpoints), db_updates.cc (the change feed, WAL
+// retention, the ingestion event), db_threads.cc (starting the background
 // threads, GC's priority). GC runs in core/gc_coordinator.h, which owns its
 // state and reaches the DB only through GcDbAccess (core/gc_db_access.h),
 // implemented here privately (db_gc.cc); core/space_ledger.h keeps the
@@ -151,9 +152,9 @@ class DBImpl final : public DB, private GcDbAccess {
   // Tests only: called by the flush thread before it writes each memtable
   // (outside the DB mutex). Set before the first write.
   std::function<void()> before_flush_for_testing;
-  // Tests only: the clock WAL retention ages WALs by, in seconds (the
-  // steady clock when empty). Set before the DB is opened or written.
-  std::function<int64_t()> wal_clock_for_testing;
+  // Tests only: seconds added to the steady clock WAL retention ages WALs
+  // by (WalClockSeconds), so that a test moves time on without sleeping.
+  std::atomic<int64_t> wal_clock_shift_for_testing{0};
   // Tests only: the WALs kept for the feed below the log number.
   size_t retained_wals_for_testing() {
     absl::MutexLock l(&mu_);

@@ -31,10 +31,10 @@ using lsm::FileType;
 using lsm::SequenceNumber;
 
 int64_t DBImpl::WalClockSeconds() const {
-  if (wal_clock_for_testing) return wal_clock_for_testing();
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+             .count() +
+         wal_clock_shift_for_testing.load(std::memory_order_relaxed);
 }
 
 std::vector<uint64_t> DBImpl::TakeDeletableWals(const std::vector<uint64_t>& obsolete) {
@@ -167,23 +167,22 @@ absl::Status DBImpl::RecordToUpdate(std::string_view record, uint32_t format_ver
   std::string value;
   CAIRN_RETURN_IF_ERROR(WriteBatchInternal::ForEach(
       batch,
-      [&](SequenceNumber, lsm::ValueType type, std::string_view key,
+      [&](SequenceNumber seq, lsm::ValueType type, std::string_view key,
           std::string_view stored) -> absl::Status {
         if (type != lsm::ValueType::kValuePointer) {
           WriteBatchInternal::AddEntry(&out->batch, type, key, stored);
           return absl::OkStatus();
         }
-        absl::Status s = vlog_->Get(key, stored, &value, /*fill_cache=*/false);
+        absl::Status s = vlog_->Get(key, stored, &value, options.fill_cache);
         if (!s.ok()) {
           return absl::Status(
               s.code(), absl::StrCat("the value of key '",
                                      absl::CHexEscape(absl::string_view(key.data(), key.size())),
-                                     "' at sequence ", out->sequence, "+: ", s.message()));
+                                     "' (sequence ", seq, "): ", s.message()));
         }
         WriteBatchInternal::AddEntry(&out->batch, lsm::ValueType::kValue, key, value);
         return absl::OkStatus();
       }));
-  (void)options;  // values are always verified: vlog Get checks each record
   WriteBatchInternal::SetCount(&out->batch, batch.Count());
   WriteBatchInternal::SetSequence(&out->batch, out->sequence);
   *is_item = true;

@@ -207,21 +207,66 @@ TEST_F(UpdatesTest, RetentionBySizeKeepsTheNewestWals) {
   EXPECT_EQ((*kept)->update().sequence, 26u);
 }
 
+// GC collects the segments the first writes went to; the WALs kept for
+// the feed point into them, so the segments stay (the retention floor)
+// and the feed still carries the old values, until the WALs go.
+TEST_F(UpdatesTest, KeptWalsHoldTheSegmentsTheyPointInto) {
+  Options o = FeedOptions();
+  o.wal_ttl_seconds = 3600;
+  o.wal_size_limit_bytes = 0;
+  auto db = Open(o);
+  auto* impl = static_cast<DBImpl*>(db.get());
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 40; ++i) {
+      ASSERT_TRUE(db->Put(WriteOptions(), Key(i), gc_testing::Value(round * 100 + i, 3000)).ok());
+    }
+    ASSERT_TRUE(db->Flush().ok());
+  }
+  absl::StatusOr<GcResult> gc = db->RunGC();
+  ASSERT_TRUE(gc.ok()) << gc.status();
+  ASSERT_GT(gc->victims, 0u);
+  EXPECT_EQ(gc->segments_freed, 0u);
+  auto it = db->GetUpdatesSince(1);
+  ASSERT_TRUE(it.ok()) << it.status();
+  size_t puts = 0;
+  for (; (*it)->Valid(); (*it)->Next()) {
+    struct Check : WriteBatch::Handler {
+      uint64_t seq;
+      size_t* puts;
+      void Put(std::string_view k, std::string_view v) override {
+        // Writes 1..120 are the test's (round r, key i at 40r + i + 1).
+        if (seq <= 120) {
+          const int n = static_cast<int>(seq - 1);
+          EXPECT_EQ(std::string(k), Key(n % 40));
+          EXPECT_EQ(std::string(v), gc_testing::Value((n / 40) * 100 + n % 40, 3000));
+          ++*puts;
+        }
+        ++seq;
+      }
+      void Delete(std::string_view) override { ++seq; }
+    } check;
+    check.seq = (*it)->update().sequence;
+    check.puts = &puts;
+    ASSERT_TRUE((*it)->update().batch.Iterate(&check).ok());
+  }
+  ASSERT_TRUE((*it)->status().ok()) << (*it)->status();
+  EXPECT_EQ(puts, 120u);
+  it->reset();
+  // Once the WALs age out, the next GC deletes the collected segments.
+  const size_t segments = gc_testing::SegmentNames(fs_.get()).size();
+  impl->wal_clock_shift_for_testing += 7200;
+  ASSERT_TRUE(db->Put(WriteOptions(), "x", "y").ok());
+  ASSERT_TRUE(db->Flush().ok());
+  ASSERT_TRUE(db->RunGC().ok());
+  EXPECT_LT(gc_testing::SegmentNames(fs_.get()).size(), segments);
+}
+
 TEST_F(UpdatesTest, RetentionByTimeAndAcrossReopen) {
   Options o = FeedOptions();
   o.wal_size_limit_bytes = 0;
   o.wal_ttl_seconds = 60;
-  // The steady clock (which the open counts by) plus a shift the test moves.
-  std::atomic<int64_t> shift{0};
-  auto now = [&] {
-    return std::chrono::duration_cast<std::chrono::seconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-               .count() +
-           shift.load();
-  };
   auto db = Open(o);
   auto* impl = static_cast<DBImpl*>(db.get());
-  impl->wal_clock_for_testing = now;
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key(i), "v").ok());
   ASSERT_TRUE(db->Flush().ok());
   EXPECT_EQ(impl->retained_wals_for_testing(), 1u);
@@ -231,7 +276,6 @@ TEST_F(UpdatesTest, RetentionByTimeAndAcrossReopen) {
   // and is still read by the feed.
   db = Open(o);
   impl = static_cast<DBImpl*>(db.get());
-  impl->wal_clock_for_testing = now;
   EXPECT_EQ(Contents(db.get()).size(), 10u);
   for (int i = 10; i < 20; ++i) ASSERT_TRUE(db->Put(WriteOptions(), Key(i), "v").ok());
   ASSERT_TRUE(db->Flush().ok());
@@ -243,7 +287,7 @@ TEST_F(UpdatesTest, RetentionByTimeAndAcrossReopen) {
   EXPECT_EQ(expect, 21u);
   all->reset();
   // An hour later the next flush lets them go.
-  shift += 3600;
+  impl->wal_clock_shift_for_testing += 3600;
   ASSERT_TRUE(db->Put(WriteOptions(), Key(20), "v").ok());
   ASSERT_TRUE(db->Flush().ok());
   EXPECT_EQ(impl->retained_wals_for_testing(), 1u);  // the one just flushed

@@ -13,9 +13,10 @@
 namespace cairn {
 
 struct UpdatesOptions {
-  // Verify the checksum of every value read from the value log (the WAL's
-  // own records are always verified).
-  bool verify_checksums = true;
+  // Whether the values the feed reads from the value log go into the value
+  // cache. A follower reads old values once; they would only push out the
+  // ones readers use.
+  bool fill_cache = false;
 };
 
 // One item of the feed: a write batch, or an ingestion event.
