@@ -396,13 +396,17 @@ void DBImpl::RemoveObsoleteFiles(bool at_open) {
   versions_->AddLiveFiles(&live);
   min_log = std::min(min_log, versions_->LogNumber());
   const uint64_t manifest = versions_->ManifestFileNumber();
+  std::vector<uint64_t> obsolete_logs;
   for (const std::string& name : *names) {
     uint64_t number;
     FileType type;
     if (!lsm::ParseFileName(name, &number, &type)) continue;
     bool keep = true;
     switch (type) {
-      case FileType::kLog: keep = number >= min_log; break;
+      case FileType::kLog:
+        // The change feed's retention decides below.
+        if (number < min_log) obsolete_logs.push_back(number);
+        break;
       case FileType::kTable: keep = live.contains(number); break;
       case FileType::kManifest: keep = number >= manifest; break;
       case FileType::kTemp: keep = live.contains(number); break;
@@ -411,8 +415,7 @@ void DBImpl::RemoveObsoleteFiles(bool at_open) {
     if (keep) continue;
     if (at_open) {
       info_log_->Log("open: removing %s: %s", name,
-                     type == FileType::kLog        ? "a WAL whose writes the tables hold"
-                     : type == FileType::kManifest ? "a manifest a newer one replaced"
+                     type == FileType::kManifest ? "a manifest a newer one replaced"
                      : type == FileType::kTable    ? "a table no version names"
                                                    : "a temporary file");
     }
@@ -420,6 +423,13 @@ void DBImpl::RemoveObsoleteFiles(bool at_open) {
     // Off this thread (an unlink may wait for the device's discard); a
     // file that fails to go stays until the next attempt.
     deleter_->Remove(io::JoinPath(dbname_, name));
+  }
+  for (uint64_t number : TakeDeletableWals(obsolete_logs)) {
+    if (at_open) {
+      info_log_->Log("open: removing %s: a WAL whose writes the tables hold",
+                     lsm::LogFileName(dbname_, number));
+    }
+    deleter_->Remove(lsm::LogFileName(dbname_, number));
   }
 }
 

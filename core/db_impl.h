@@ -7,7 +7,8 @@
 // commit, memtable switch, stalls), db_read.cc (Get, MultiGet, iterators,
 // snapshots), db_background.cc (flush, compaction scheduling, obsolete files),
 // db_settle.cc (WaitForBackgroundWork), db_stats.cc (stats and properties),
-// db_checkpoint.cc (checkpoints), db_threads.cc (starting the background
+// db_checkpoint.cc (checkpoints), db_updates.cc (the change feed, WAL
+// retention, the ingestion event), db_threads.cc (starting the background
 // threads, GC's priority). GC runs in core/gc_coordinator.h, which owns its
 // state and reaches the DB only through GcDbAccess (core/gc_db_access.h),
 // implemented here privately (db_gc.cc); core/space_ledger.h keeps the
@@ -23,6 +24,7 @@
 #include <chrono>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -83,6 +85,7 @@ class SnapshotImpl : public Snapshot {
  public:
   explicit SnapshotImpl(lsm::SequenceNumber seq) : sequence(seq) {}
   ~SnapshotImpl() override = default;
+  uint64_t GetSequenceNumber() const override { return sequence; }
   const lsm::SequenceNumber sequence;
 };
 
@@ -96,6 +99,12 @@ class DBImpl final : public DB, private GcDbAccess {
                    std::string_view value) override;
   absl::Status Delete(const WriteOptions& options, std::string_view key) override;
   absl::Status Write(const WriteOptions& options, const WriteBatch& batch) override;
+  absl::Status Write(const WriteOptions& options, const WriteBatch& batch,
+                     uint64_t* first_sequence) override;
+  uint64_t GetLatestSequenceNumber() override;
+  // db_updates.cc (the change feed, docs/replication.md)
+  absl::StatusOr<std::unique_ptr<UpdateIterator>> GetUpdatesSince(
+      uint64_t since, const UpdatesOptions& options) override;
   absl::Status Get(const ReadOptions& options, std::string_view key, std::string* value) override;
   // db_blob_read.cc
   absl::Status Get(const ReadOptions& options, std::string_view key, PinnableValue* value) override;
@@ -143,6 +152,25 @@ class DBImpl final : public DB, private GcDbAccess {
   // Tests only: called by the flush thread before it writes each memtable
   // (outside the DB mutex). Set before the first write.
   std::function<void()> before_flush_for_testing;
+  // Tests only: seconds added to the steady clock WAL retention ages WALs
+  // by (WalClockSeconds), so that a test moves time on without sleeping.
+  std::atomic<int64_t> wal_clock_shift_for_testing{0};
+  // Tests only: the WALs kept for the feed below the log number.
+  size_t retained_wals_for_testing() {
+    absl::MutexLock l(&mu_);
+    return retained_wals_.size();
+  }
+  // The hook DB::IngestExternalFiles calls (db_updates.cc): in the write
+  // queue, alone, it takes the next sequence number, writes an ingestion
+  // event naming files to the WAL (WAL format 7) and syncs it (with every
+  // closed WAL before it), then calls install(sequence), which makes the
+  // files visible at that sequence (the manifest edit), and only then
+  // publishes the sequence to reads. No write runs meanwhile. When install
+  // fails, writes stop (the WAL holds an event for files that are not in
+  // the database) until a reopen. Returns the sequence.
+  absl::StatusOr<lsm::SequenceNumber> LogIngestionEvent(
+      const std::vector<std::string>& files,
+      absl::FunctionRef<absl::Status(lsm::SequenceNumber)> install) ABSL_LOCKS_EXCLUDED(mu_);
   // Tests only: the records GC would drop without a lookup, in all.
   size_t dead_records_listed_for_testing() const { return gc_.dead_records_listed(); }
   // Tests only: the value log's segment set (its punched runs, say).
@@ -172,6 +200,20 @@ class DBImpl final : public DB, private GcDbAccess {
   using LevelCompactionStats = db_records::LevelCompactionStats;
   using PendingVictims = db_records::PendingVictims;
   using PointerRewrite = GcPointerRewrite;
+  friend class FeedIterator;
+  // An ingestion's event as it waits in the write queue (LogIngestionEvent).
+  struct IngestionEventWrite {
+    const std::vector<std::string>* files;
+    absl::FunctionRef<absl::Status(lsm::SequenceNumber)>* install;
+    lsm::SequenceNumber sequence = 0;  // set by WriteIngestionEvent
+  };
+  // The write leader's part of LogIngestionEvent (db_updates.cc).
+  absl::Status WriteIngestionEvent(IngestionEventWrite* ingestion)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  struct RetainedWal {
+    uint64_t bytes = 0;
+    int64_t obsolete_since = 0;  // WalClockSeconds()
+  };
   struct ImmutableMemTable {
     std::shared_ptr<lsm::MemTable> mem;
     uint64_t log_number;  // the WAL holding its writes
@@ -543,6 +585,25 @@ class DBImpl final : public DB, private GcDbAccess {
                                 std::optional<std::vector<FlushedKey>>* foresee = nullptr);
   // at_open: LOG names each file removed (what an earlier session left).
   void RemoveObsoleteFiles(bool at_open = false) ABSL_LOCKS_EXCLUDED(mu_);
+  // db_updates.cc. Of the obsolete WALs (below every log recovery needs),
+  // the ones WAL retention and the feed's pins let go, oldest first; keeps
+  // the rest in retained_wals_ and sets the retention floor.
+  std::vector<uint64_t> TakeDeletableWals(const std::vector<uint64_t>& obsolete)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void UpdateWalFloorLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  bool WalRetentionOn() const {
+    return options_.wal_ttl_seconds > 0 || options_.wal_size_limit_bytes > 0;
+  }
+  int64_t WalClockSeconds() const;
+  // The first sequence a WAL holds (its first write or ingestion event),
+  // read from the file when not known; nullopt when it holds none.
+  absl::StatusOr<std::optional<lsm::SequenceNumber>> WalFirstSequence(uint64_t log_number)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void PinFeedLog(uint64_t log_number) ABSL_LOCKS_EXCLUDED(mu_);
+  void UnpinFeedLog(uint64_t log_number) ABSL_LOCKS_EXCLUDED(mu_);
+  // Resolves a WAL record into a feed item (values read from the value log).
+  absl::Status RecordToUpdate(std::string_view record, uint32_t format_version,
+                              const UpdatesOptions& options, Update* out, bool* is_item);
   void SetBackgroundError(const absl::Status& s) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Logs and tells the listeners when the write stall condition changes.
   void SetStallCondition(StallCondition condition, std::string_view cause)
@@ -612,6 +673,14 @@ class DBImpl final : public DB, private GcDbAccess {
   // Highest sequence number visible to readers.
   std::atomic<lsm::SequenceNumber> last_sequence_{0};
   std::multiset<lsm::SequenceNumber> snapshots_ ABSL_GUARDED_BY(mu_);
+  // The change feed (db_updates.cc). WALs below the manifest's log number
+  // kept by Options::wal_ttl_seconds / wal_size_limit_bytes, with their
+  // sizes and when this process saw them become obsolete; the first
+  // sequence each WAL can hold, where known; the WALs feed iterators read
+  // (each pins its lowest log number: no WAL from it on is deleted).
+  std::map<uint64_t, RetainedWal> retained_wals_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, lsm::SequenceNumber> wal_first_sequence_ ABSL_GUARDED_BY(mu_);
+  std::multiset<uint64_t> feed_pins_ ABSL_GUARDED_BY(mu_);
   // The snapshots handed out and not yet released, so that a second release
   // (or a foreign pointer) is recognised rather than freed again.
   // As the base type: a released pointer is compared, never cast (a cast

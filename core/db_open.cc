@@ -473,12 +473,15 @@ absl::Status DBImpl::Recover() {
     InstallSuperVersionLocked();
     log_ = std::move(log);
     log_number_ = log_number;
+    wal_first_sequence_[log_number] = max_sequence + 1;
     last_sequence_.store(max_sequence);
     wal_synced_sequence_ = max_sequence;  // the open's flush made it durable
     pending_outputs_.clear();
     // The manifest no longer names the replayed WALs, and no reader exists
     // yet: obsolete segments can go.
-    gc_.retention().AddObsoleteAtOpen(obsolete_segments);
+    // WALs kept for the change feed from before the open may point into
+    // them: they wait for those WALs (core/retention.h).
+    gc_.retention().AddObsoleteAtOpen(obsolete_segments, WalRetentionOn() ? max_sequence + 1 : 0);
   }
   CAIRN_RETURN_IF_ERROR(CountUnaccountedGarbage());
   recovered_ = true;

@@ -206,6 +206,24 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
       ended = false;
       continue;
     }
+    if (reader->format_version() >= lsm::kIngestionEventLogFormatVersion &&
+        WriteBatchInternal::IsIngestionEvent(record)) {
+      // An ingestion's event (format 7) takes its sequence number; the
+      // files themselves are in the manifest's edit, not here.
+      uint64_t sequence = 0;
+      std::vector<std::string> files;
+      absl::Status s = WriteBatchInternal::ParseIngestionEvent(record, &sequence, &files);
+      if (!s.ok()) {
+        return absl::DataLossError(absl::StrCat(path, " at offset ", reader->last_record_offset(),
+                                                ": ", s.message()));
+      }
+      if (replay->first_sequence == 0) replay->first_sequence = sequence;
+      replay->last_sequence = sequence;
+      *max_sequence = std::max(*max_sequence, sequence);
+      last_sequence_.store(*max_sequence);
+      ended = false;
+      continue;
+    }
     absl::Status s = WriteBatchInternal::SetContents(&batch, record);
     // A batch is applied only when every value it points to is intact. The
     // WAL record may have reached the disk without its values (a power loss

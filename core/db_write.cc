@@ -29,6 +29,7 @@ struct DBImpl::Writer {
     kGcRewrite = 2,       // GC's conditional pointer write-back; alone in its group
     kSync = 3,            // SyncWAL: a synced group of no writes; alone in its group
     kSealSegment = 4,     // GC seals the active value-log segment; alone
+    kIngestionEvent = 5,  // an ingestion's event and install (db_updates.cc); alone
   };
   static Writer UserWrite(const PreparedBatch* prepared, bool sync) {
     return Writer(Kind::kUserWrite, sync, prepared, nullptr);
@@ -39,18 +40,26 @@ struct DBImpl::Writer {
   }
   static Writer Sync() { return Writer(Kind::kSync, true, nullptr, nullptr); }
   static Writer SealSegment() { return Writer(Kind::kSealSegment, false, nullptr, nullptr); }
+  static Writer Ingestion(IngestionEventWrite* ingestion) {
+    return Writer(Kind::kIngestionEvent, true, nullptr, nullptr, ingestion);
+  }
 
   const Kind kind;
   const bool sync;
   const PreparedBatch* const prepared;  // kUserWrite only
   const PointerRewrite* const rewrite;  // kGcRewrite only
+  IngestionEventWrite* const ingestion;  // kIngestionEvent only
   bool done = false;
   absl::Status status;
+  // kUserWrite: the sequence number of its batch's first entry, set by the
+  // group's leader once the group is written.
+  SequenceNumber first_sequence = 0;
   absl::CondVar cv;
 
  private:
-  Writer(Kind k, bool s, const PreparedBatch* p, const PointerRewrite* r)
-      : kind(k), sync(s), prepared(p), rewrite(r) {}
+  Writer(Kind k, bool s, const PreparedBatch* p, const PointerRewrite* r,
+         IngestionEventWrite* i = nullptr)
+      : kind(k), sync(s), prepared(p), rewrite(r), ingestion(i) {}
 };
 
 // A user batch as its writer prepared it before joining the queue: checked,
@@ -157,13 +166,25 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
 }
 
 absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch) {
+  return Write(options, batch, nullptr);
+}
+
+absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch,
+                           uint64_t* first_sequence) {
   CAIRN_RETURN_IF_ERROR(CheckWritable("write"));
   PreparedBatch prepared(batch, vlog_->encoding());
   CAIRN_RETURN_IF_ERROR(PrepareBatch(&prepared));
-  if (batch.Count() == 0) return absl::OkStatus();
+  if (batch.Count() == 0) {
+    if (first_sequence != nullptr) *first_sequence = last_sequence_.load() + 1;
+    return absl::OkStatus();
+  }
   Writer w = Writer::UserWrite(&prepared, options.sync);
-  return WriteImpl(&w);
+  absl::Status s = WriteImpl(&w);
+  if (s.ok() && first_sequence != nullptr) *first_sequence = w.first_sequence;
+  return s;
 }
+
+uint64_t DBImpl::GetLatestSequenceNumber() { return last_sequence_.load(std::memory_order_acquire); }
 
 absl::Status DBImpl::SwitchMemTableInQueue() {
   Writer w = Writer::MemTableSwitch();
@@ -190,6 +211,16 @@ absl::Status DBImpl::SyncWalInQueue() {
   return WriteImpl(&w);
 }
 
+absl::StatusOr<SequenceNumber> DBImpl::LogIngestionEvent(
+    const std::vector<std::string>& files,
+    absl::FunctionRef<absl::Status(SequenceNumber)> install) {
+  CAIRN_RETURN_IF_ERROR(CheckWritable("ingestion"));
+  IngestionEventWrite ingestion{.files = &files, .install = &install};
+  Writer w = Writer::Ingestion(&ingestion);
+  CAIRN_RETURN_IF_ERROR(WriteImpl(&w));
+  return ingestion.sequence;
+}
+
 absl::Status DBImpl::SealActiveSegmentInQueue() {
   // Through the queue: only a group's leader touches the active segment.
   Writer w = Writer::SealSegment();
@@ -212,7 +243,8 @@ absl::Status DBImpl::WriteImpl(Writer* w) {
   // This writer leads a group. A sync writes nothing, so it needs no room,
   // nor does a seal.
   absl::Status status =
-      w->kind == Writer::Kind::kSync || w->kind == Writer::Kind::kSealSegment
+      w->kind == Writer::Kind::kSync || w->kind == Writer::Kind::kSealSegment ||
+              w->kind == Writer::Kind::kIngestionEvent
           ? bg_error_
           : MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
   Writer* last_writer = w;
@@ -229,6 +261,8 @@ absl::Status DBImpl::WriteImpl(Writer* w) {
       // memtable switch: writes stop.
       SetBackgroundError(status);
     }
+  } else if (status.ok() && w->kind == Writer::Kind::kIngestionEvent) {
+    status = WriteIngestionEvent(w->ingestion);
   } else if (status.ok() && w->kind != Writer::Kind::kMemTableSwitch) {
     status = WriteGroup(w, &last_writer);
   }
@@ -394,6 +428,15 @@ absl::Status DBImpl::WriteGroup(Writer* leader, Writer** last_writer) {
   if (status.ok()) {
     if (group->Count() > 0) {
       last_sequence_.store(first + group->Count() - 1, std::memory_order_release);
+    }
+    // Each member's entries follow the previous member's in the group.
+    SequenceNumber next = first;
+    for (Writer* x : writers_) {
+      if (x->kind == Writer::Kind::kUserWrite && !members.empty()) {
+        x->first_sequence = next;
+        next += x->prepared->batch.Count();
+      }
+      if (x == *last_writer) break;
     }
     // The manifest's last sequence counts only synced writes: recovery
     // refuses a WAL that ends before it (docs/durability.md, "Recovery").
@@ -713,6 +756,8 @@ absl::Status DBImpl::NewLog() {
   imm_.push_back({std::move(mem_), log_number_, switched.value_bytes, switched.deleted_bytes,
                   std::move(closed), last_sequence_.load(), switched.flush_value_bytes});
   log_number_ = number;
+  // The first sequence the new WAL can hold (the change feed's start).
+  wal_first_sequence_[number] = last_sequence_.load() + 1;
   mem_ = NewMemTable();
   InstallSuperVersionLocked();
   background_cv_.SignalAll();

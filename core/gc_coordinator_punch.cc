@@ -72,6 +72,10 @@ void GcCoordinator::DeadRecordsCounted(vlog::DeadRecords::Batch dead) {
 
 void GcCoordinator::PlanPunches(const vlog::DeadRecords::Batch& dead) {
   if (!options_.gc_punch_holes || punch_unsupported_.load(std::memory_order_relaxed)) return;
+  // A WAL kept for the change feed may point to a dead record (the feed
+  // reads the values of old writes): nothing is punched while WALs are
+  // kept (docs/decisions/20261208_change_feed.md).
+  if (options_.wal_ttl_seconds > 0 || options_.wal_size_limit_bytes > 0) return;
   const vlog::SegmentSet& set = db_->value_log().segment_set();
   std::vector<PendingPunch> planned;
   for (const auto& [id, records] : dead) {

@@ -87,6 +87,8 @@ std::string FormatOptionsFile(const Options& o) {
   add("value_log_bytes_per_sync", o.value_log_bytes_per_sync);
   add("wal_bytes_per_sync", o.wal_bytes_per_sync);
   add("wal_prefill_bytes", o.wal_prefill_bytes);
+  add("wal_ttl_seconds", o.wal_ttl_seconds);
+  add("wal_size_limit_bytes", o.wal_size_limit_bytes);
   if (o.value_separation_threshold == kInlineValues) {
     add("value_separation_threshold", "inline");
   } else {

@@ -78,7 +78,7 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
   };
   const std::vector<Case> cases = {
       {"table_format_version=2", "table_format_version=3", "table_format_version"},
-      {"wal_format_version=5", "wal_format_version=9", "wal_format_version"},
+      {"wal_format_version=7", "wal_format_version=9", "wal_format_version"},
       {"segment_format_version=2", "segment_format_version=3", "segment_format_version"},
       {"manifest_format_version=1", "manifest_format_version=2", "manifest_format_version"},
       {"max_value_size=268435456", "max_value_size=1073741824", "max_value_size"},
@@ -100,7 +100,7 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
   // WALs of formats 2 (before zeros written ahead) to 4 (before range
   // deletions), and tables of format 1, are read as they were.
   ASSERT_OK(CheckOptionsFile(
-      absl::StrReplaceAll(good, {{"wal_format_version=5", "wal_format_version=2"}}),
+      absl::StrReplaceAll(good, {{"wal_format_version=7", "wal_format_version=2"}}),
       "OPTIONS-000005"));
   ASSERT_OK(CheckOptionsFile(
       absl::StrReplaceAll(good, {{"table_format_version=2", "table_format_version=1"}}),

@@ -36,6 +36,11 @@ absl::Status ValidateOptions(const Options& o) {
     return absl::InvalidArgumentError(
         "Options::wal_prefill_bytes must be a multiple of 4 KiB, at most 64 MiB (0: off)");
   }
+  // Ages are compared as signed seconds (core/db_updates.cc).
+  if (o.wal_ttl_seconds > kMaxWalTtlSeconds) {
+    return absl::InvalidArgumentError(
+        "Options::wal_ttl_seconds must be at most 100 years (3155760000; 0: no age limit)");
+  }
   if (o.separate_at_flush_below > (size_t{1} << 20)) {
     return absl::InvalidArgumentError("Options::separate_at_flush_below must be at most 1 MiB");
   }

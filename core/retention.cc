@@ -65,14 +65,20 @@ void Retention::AddObsolete(absl::Span<const uint64_t> ids, uint64_t sequence) {
 
 std::vector<uint64_t> Retention::TakeDeletable(uint64_t oldest_snapshot) {
   absl::MutexLock l(&mu_);
-  const uint64_t oldest =
+  uint64_t oldest =
       pinned_.empty() ? oldest_snapshot : std::min(oldest_snapshot, *pinned_.begin());
+  oldest = std::min(oldest, wal_floor_);
   return obsolete_.TakeDeletable(oldest);
 }
 
-void Retention::AddObsoleteAtOpen(absl::Span<const uint64_t> ids) {
+void Retention::AddObsoleteAtOpen(absl::Span<const uint64_t> ids, uint64_t sequence) {
   absl::MutexLock l(&mu_);
-  for (uint64_t id : ids) obsolete_.Add({.segment_id = id});
+  for (uint64_t id : ids) obsolete_.Add({.segment_id = id, .sequence = sequence});
+}
+
+void Retention::SetWalFloor(uint64_t sequence) {
+  absl::MutexLock l(&mu_);
+  wal_floor_ = sequence;
 }
 
 size_t Retention::obsolete_segments() const {

@@ -14,6 +14,11 @@
 //     the iterator lives leaves its reads whole, as in RocksDB;
 //   - a checkpoint being copied: it holds the current epoch until its links
 //     are made;
+//   - a WAL kept for the change feed (Options::wal_ttl_seconds and
+//     wal_size_limit_bytes, or a feed iterator reading it): its pointers
+//     are read by DB::GetUpdatesSince, so the first sequence of the oldest
+//     such WAL counts as a pinned sequence (SetWalFloor), and a segment
+//     whose records moved after it stays (docs/replication.md);
 //   - a WAL a crash would replay: a victim becomes obsolete only once the
 //     writes that moved or superseded its records are durable
 //     (core/gc_job_index.cc, JobIndex::LogSegmentEdit, and
@@ -92,8 +97,15 @@ class Retention {
   // is the DB's oldest snapshot (its last sequence when there is none).
   std::vector<uint64_t> TakeDeletable(uint64_t oldest_snapshot) ABSL_LOCKS_EXCLUDED(mu_);
   // Open: segments the manifest lists as obsolete, which no reader of this
-  // process can reach.
-  void AddObsoleteAtOpen(absl::Span<const uint64_t> ids) ABSL_LOCKS_EXCLUDED(mu_);
+  // process can reach. sequence is 0 when no WAL is kept for the feed;
+  // otherwise the last sequence at open, so that the WALs kept from before
+  // the open (their pointers may name them) hold them through the floor.
+  void AddObsoleteAtOpen(absl::Span<const uint64_t> ids, uint64_t sequence = 0)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The first sequence of the oldest WAL kept for the change feed (0 when
+  // it is not known yet; UINT64_MAX when none is kept): collected segments
+  // moved after it stay, as for a snapshot at it.
+  void SetWalFloor(uint64_t sequence) ABSL_LOCKS_EXCLUDED(mu_);
   size_t obsolete_segments() const ABSL_LOCKS_EXCLUDED(mu_);
 
  private:
@@ -103,6 +115,7 @@ class Retention {
   mutable absl::Mutex mu_;
   std::shared_ptr<ReadEpoch> epoch_ ABSL_GUARDED_BY(mu_) = std::make_shared<ReadEpoch>();
   std::multiset<uint64_t> pinned_ ABSL_GUARDED_BY(mu_);
+  uint64_t wal_floor_ ABSL_GUARDED_BY(mu_) = UINT64_MAX;
   gc::ObsoleteSegments obsolete_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -135,6 +135,47 @@ std::string WriteBatchInternal::SyncRecord(SyncKind kind, uint64_t synced_sequen
   return record;
 }
 
+std::string WriteBatchInternal::IngestionEventRecord(uint64_t sequence,
+                                                     const std::vector<std::string>& files) {
+  std::string record = EndRecord(sequence);
+  record.push_back(static_cast<char>(kIngestionEventMarker));
+  io::PutVarint32(&record, static_cast<uint32_t>(files.size()));
+  for (const std::string& f : files) io::PutLengthPrefixed(&record, f);
+  return record;
+}
+
+bool WriteBatchInternal::IsIngestionEvent(std::string_view contents) {
+  return contents.size() > kBatchHeaderSize + 1 && io::DecodeFixed32(contents.data() + 8) == 0 &&
+         static_cast<uint8_t>(contents[kBatchHeaderSize]) == kIngestionEventMarker;
+}
+
+absl::Status WriteBatchInternal::ParseIngestionEvent(std::string_view contents, uint64_t* sequence,
+                                                     std::vector<std::string>* files) {
+  if (!IsIngestionEvent(contents)) {
+    return absl::DataLossError("not an ingestion event record");
+  }
+  *sequence = io::DecodeFixed64(contents.data());
+  std::string_view in = contents.substr(kBatchHeaderSize + 1);
+  uint32_t n = 0;
+  if (!io::GetVarint32(&in, &n) || n > in.size()) {
+    return absl::DataLossError("ingestion event record: bad file count");
+  }
+  files->clear();
+  for (uint32_t i = 0; i < n; ++i) {
+    std::string_view name;
+    if (!io::GetLengthPrefixed(&in, &name)) {
+      return absl::DataLossError(absl::StrCat("ingestion event record: file name ", i, " of ", n,
+                                              " is cut short"));
+    }
+    files->emplace_back(name);
+  }
+  if (!in.empty()) {
+    return absl::DataLossError(
+        absl::StrCat("ingestion event record: ", in.size(), " bytes after the last file name"));
+  }
+  return absl::OkStatus();
+}
+
 bool WriteBatchInternal::ParseSyncRecord(std::string_view contents, SyncKind* kind,
                                          uint64_t* synced_sequence) {
   if (contents.size() != kBatchHeaderSize + 1 || io::DecodeFixed32(contents.data() + 8) != 0) {

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
@@ -60,6 +61,21 @@ class WriteBatchInternal {
   // when it is.
   static bool ParseSyncRecord(std::string_view contents, SyncKind* kind,
                               uint64_t* synced_sequence);
+  // An ingestion event (WAL format 7, docs/wal_format.md, "Ingestion
+  // events"): external files became visible at one sequence number, which
+  // the event takes (DB::IngestExternalFiles). An empty batch's header
+  // carrying that sequence, the marker byte, then the files' names:
+  //   fixed64(sequence) fixed32(0) u8(0x10) varint32(n) lenprefixed(name)*n
+  // At least 14 bytes, so never an end record (12) or a sync record (13).
+  static constexpr uint8_t kIngestionEventMarker = 0x10;
+  static std::string IngestionEventRecord(uint64_t sequence,
+                                          const std::vector<std::string>& files);
+  // Whether contents is an ingestion event (only its header and marker are
+  // looked at: IsIngestionEvent); ParseIngestionEvent sets the outputs, and
+  // is DataLoss when the names do not parse or bytes follow them.
+  static bool IsIngestionEvent(std::string_view contents);
+  static absl::Status ParseIngestionEvent(std::string_view contents, uint64_t* sequence,
+                                          std::vector<std::string>* files);
   // Appends src's entries to dst (sequence of dst unchanged).
   static void Append(WriteBatch* dst, const WriteBatch& src);
   // Appends entries, whole encoded entries cut from another batch's

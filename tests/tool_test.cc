@@ -157,6 +157,36 @@ TEST_F(ToolTest, CheckPassesOnAHealthyDatabaseAndReportsCounts) {
   EXPECT_THAT(r.output, Not(HasSubstr("problem:")));
 }
 
+// A database that keeps its WALs for the change feed: check says `kept:`,
+// and dump-updates prints the feed with the value the value log holds.
+TEST_F(ToolTest, DumpUpdatesPrintsTheFeedAndCheckKeepsRetainedWals) {
+  {
+    Options options;
+    options.wal_size_limit_bytes = 1 << 20;
+    auto db = DB::Open(options, dir_);
+    ASSERT_OK(db);
+    ASSERT_OK((*db)->Put(WriteOptions(), "a", "1"));
+    ASSERT_OK((*db)->Put(WriteOptions(), "big", std::string(20000, 'v')));
+    ASSERT_OK((*db)->Delete(WriteOptions(), "a"));
+    ASSERT_OK((*db)->Flush());
+    ASSERT_OK((*db)->Put(WriteOptions(), "b", "2"));
+    ASSERT_OK((*db)->Close());
+  }
+  RunResult check = RunTool({"check", dir_});
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_THAT(check.output, HasSubstr("kept: "));
+  EXPECT_THAT(check.output, Not(HasSubstr("cleanup:")));
+  RunResult r = RunTool({"dump-updates", "--since=2", dir_});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("2..2 BATCH 1 entries\n  2 PUT big -> vvvv"));
+  EXPECT_THAT(r.output, HasSubstr("(20000 bytes)"));
+  EXPECT_THAT(r.output, HasSubstr("  3 DELETE a\n"));
+  EXPECT_THAT(r.output, HasSubstr("3 items through sequence 4"));
+  RunResult beyond = RunTool({"dump-updates", "--since=9", dir_});
+  EXPECT_EQ(beyond.exit_code, 1) << beyond.output;
+  EXPECT_THAT(beyond.output, HasSubstr("beyond the latest sequence number"));
+}
+
 TEST_F(ToolTest, CheckWritesNothingAndTakesNoLock) {
   CreateDatabase();
   auto listing = [this] {
@@ -325,7 +355,7 @@ TEST_F(ToolTest, StatsPrintsTheReportAndJson) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cairn.live-bytes: "));
   EXPECT_THAT(r.output, HasSubstr("** options (newest OPTIONS file) **"));
-  EXPECT_THAT(r.output, HasSubstr("[format]\nwal_format_version=4"));
+  EXPECT_THAT(r.output, HasSubstr("[format]\nwal_format_version=7"));
   RunResult json = RunTool({"stats", "--json", dir_});
   EXPECT_EQ(json.exit_code, 0) << json.output;
   EXPECT_EQ(json.output.front(), '{') << json.output;

@@ -155,6 +155,12 @@ class Checker {
     return manifest_torn_ && number <= manifest_number_;
   }
 
+  bool WalsKeptForTheFeed() {
+    if (!wals_kept_.has_value()) wals_kept_ = WalRetentionSet(fs_, dbname_);
+    return *wals_kept_;
+  }
+  std::optional<bool> wals_kept_;
+
   bool CheckManifest();
   void CheckSegments();
   void CheckWals();
@@ -410,6 +416,16 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
     if ((*reader)->format_version() >= lsm::kSyncRecordLogFormatVersion &&
         WriteBatchInternal::ParseSyncRecord(record, &kind, &synced)) {
       ended = false;  // a sync record holds no write
+      continue;
+    }
+    if ((*reader)->format_version() >= lsm::kIngestionEventLogFormatVersion &&
+        WriteBatchInternal::IsIngestionEvent(record)) {
+      ended = false;  // an ingestion event (format 7) holds no entry; its names must parse
+      uint64_t sequence = 0;
+      std::vector<std::string> files;
+      absl::Status s = WriteBatchInternal::ParseIngestionEvent(record, &sequence, &files);
+      const uint64_t at = (*reader)->last_record_offset();
+      if (!s.ok()) Problem(name, absl::StrCat("offset ", at, ": ", s.ToString()));
       continue;
     }
     ++wal_batches_;
@@ -691,7 +707,11 @@ void Checker::CheckOrphans() {
         Cleanup(name, "temporary file (a write a crash cut): the next open deletes it");
         break;
       case lsm::FileType::kLog:
-        if (number < versions_.LogNumber()) {
+        if (number < versions_.LogNumber() && WalsKeptForTheFeed()) {
+          absl::PrintF("kept: %s: a WAL the tables hold, kept for the change feed "
+                       "(wal_ttl_seconds or wal_size_limit_bytes); never replayed\n",
+                       name);
+        } else if (number < versions_.LogNumber()) {
           Cleanup(name,
                   "obsolete WAL, below the log number (its writes are in tables): the next "
                   "open deletes it");

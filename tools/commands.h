@@ -2,12 +2,12 @@
 // and the few helpers they share. One subcommand per file:
 // check_command.cc, stats_command.cc, checkpoint_command.cc, repair_command.cc,
 // dump_wal_command.cc, dump_sst_command.cc, dump_vlog_command.cc,
-// dump_manifest_command.cc.
+// dump_manifest_command.cc, dump_updates_command.cc.
 // Manual: docs/tools.md.
 //
 // Each Run* function takes the positional arguments after the command name,
 // prints its report to stdout and errors to stderr, and returns the process
-// exit code. Every command but `checkpoint` and `repair` only reads: none takes the LOCK
+// exit code. Every command but `checkpoint`, `repair` and `dump-updates` only reads: none takes the LOCK
 // or writes a byte; `checkpoint` writes a new directory and `repair` rewrites the
 // database (cairn/repair.h).
 //
@@ -47,6 +47,7 @@ int RunDumpWal(const Args& args);
 int RunDumpSst(const Args& args);
 int RunDumpVlog(const Args& args);
 int RunDumpManifest(const Args& args);
+int RunDumpUpdates(const Args& args);
 
 // --- Shared helpers (defined in main.cc) ---
 
@@ -68,6 +69,11 @@ std::string Preview(std::string_view value);
 
 // The last component of a path ("/db/000012.sst" -> "000012.sst").
 std::string_view BaseName(std::string_view path);
+
+// Whether the newest OPTIONS file of dbname sets WAL retention
+// (wal_ttl_seconds or wal_size_limit_bytes above 0): an open then keeps the
+// WALs the tables hold, for the change feed (dump_updates_command.cc).
+bool WalRetentionSet(io::FileSystem* fs, const std::string& dbname);
 
 // --max_entries as a limit: 0 (or negative) means no limit.
 uint64_t MaxEntries();

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -111,6 +112,21 @@ int RunDumpWal(const Args& args) {
                    kind == WriteBatchInternal::SyncKind::kOlderWalsWhole
                        ? ", every older WAL synced whole"
                        : " (the switch that began this WAL)");
+      continue;
+    }
+    if ((*reader)->format_version() >= lsm::kIngestionEventLogFormatVersion &&
+        WriteBatchInternal::IsIngestionEvent(record)) {
+      uint64_t sequence = 0;
+      std::vector<std::string> files;
+      absl::Status s = WriteBatchInternal::ParseIngestionEvent(record, &sequence, &files);
+      if (!s.ok()) {
+        absl::PrintF("  BAD INGESTION EVENT at offset %d: %s\n", offset, s.ToString());
+        bad_batch = true;
+        continue;
+      }
+      absl::PrintF("record at offset %d: ingestion event at seq %d: %d files\n", offset, sequence,
+                   files.size());
+      for (const std::string& f : files) absl::PrintF("  %s\n", Escape(f));
       continue;
     }
     absl::PrintF("record at offset %d: seq %d count %d (%d bytes)\n", offset,

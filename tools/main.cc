@@ -23,7 +23,7 @@
 ABSL_FLAG(bool, json, false, "stats: print GetStats() as JSON");
 ABSL_FLAG(bool, verify, false, "dump-sst: also read and verify every block (Table::VerifyAll)");
 ABSL_FLAG(int64_t, max_entries, 0,
-          "dump-wal, dump-sst, dump-vlog: print at most this many entries (0: all)");
+          "dump-wal, dump-sst, dump-vlog, dump-updates: print at most this many entries (0: all)");
 
 namespace cairn::tools {
 namespace {
@@ -59,6 +59,11 @@ const std::vector<Command>& Commands() {
        {"max_entries"},
        "dump-wal [--max_entries=N] <NNNNNN.log>",
        "every record and entry of a WAL"},
+      {"dump-updates",
+       RunDumpUpdates,
+       {"since", "max_entries"},
+       "dump-updates --since=N [--max_entries=N] <db-dir>",
+       "the change feed from sequence N (opens the DB: takes its LOCK)"},
       {"dump-sst",
        RunDumpSst,
        {"verify", "max_entries"},
@@ -119,7 +124,8 @@ bool ValidateFlags(int argc, char** argv, const Command** command, std::string* 
       negated = flag != nullptr && flag->IsOfType<bool>();
       if (negated) name = name.substr(2);
     }
-    if (flag == nullptr || (name != "json" && name != "verify" && name != "max_entries")) {
+    if (flag == nullptr || (name != "json" && name != "verify" && name != "max_entries" &&
+                            name != "since")) {
       *error = absl::StrCat("unknown flag --", name);
       return false;
     }

@@ -112,6 +112,10 @@ CAIRN_C_OPTION_(unsigned char, direct_writes)
 CAIRN_C_OPTION_(uint64_t, value_log_bytes_per_sync)
 CAIRN_C_OPTION_(uint64_t, wal_bytes_per_sync)
 CAIRN_C_OPTION_(uint64_t, wal_prefill_bytes)
+/* WAL retention for the change feed (docs/replication.md); 0: no limit of
+ * that kind, both 0: no retention. */
+CAIRN_C_OPTION_(uint64_t, wal_ttl_seconds)
+CAIRN_C_OPTION_(uint64_t, wal_size_limit_bytes)
 /* SIZE_MAX (CAIRN_INLINE_VALUES) keeps every value in the LSM tree. */
 CAIRN_C_OPTION_(size_t, value_separation_threshold)
 CAIRN_C_OPTION_(size_t, separate_at_flush_below)
@@ -374,6 +378,35 @@ typedef struct cairn_stats_t {
 } cairn_stats_t;
 /* Fills stats (size: sizeof(cairn_stats_t) as the caller knows it). */
 void cairn_get_stats(cairn_t* db, cairn_stats_t* stats, size_t size, char** errptr);
+
+/* ---- Sequence numbers and the change feed (docs/replication.md) ---- */
+typedef struct cairn_updates_t cairn_updates_t;
+/* 0 when db is NULL or closed. */
+uint64_t cairn_get_latest_sequence_number(cairn_t* db);
+/* 0 for NULL. */
+uint64_t cairn_snapshot_get_sequence_number(const cairn_snapshot_t* snapshot);
+/* cairn_write that also sets *first_sequence (may be NULL) to the
+ * sequence number of the batch's first entry. */
+void cairn_write_get_sequence(cairn_t* db, const cairn_writeoptions_t* options,
+                              cairn_writebatch_t* batch, uint64_t* first_sequence, char** errptr);
+/* DB::GetUpdatesSince: NULL on failure (OutOfRange past the retention
+ * window, InvalidArgument beyond the latest sequence + 1). */
+cairn_updates_t* cairn_get_updates_since(cairn_t* db, uint64_t since, char** errptr);
+void cairn_updates_destroy(cairn_updates_t* it);
+unsigned char cairn_updates_valid(const cairn_updates_t* it);
+void cairn_updates_next(cairn_updates_t* it);
+/* Sets *errptr when the feed stopped on an error. */
+void cairn_updates_get_error(const cairn_updates_t* it, char** errptr);
+/* The current item (REQUIRES valid): its first sequence, its kind (0 a
+ * write batch, 1 an ingestion event), and its entries: for a batch, entry
+ * i's key and value (*is_put 0 for a delete, value empty); for an
+ * ingestion event, file i's name as the key. Pointers stay valid until
+ * the next call on it. */
+uint64_t cairn_updates_sequence(const cairn_updates_t* it);
+int cairn_updates_kind(const cairn_updates_t* it);
+size_t cairn_updates_count(const cairn_updates_t* it);
+void cairn_updates_entry(const cairn_updates_t* it, size_t i, unsigned char* is_put,
+                         const char** key, size_t* keylen, const char** val, size_t* vallen);
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -19,6 +19,7 @@
 #include "cairn/options.h"
 #include "cairn/pinnable_value.h"
 #include "cairn/stats.h"
+#include "cairn/updates.h"
 #include "cairn/version.h"
 #include "cairn/write_batch.h"
 
@@ -41,6 +42,11 @@ enum SizeApproximationFlags : uint32_t {
 
 // A consistent read view; see DB::GetSnapshot.
 class Snapshot {
+ public:
+  // The sequence number the snapshot reads at: it sees every write with a
+  // sequence number at or below it, and none above.
+  virtual uint64_t GetSequenceNumber() const = 0;
+
  protected:
   virtual ~Snapshot() = default;
 };
@@ -99,6 +105,32 @@ class DB {
     return Write(options, batch);
   }
   virtual absl::Status Write(const WriteOptions& options, const WriteBatch& batch) = 0;
+  // Write that also tells the sequence number the batch was given: its
+  // first entry has *first_sequence, the next one *first_sequence + 1, and
+  // so on (a batch's entries have consecutive numbers, as in the feed of
+  // GetUpdatesSince). An empty batch writes nothing and sets it to
+  // GetLatestSequenceNumber() + 1. first_sequence may be null.
+  virtual absl::Status Write(const WriteOptions& options, const WriteBatch& batch,
+                             uint64_t* first_sequence) = 0;
+
+  // The sequence number of the newest write visible to reads (0 before the
+  // first write). Every write, once acknowledged, has a sequence number at
+  // or below it.
+  virtual uint64_t GetLatestSequenceNumber() = 0;
+
+  // The change feed (docs/replication.md): every write at or after
+  // sequence `since`, in order and with no gap, each as the write batch the
+  // WAL holds with its values (also those the value log holds), plus
+  // ingestion events. A batch that holds `since` is returned whole, so the
+  // first item may start below it. The iterator covers the writes up to
+  // GetLatestSequenceNumber() at the call; call again from the sequence
+  // after the last item to follow newer ones. Errors: InvalidArgument when
+  // since is beyond GetLatestSequenceNumber() + 1; OutOfRange, naming the
+  // oldest sequence still retained, when the WALs holding since are gone
+  // (Options::wal_ttl_seconds and wal_size_limit_bytes keep them);
+  // FailedPrecondition on a read-only or closed DB.
+  virtual absl::StatusOr<std::unique_ptr<UpdateIterator>> GetUpdatesSince(
+      uint64_t since, const UpdatesOptions& options = UpdatesOptions()) = 0;
 
   // Sets *value; NotFound when the key has no value.
   virtual absl::Status Get(const ReadOptions& options, std::string_view key,

@@ -36,6 +36,9 @@ enum class IoBackendOption : uint8_t {
 
 enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
 
+// Largest Options::wal_ttl_seconds: 100 years.
+inline constexpr uint64_t kMaxWalTtlSeconds = uint64_t{3155760000};
+
 struct Options {
   // Create the database when the directory holds none. Default: true.
   bool create_if_missing = true;
@@ -114,6 +117,19 @@ struct Options {
   // them). 0 turns it off; otherwise a multiple of 4 KiB, at most 64 MiB.
   // Default: 256 KiB (docs/decisions/20261205_wal_zero_fill_ahead.md).
   uint64_t wal_prefill_bytes = 256 << 10;
+  // WAL retention for the change feed (DB::GetUpdatesSince,
+  // docs/replication.md). A WAL whose writes the tables hold is deleted at
+  // once when both are 0 (the default). Otherwise it is kept (in place,
+  // below the manifest's log number, which recovery never replays) until a
+  // limit that is set lets it go: wal_ttl_seconds once it has been
+  // obsolete that long (counted from when this process saw it become
+  // obsolete, or opened the DB), wal_size_limit_bytes once the retained
+  // WALs together are over it (oldest first). As RocksDB's WAL_ttl_seconds
+  // and WAL_size_limit_MB, either limit alone deletes. While WALs are
+  // retained, the value-log segments their pointers name are too, and no
+  // dead run is punched (docs/decisions/20261208_change_feed.md).
+  uint64_t wal_ttl_seconds = 0;  // at most kMaxWalTtlSeconds
+  uint64_t wal_size_limit_bytes = 0;
   // Values of at least this many bytes are stored in the value log; the
   // LSM keeps a pointer of about 10 bytes. kInlineValues stores every value
   // in the LSM and never creates a value-log file. Default: 4 KiB, where
