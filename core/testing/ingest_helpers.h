@@ -58,6 +58,28 @@ inline Model BuildSet(io::FileSystem& fs, const Options& options, const std::str
   return m;
 }
 
+// Every table and segment file in /db is one the database (open on fs
+// there) knows.
+inline void ExpectNoOrphanFiles(DB* db, io::FileSystem& fs) {
+  ASSERT_OK(db->WaitForBackgroundWork());
+  auto* impl = static_cast<DBImpl*>(db);
+  const auto tables = impl->LiveTablesForTesting();
+  absl::flat_hash_set<uint64_t> segments;
+  for (const auto& info : impl->ValueLogSegmentsForTesting()) segments.insert(info.segment_id);
+  auto names = fs.ListDir("/db");
+  ASSERT_OK(names.status());
+  for (const std::string& name : *names) {
+    uint64_t number;
+    lsm::FileType type;
+    if (!lsm::ParseFileName(name, &number, &type)) continue;
+    if (type == lsm::FileType::kTable) {
+      EXPECT_TRUE(tables.contains(number)) << name;
+    } else if (type == lsm::FileType::kValueLog) {
+      EXPECT_TRUE(segments.contains(number)) << name;
+    }
+  }
+}
+
 class IngestFixture : public ::testing::Test {
  protected:
   IngestFixture() {
@@ -126,26 +148,7 @@ class IngestFixture : public ::testing::Test {
     if (db_->Get({}, "x", &v).ok()) want["x"] = v;
     EXPECT_EQ(Contents(), want);
   }
-  // Every table and segment file in /db is one the database knows.
-  void ExpectNoOrphans() {
-    ASSERT_OK(db_->WaitForBackgroundWork());
-    auto* impl = static_cast<DBImpl*>(db_.get());
-    const auto tables = impl->LiveTablesForTesting();
-    absl::flat_hash_set<uint64_t> segments;
-    for (const auto& info : impl->ValueLogSegmentsForTesting()) segments.insert(info.segment_id);
-    auto names = fs_->ListDir("/db");
-    ASSERT_OK(names.status());
-    for (const std::string& name : *names) {
-      uint64_t number;
-      lsm::FileType type;
-      if (!lsm::ParseFileName(name, &number, &type)) continue;
-      if (type == lsm::FileType::kTable) {
-        EXPECT_TRUE(tables.contains(number)) << name;
-      } else if (type == lsm::FileType::kValueLog) {
-        EXPECT_TRUE(segments.contains(number)) << name;
-      }
-    }
-  }
+  void ExpectNoOrphans() { ExpectNoOrphanFiles(db_.get(), *fs_); }
 
   std::shared_ptr<io::MemoryFileSystem> fs_ = std::make_shared<io::MemoryFileSystem>();
   Options options_;
