@@ -304,6 +304,12 @@ absl::Status DBImpl::IngestInQueue(IngestPlan* plan) {
     if (s.ok()) {
       // Readers see every ingested entry from here on, all at once.
       last_sequence_.store(seq);
+      // GC's pointer rewrites trust the memtables to hold every write
+      // since a liveness check whose mutable memtable is still current
+      // (core/gc_db_access.h, GcPointerRewrite); the ingestion wrote
+      // around them, so no memtable from before it may stay current. The
+      // one here is empty (writes have waited since the flush above).
+      mem_ = NewMemTable();
       for (size_t i = 0; i < placed.size(); ++i) {
         // A table in L0 may hide older versions below, as a flushed one:
         // what its pointers name and its deletions.
