@@ -152,9 +152,9 @@ absl::StatusOr<IngestResult> DBImpl::IngestExternalFiles(const std::vector<std::
     const IngestSource& a = plan.sources[i - 1];
     const IngestSource& b = plan.sources[i];
     if (b.set.smallest_key <= a.set.largest_key) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "IngestExternalFiles: the key ranges of ", a.dir, " and ", b.dir,
-          " overlap (one ingestion gives each key one version)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("IngestExternalFiles: the key ranges of ", a.dir, " and ", b.dir,
+                       " overlap (one ingestion gives each key one version)"));
     }
   }
   for (const IngestSource& source : plan.sources) {
@@ -179,17 +179,16 @@ absl::StatusOr<IngestResult> DBImpl::IngestExternalFiles(const std::vector<std::
         header.segment_id = number;
         header.kind = vlog::SegmentKind::kFresh;
         CAIRN_ASSIGN_OR_RETURN(uint64_t copied,
-                               AdoptSegment(fs_.get(), src, lsm::ValueLogFileName(dbname_, number), header,
-                                            options.move_files));
+                               AdoptSegment(fs_.get(), src, lsm::ValueLogFileName(dbname_, number),
+                                            header, options.move_files));
         plan.result.segment_bytes += seg.size;
         plan.result.copied_bytes += copied;
       }
     }
     CAIRN_RETURN_IF_ERROR(fs_->SyncDir(dbname_));
     CAIRN_RETURN_IF_ERROR(IngestStep("adopted"));
-    return RunExclusiveInQueue([&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      return IngestInQueue(&plan);
-    });
+    return RunExclusiveInQueue([&]()
+                                   ABSL_NO_THREAD_SAFETY_ANALYSIS { return IngestInQueue(&plan); });
   }();
 
   {
@@ -223,11 +222,12 @@ absl::StatusOr<IngestResult> DBImpl::IngestExternalFiles(const std::vector<std::
     }
   }
   RemoveObsoleteFiles();
-  info_log_->Log("ingest: %d file sets, %d entries at sequence %d; %d table bytes, %d segment "
-                 "bytes adopted (%d copied)%s",
-                 plan.sources.size(), plan.result.entries, plan.result.sequence,
-                 plan.result.table_bytes, plan.result.segment_bytes, plan.result.copied_bytes,
-                 plan.result.flushed_memtable ? "; the memtable was flushed first" : "");
+  info_log_->Log(
+      "ingest: %d file sets, %d entries at sequence %d; %d table bytes, %d segment "
+      "bytes adopted (%d copied)%s",
+      plan.sources.size(), plan.result.entries, plan.result.sequence, plan.result.table_bytes,
+      plan.result.segment_bytes, plan.result.copied_bytes,
+      plan.result.flushed_memtable ? "; the memtable was flushed first" : "");
   // Levels in the caller's order.
   IngestResult result = plan.result;
   result.levels.assign(plan.sources.size(), 0);
@@ -364,8 +364,8 @@ absl::Status DBImpl::WriteIngestedTable(const IngestPlan& plan, size_t i, Sequen
       absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(v);
       auto n = ptr.ok() ? numbers.find(ptr->segment_id) : numbers.end();
       if (n == numbers.end()) {
-        s = absl::DataLossError(
-            absl::StrCat(FileSetTablePath(source.dir), ": a pointer changed since it was verified"));
+        s = absl::DataLossError(absl::StrCat(FileSetTablePath(source.dir),
+                                             ": a pointer changed since it was verified"));
         break;
       }
       ptr->segment_id = n->second;
@@ -391,8 +391,8 @@ absl::Status DBImpl::WriteIngestedTable(const IngestPlan& plan, size_t i, Sequen
   meta->largest = builder.largest_key();
   meta->smallest_seq = meta->largest_seq = seq;
   if (meta->num_entries != source.set.entries) {
-    return absl::DataLossError(absl::StrCat(FileSetTablePath(source.dir),
-                                            ": its entries changed since it was verified"));
+    return absl::DataLossError(
+        absl::StrCat(FileSetTablePath(source.dir), ": its entries changed since it was verified"));
   }
   // The table must read back.
   return table_cache_->FindTable(meta->number, meta->file_size).status();

@@ -31,7 +31,8 @@ std::string ExternalFileSet::Encode() const {
 absl::StatusOr<ExternalFileSet> ExternalFileSet::Decode(std::string_view data,
                                                         const std::string& path) {
   const auto bad = [&](std::string_view what) {
-    return absl::DataLossError(absl::StrCat(path, ": not a valid file set descriptor: ", std::string(what)));
+    return absl::DataLossError(
+        absl::StrCat(path, ": not a valid file set descriptor: ", std::string(what)));
   };
   std::string_view in = data;
   uint64_t magic;
@@ -40,9 +41,8 @@ absl::StatusOr<ExternalFileSet> ExternalFileSet::Decode(std::string_view data,
   if (!io::GetFixed32(&in, &version)) return bad("truncated version");
   if (version == 0) return bad("version 0");
   if (version > kVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path, ": file set version ", version, " is newer than this build reads (",
-                     kVersion, ")"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, ": file set version ", version, " is newer than this build reads (", kVersion, ")"));
   }
   if (data.size() < 16) return bad("truncated");
   const std::string_view body = data.substr(0, data.size() - 4);

@@ -24,8 +24,8 @@ struct ExternalFileSet {
   static constexpr uint64_t kMagic = 0x7465736e72696163ull;
 
   struct Segment {
-    uint64_t id = 0;  // local: the writer numbers its segments 1, 2, ...
-    uint64_t size = 0;     // bytes, header included
+    uint64_t id = 0;    // local: the writer numbers its segments 1, 2, ...
+    uint64_t size = 0;  // bytes, header included
     uint64_t records = 0;
     bool operator==(const Segment&) const = default;
   };
@@ -51,8 +51,8 @@ struct ExternalFileSet {
 std::string EscapedKey(std::string_view key);
 
 // The files of a file set in dir.
-std::string FileSetDescriptorPath(std::string_view dir);  // dir/FILESET
-std::string FileSetTablePath(std::string_view dir);       // dir/table.sst
+std::string FileSetDescriptorPath(std::string_view dir);            // dir/FILESET
+std::string FileSetTablePath(std::string_view dir);                 // dir/table.sst
 std::string FileSetSegmentPath(std::string_view dir, uint64_t id);  // dir/NNNNNN.vlog
 
 }  // namespace cairn

@@ -121,8 +121,8 @@ class ExternalFileWriterImpl final : public ExternalFileWriter {
     if (builder_ != nullptr && !finished_) builder_->Abandon();
     table_file_.reset();
     segments_.Abandon();
-    for (const std::string& name : {FileSetDescriptorPath(dir_), FileSetDescriptorPath(dir_) + ".tmp",
-                                    FileSetTablePath(dir_)}) {
+    for (const std::string& name : {FileSetDescriptorPath(dir_),
+                                    FileSetDescriptorPath(dir_) + ".tmp", FileSetTablePath(dir_)}) {
       fs_->RemoveFile(name).IgnoreError();
     }
     fs_->RemoveDir(dir_).IgnoreError();
@@ -158,10 +158,10 @@ class ExternalFileWriterImpl final : public ExternalFileWriter {
                                                      "-byte limit"));
     }
     if (info_.entries > 0 && key <= std::string_view(info_.largest_key)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "ExternalFileWriter: keys must strictly increase: '", EscapedKey(key),
-          "' after '", EscapedKey(info_.largest_key), "'",
-          key == std::string_view(info_.largest_key) ? " (a duplicate)" : ""));
+      return absl::InvalidArgumentError(
+          absl::StrCat("ExternalFileWriter: keys must strictly increase: '", EscapedKey(key),
+                       "' after '", EscapedKey(info_.largest_key), "'",
+                       key == std::string_view(info_.largest_key) ? " (a duplicate)" : ""));
     }
     return absl::OkStatus();
   }

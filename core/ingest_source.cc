@@ -25,8 +25,7 @@ struct FoundRecord {
 
 }  // namespace
 
-absl::StatusOr<vlog::SegmentHeader> ReadSegmentHeader(io::FileSystem* fs,
-                                                     const std::string& path) {
+absl::StatusOr<vlog::SegmentHeader> ReadSegmentHeader(io::FileSystem* fs, const std::string& path) {
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<io::RandomAccessFile> file,
                          fs->NewRandomAccessFile(path, {.category = io::IoCategory::kValueLog}));
   std::string scratch(vlog::kSegmentHeaderSize, '\0');
@@ -87,10 +86,10 @@ absl::Status IngestSource::Verify(io::FileSystem* fs,
     CAIRN_RETURN_IF_ERROR(scanner->status());
     if (scanner->torn_tail() || scanner->valid_end_offset() != seg.size ||
         scanner->records_read() != seg.records) {
-      return absl::DataLossError(absl::StrCat(
-          path, ": ", scanner->records_read(), " whole records ending at offset ",
-          scanner->valid_end_offset(), ", but ", FileSetDescriptorPath(dir), " says ",
-          seg.records, " records in ", seg.size, " bytes"));
+      return absl::DataLossError(
+          absl::StrCat(path, ": ", scanner->records_read(), " whole records ending at offset ",
+                       scanner->valid_end_offset(), ", but ", FileSetDescriptorPath(dir), " says ",
+                       seg.records, " records in ", seg.size, " bytes"));
     }
   }
 
@@ -98,8 +97,7 @@ absl::Status IngestSource::Verify(io::FileSystem* fs,
   CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<lsm::Table> table, OpenTable(fs, table_options));
   CAIRN_RETURN_IF_ERROR(table->VerifyAll());
   const auto bad = [&](std::string_view key, const std::string& what) {
-    return absl::DataLossError(
-        absl::StrCat(table_path, ": key '", EscapedKey(key), "': ", what));
+    return absl::DataLossError(absl::StrCat(table_path, ": key '", EscapedKey(key), "': ", what));
   };
   lsm::TableReadOptions ro;
   ro.fill_cache = false;
@@ -136,24 +134,24 @@ absl::Status IngestSource::Verify(io::FileSystem* fs,
         break;
       }
       default:
-        return absl::FailedPreconditionError(absl::StrCat(
-            table_path, ": key '", EscapedKey(key), "' has entry type ",
-            static_cast<int>(ikey.type), ", which this build cannot ingest"));
+        return absl::FailedPreconditionError(
+            absl::StrCat(table_path, ": key '", EscapedKey(key), "' has entry type ",
+                         static_cast<int>(ikey.type), ", which this build cannot ingest"));
     }
   }
   CAIRN_RETURN_IF_ERROR(it->status());
   if (entries != set.entries || deletions != set.deletions || first != set.smallest_key ||
       last != set.largest_key) {
     return absl::DataLossError(absl::StrCat(
-        table_path, ": ", entries, " entries (", deletions, " deletions) from '",
-        EscapedKey(first), "' to '", EscapedKey(last), "' disagree with ",
-        FileSetDescriptorPath(dir)));
+        table_path, ": ", entries, " entries (", deletions, " deletions) from '", EscapedKey(first),
+        "' to '", EscapedKey(last), "' disagree with ", FileSetDescriptorPath(dir)));
   }
   for (const auto& [id, found] : records) {
     for (const auto& [offset, rec] : found) {
       if (!rec.referenced) {
-        return absl::DataLossError(absl::StrCat(FileSetSegmentPath(dir, id), ": the record at offset ",
-                                                offset, " is named by no key of ", table_path));
+        return absl::DataLossError(absl::StrCat(FileSetSegmentPath(dir, id),
+                                                ": the record at offset ", offset,
+                                                " is named by no key of ", table_path));
       }
     }
   }

@@ -157,8 +157,7 @@ TEST_F(IngestTest, BadInputIsRefusedWithTheDatabaseUntouched) {
   ASSERT_OK(db_->Put({}, "x", "1"));
   BuildSet(*fs_, options_, "/in/a", "k", 0, 10, 0);
   BuildSet(*fs_, options_, "/in/b", "k", 5, 10, 0);  // overlaps a
-  EXPECT_EQ(db_->IngestExternalFiles({}, {}).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(db_->IngestExternalFiles({}, {}).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(db_->IngestExternalFiles({"/in/a", "/in/a"}, {}).status().code(),
             absl::StatusCode::kInvalidArgument);
   const absl::Status overlap = db_->IngestExternalFiles({"/in/a", "/in/b"}, {}).status();
@@ -181,8 +180,7 @@ TEST_F(IngestTest, ADamagedFileIsDataLossNamingItAndNothingIsVisible) {
   ASSERT_OK(db_->Put({}, "x", "1"));
   ASSERT_OK(db_->Flush());
   Model set = BuildSet(*fs_, options_, "/in/a", "k", 0, 20, 0);
-  for (const std::string& path :
-       {FileSetSegmentPath("/in/a", 1), FileSetTablePath("/in/a")}) {
+  for (const std::string& path : {FileSetSegmentPath("/in/a", 1), FileSetTablePath("/in/a")}) {
     auto good = fs_->ReadFileToString(path);
     ASSERT_OK(good.status());
     std::string bad = *good;

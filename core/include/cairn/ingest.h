@@ -23,16 +23,16 @@ namespace cairn {
 
 // What ExternalFileWriter::Finish wrote.
 struct ExternalFileInfo {
-  std::string dir;             // the file set's directory
-  std::string smallest_key;    // its first key
-  std::string largest_key;     // its last key
-  uint64_t entries = 0;        // puts and deletes
-  uint64_t deletions = 0;      // of entries, the deletes
-  uint64_t inline_values = 0;  // puts whose value stays in the table
+  std::string dir;                // the file set's directory
+  std::string smallest_key;       // its first key
+  std::string largest_key;        // its last key
+  uint64_t entries = 0;           // puts and deletes
+  uint64_t deletions = 0;         // of entries, the deletes
+  uint64_t inline_values = 0;     // puts whose value stays in the table
   uint64_t separated_values = 0;  // puts whose value went to a value-log segment
-  uint64_t user_bytes = 0;     // keys and values as given
-  uint64_t table_bytes = 0;    // the key table's size
-  uint64_t segment_bytes = 0;  // all value-log segments' sizes, headers included
+  uint64_t user_bytes = 0;        // keys and values as given
+  uint64_t table_bytes = 0;       // the key table's size
+  uint64_t segment_bytes = 0;     // all value-log segments' sizes, headers included
   uint32_t segments = 0;
 };
 
@@ -59,7 +59,7 @@ class ExternalFileWriter {
   // AlreadyExists when dir holds anything already; InvalidArgument for
   // invalid options (Options are checked as DB::Open checks them).
   static absl::StatusOr<std::unique_ptr<ExternalFileWriter>> Open(const Options& options,
-                                                                   const std::string& dir);
+                                                                  const std::string& dir);
   virtual ~ExternalFileWriter() = default;
 
   // Adds key = value. Keys must strictly increase across Put and Delete.
