@@ -219,11 +219,10 @@ absl::Status DBImpl::WriteImpl(Writer* w) {
 
   // This writer leads a group. A sync writes nothing, so it needs no room,
   // nor does a seal.
-  absl::Status status =
-      w->kind == Writer::Kind::kSync || w->kind == Writer::Kind::kSealSegment ||
-              w->kind == Writer::Kind::kExclusive
-          ? bg_error_
-          : MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
+  absl::Status status = w->kind == Writer::Kind::kSync || w->kind == Writer::Kind::kSealSegment ||
+                                w->kind == Writer::Kind::kExclusive
+                            ? bg_error_
+                            : MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
   Writer* last_writer = w;
   if (status.ok() && w->kind == Writer::Kind::kExclusive) {
     status = w->work();

@@ -350,9 +350,9 @@ absl::Status MemoryFileSystem::OverwriteSynced(const std::string& path, uint64_t
   }
   absl::MutexLock l(&file->mu);
   if (offset + data.size() > file->contents.size()) {
-    return absl::OutOfRangeError(absl::StrCat("overwrite ", path, " at ", offset, ": ",
-                                              data.size(), " bytes past its end (",
-                                              file->contents.size(), " bytes)"));
+    return absl::OutOfRangeError(absl::StrCat("overwrite ", path, " at ", offset, ": ", data.size(),
+                                              " bytes past its end (", file->contents.size(),
+                                              " bytes)"));
   }
   file->contents.replace(offset, data.size(), data);
   return absl::OkStatus();

@@ -621,8 +621,8 @@ absl::Status PosixFileSystem::OverwriteSynced(const std::string& path, uint64_t 
   }
   size_t done = 0;
   while (s.ok() && done < data.size()) {
-    const ssize_t n = ::pwrite(fd, data.data() + done, data.size() - done,
-                               static_cast<off_t>(offset + done));
+    const ssize_t n =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       s = ErrnoError(errno, absl::StrCat("write ", path, " at ", offset + done));

@@ -12,8 +12,8 @@
 // its intent is logged) and moved in with IngestExternalFiles.
 //
 // Exit status: 0 after max_ops writes; 2 for bad arguments or a failed open;
-// 3 for a write or an ingestion that failed; 4 for a failed Flush, CompactRange or RunGC. The reason
-// goes to stderr. The I/O backend comes from CAIRN_IO, set by the parent.
+// 3 for a write or an ingestion that failed; 4 for a failed Flush, CompactRange or RunGC. The
+// reason goes to stderr. The I/O backend comes from CAIRN_IO, set by the parent.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -60,8 +60,8 @@ void WriteSet(const Options& options, const std::string& dir, const LoggedOp& op
   auto w = ExternalFileWriter::Open(options, dir);
   if (!w.ok()) Die(3, absl::StrFormat("writer %s: %s", dir, w.status().ToString()));
   for (const Update& u : op.updates) {
-    const absl::Status s = u.is_put ? (*w)->Put(u.key, MakeValue(u.value_seed, u.value_len))
-                                    : (*w)->Delete(u.key);
+    const absl::Status s =
+        u.is_put ? (*w)->Put(u.key, MakeValue(u.value_seed, u.value_len)) : (*w)->Delete(u.key);
     if (!s.ok()) Die(3, absl::StrFormat("writer %s: %s", dir, s.ToString()));
   }
   if (auto info = (*w)->Finish(); !info.ok()) {

@@ -294,8 +294,8 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
       "ingestions), in-flight write "
       "recovered %llu / lost %llu, %llu cycles killed before any ack, %llu clean exits, "
       "%zu live keys, %.1f s\n",
-      p.mode, p.backend, backend_used.c_str(), cycles,
-      static_cast<unsigned long long>(acked_total), static_cast<unsigned long long>(ingestions),
+      p.mode, p.backend, backend_used.c_str(), cycles, static_cast<unsigned long long>(acked_total),
+      static_cast<unsigned long long>(ingestions),
       static_cast<unsigned long long>(in_flight_applied),
       static_cast<unsigned long long>(in_flight_dropped),
       static_cast<unsigned long long>(idle_cycles), static_cast<unsigned long long>(clean_exits),
