@@ -77,6 +77,24 @@ TEST_F(IngestTest, GoesAboveTheDataItOverlapsAndShadowsIt) {
   EXPECT_EQ(v, std::string(300, 'o'));
 }
 
+TEST_F(IngestTest, OverlappingAnL0TableItGoesToL0AboveIt) {
+  Open();
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_OK(db_->Put({}, absl::StrFormat("k%04d", i), std::string(300, 'o')));
+  }
+  ASSERT_OK(db_->Flush());  // one L0 table, under the compaction trigger
+  Model set = BuildSet(*fs_, options_, "/in/a", "k", 5, 10, 3);
+  auto r = db_->IngestExternalFiles({"/in/a"}, {});
+  ASSERT_OK(r.status());
+  EXPECT_EQ(r->levels, std::vector<int>{0});
+  ExpectHolds(set);
+  std::string v;
+  ASSERT_OK(db_->Get({}, "k0001", &v));
+  EXPECT_EQ(v, std::string(300, 'o'));
+  Reopen();
+  ExpectHolds(set);
+}
+
 TEST_F(IngestTest, AMemtableWithWritesIsFlushedFirstOrTheIngestionRefused) {
   Open();
   ASSERT_OK(db_->Put({}, "k0003", "old"));
