@@ -474,7 +474,7 @@ void DBImpl::CompactionThread() {
     std::shared_ptr<const lsm::Version> base;
     while (!shutting_down_) {
       // Manual compactions go first; automatic ones wait for them.
-      if (bg_error_.ok() && manual_compactions_ == 0) {
+      if (bg_error_.ok() && manual_compactions_ == 0 && !ingest_running_) {
         base = versions_->current();
         c = PickBackgroundCompaction(*base);
         if (c != nullptr) break;
@@ -629,6 +629,10 @@ absl::Status DBImpl::CompactLevelLocked(int level, const std::string* begin,
                                         const std::string* end) {
   while (true) {
     if (!bg_error_.ok()) return bg_error_;
+    if (ingest_running_) {
+      background_cv_.Wait(&mu_);  // an ingestion is placing its tables
+      continue;
+    }
     bool blocked = false;
     std::shared_ptr<const lsm::Version> base = versions_->current();
     std::unique_ptr<lsm::Compaction> c =

@@ -120,6 +120,12 @@ class DBImpl final : public DB, private GcDbAccess {
   absl::Status SyncWAL() override;
   absl::StatusOr<GcResult> RunGC() override;
   absl::Status CompactRange(const std::string* begin, const std::string* end) override;
+  // db_ingest.cc
+  absl::StatusOr<IngestResult> IngestExternalFiles(const std::vector<std::string>& dirs,
+                                                   const IngestOptions& options) override;
+  // Tests only: called by an ingestion at each step boundary it names
+  // ("adopted", "tables", "logged"), so that a test can fail or crash there.
+  std::function<absl::Status(std::string_view step)> ingest_step_for_testing;
   absl::Status WaitForBackgroundWork() override;
   absl::StatusOr<CheckpointResult> CreateCheckpoint(const std::string& dir) override;
   bool GetProperty(std::string_view name, std::string* value) override;
@@ -181,6 +187,12 @@ class DBImpl final : public DB, private GcDbAccess {
     for (const vlog::SegmentInfo& info : vlog_->segment_set().Segments()) {
       vlog_->EvictReader(info.segment_id);
     }
+  }
+  // Tests only: the numbers of the tables a live version names.
+  absl::flat_hash_set<uint64_t> LiveTablesForTesting() const {
+    absl::flat_hash_set<uint64_t> live;
+    versions_->AddLiveFiles(&live);
+    return live;
   }
   // Tests only: the value log's segments as the DB knows them now.
   std::vector<vlog::SegmentInfo> ValueLogSegmentsForTesting() const {
@@ -345,6 +357,10 @@ class DBImpl final : public DB, private GcDbAccess {
   absl::Status PrepareBatch(PreparedBatch* prepared) const;
   // Switches to a new memtable (for Flush) in the write queue's order.
   absl::Status SwitchMemTableInQueue();
+  // Runs work (with mu_ held; it may release it) at the front of the
+  // writer queue, alone: every later write waits until it returns. Its
+  // status is the call's (after the background error's, checked first).
+  absl::Status RunExclusiveInQueue(std::function<absl::Status()> work) ABSL_LOCKS_EXCLUDED(mu_);
   // GC's pointer rewrite, alone in its group; synced when sync.
   absl::Status WritePointerRewrite(const PointerRewrite& rewrite, bool sync) override;
   // Queues w and waits until it is done, leading a group when it reaches
@@ -453,6 +469,23 @@ class DBImpl final : public DB, private GcDbAccess {
   // (Options::cache_new_table_blocks), or an empty one when the tables do
   // not fit in half the cache.
   lsm::TableBuilder::DataBlockSink NewTableBlockSink(uint64_t file_number);
+
+  // db_ingest.cc (docs/ingestion.md, "What ingestion does")
+  struct IngestPlan;
+  // The ingestion's part at the front of the writer queue (writes wait):
+  // empties the memtables (flushing them, or refusing), pauses compactions,
+  // writes the key tables at the next sequence number and logs the one
+  // manifest edit that adds them and the adopted segments.
+  absl::Status IngestInQueue(IngestPlan* plan) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes the key table of plan->sources[i] into the database as table
+  // number, every entry at sequence seq and every pointer renamed to the
+  // adopted segment's number; fills *meta.
+  absl::Status WriteIngestedTable(const IngestPlan& plan, size_t i, lsm::SequenceNumber seq,
+                                  uint64_t number, lsm::FileMetaData* meta);
+  // Calls ingest_step_for_testing, if set, at step.
+  absl::Status IngestStep(std::string_view step) {
+    return ingest_step_for_testing ? ingest_step_for_testing(step) : absl::OkStatus();
+  }
 
   // db_gc.cc
   absl::StatusOr<bool> PointsAt(const ReadView& view, std::string_view key,
@@ -698,6 +731,9 @@ class DBImpl final : public DB, private GcDbAccess {
   bool switch_running_ ABSL_GUARDED_BY(mu_) = false;
   int compactions_running_ ABSL_GUARDED_BY(mu_) = 0;
   int manual_compactions_ ABSL_GUARDED_BY(mu_) = 0;  // CompactRange calls in progress
+  // An ingestion is choosing levels and logging its edit: no compaction
+  // starts meanwhile (one running could install outputs over its tables).
+  bool ingest_running_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t pending_compaction_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   lsm::CompactionOptions compaction_options_;
   std::array<LevelCompactionStats, lsm::kNumLevels> level_stats_ ABSL_GUARDED_BY(mu_);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <functional>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -30,6 +31,7 @@ struct DBImpl::Writer {
     kSync = 3,            // SyncWAL: a synced group of no writes; alone in its group
     kSealSegment = 4,     // GC seals the active value-log segment; alone
     kIngestionEvent = 5,  // an ingestion's event and install (db_updates.cc); alone
+    kExclusive = 6,       // runs work at the front of the queue (ingestion); alone
   };
   static Writer UserWrite(const PreparedBatch* prepared, bool sync) {
     return Writer(Kind::kUserWrite, sync, prepared, nullptr);
@@ -43,12 +45,18 @@ struct DBImpl::Writer {
   static Writer Ingestion(IngestionEventWrite* ingestion) {
     return Writer(Kind::kIngestionEvent, true, nullptr, nullptr, ingestion);
   }
+  // work runs with mu_ held (it may release it) while every later writer
+  // waits behind it.
+  static Writer Exclusive(std::function<absl::Status()> work) {
+    return Writer(Kind::kExclusive, false, nullptr, nullptr, nullptr, std::move(work));
+  }
 
   const Kind kind;
   const bool sync;
   const PreparedBatch* const prepared;  // kUserWrite only
   const PointerRewrite* const rewrite;  // kGcRewrite only
   IngestionEventWrite* const ingestion;  // kIngestionEvent only
+  const std::function<absl::Status()> work;  // kExclusive only
   bool done = false;
   absl::Status status;
   // kUserWrite: the sequence number of its batch's first entry, set by the
@@ -58,8 +66,8 @@ struct DBImpl::Writer {
 
  private:
   Writer(Kind k, bool s, const PreparedBatch* p, const PointerRewrite* r,
-         IngestionEventWrite* i = nullptr)
-      : kind(k), sync(s), prepared(p), rewrite(r), ingestion(i) {}
+         IngestionEventWrite* i = nullptr, std::function<absl::Status()> wk = {})
+      : kind(k), sync(s), prepared(p), rewrite(r), ingestion(i), work(std::move(wk)) {}
 };
 
 // A user batch as its writer prepared it before joining the queue: checked,
@@ -191,6 +199,11 @@ absl::Status DBImpl::SwitchMemTableInQueue() {
   return WriteImpl(&w);
 }
 
+absl::Status DBImpl::RunExclusiveInQueue(std::function<absl::Status()> work) {
+  Writer w = Writer::Exclusive(std::move(work));
+  return WriteImpl(&w);
+}
+
 absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool sync) {
   // A job syncs its last rewrite only, which makes its earlier ones durable
   // with it, before its final edit marks the victims obsolete
@@ -244,11 +257,13 @@ absl::Status DBImpl::WriteImpl(Writer* w) {
   // nor does a seal.
   absl::Status status =
       w->kind == Writer::Kind::kSync || w->kind == Writer::Kind::kSealSegment ||
-              w->kind == Writer::Kind::kIngestionEvent
+              w->kind == Writer::Kind::kIngestionEvent || w->kind == Writer::Kind::kExclusive
           ? bg_error_
           : MakeRoomForWrite(/*force=*/w->kind == Writer::Kind::kMemTableSwitch);
   Writer* last_writer = w;
-  if (status.ok() && w->kind == Writer::Kind::kSealSegment) {
+  if (status.ok() && w->kind == Writer::Kind::kExclusive) {
+    status = w->work();
+  } else if (status.ok() && w->kind == Writer::Kind::kSealSegment) {
     // Later writers queue behind us meanwhile. The WAL records that point
     // into the segment are covered: its values are synced now.
     mu_.Unlock();

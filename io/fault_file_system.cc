@@ -566,6 +566,15 @@ absl::Status FaultFileSystem::PunchHoles(const std::string& path,
   return base_->PunchHoles(path, ranges);
 }
 
+absl::Status FaultFileSystem::OverwriteSynced(const std::string& path, uint64_t offset,
+                                              std::string_view data) {
+  absl::ReaderMutexLock crash_lock(&crash_mu_);
+  // Synced before it returns: a crash after it keeps the bytes, one in the
+  // middle of it (the injected failure) leaves them as they were.
+  CAIRN_RETURN_IF_ERROR(BeforeOp(Op::kSync, generation(), path));
+  return base_->OverwriteSynced(path, offset, data);
+}
+
 bool FaultFileSystem::FileExists(const std::string& path) {
   absl::ReaderMutexLock crash_lock(&crash_mu_);
   return base_->FileExists(path);

@@ -128,6 +128,8 @@ class FaultFileSystem : public FileSystem {
   absl::StatusOr<bool> LockFileHasReaders(const std::string& path) override;
   // A metadata operation (kMetadata faults). A crash keeps what it punched:
   // the worst case, as a file system may or may not have made it durable.
+  absl::Status OverwriteSynced(const std::string& path, uint64_t offset,
+                               std::string_view data) override;
   absl::Status PunchHoles(const std::string& path,
                           absl::Span<const std::pair<uint64_t, uint64_t>> ranges) override;
   bool FileExists(const std::string& path) override;

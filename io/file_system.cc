@@ -111,6 +111,11 @@ absl::Status FileSystem::PunchHoles(const std::string& path,
       absl::StrCat("punch holes in ", path, ": the ", Name(), " file system cannot"));
 }
 
+absl::Status FileSystem::OverwriteSynced(const std::string& path, uint64_t, std::string_view) {
+  return absl::UnimplementedError(
+      absl::StrCat("overwrite bytes of ", path, ": the ", Name(), " file system cannot"));
+}
+
 absl::StatusOr<std::unique_ptr<FileLock>> FileSystem::LockFileShared(const std::string& path) {
   return absl::UnimplementedError(
       absl::StrCat("shared lock on ", path, ": the ", Name(), " file system cannot"));

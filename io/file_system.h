@@ -233,6 +233,14 @@ class FileSystem {
   // where the file system cannot punch holes (the default).
   virtual absl::Status PunchHoles(const std::string& path,
                                   absl::Span<const std::pair<uint64_t, uint64_t>> ranges);
+  // Overwrites bytes [offset, offset + data.size()) of the existing file
+  // path in place, and syncs the file before returning. OutOfRange when the
+  // range does not lie inside the file (it never grows the file).
+  // Unimplemented where the file system cannot (the default): the caller
+  // copies the file instead. Ingestion rebinds an adopted value-log
+  // segment's header to its new number with it (docs/ingestion.md).
+  virtual absl::Status OverwriteSynced(const std::string& path, uint64_t offset,
+                                       std::string_view data);
   virtual bool FileExists(const std::string& path) = 0;
   // Names (not paths) of the entries in dir, without "." and "..".
   virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;

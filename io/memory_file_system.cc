@@ -342,6 +342,22 @@ absl::Status MemoryFileSystem::TruncateFile(const std::string& path, uint64_t si
   return absl::OkStatus();
 }
 
+absl::Status MemoryFileSystem::OverwriteSynced(const std::string& path, uint64_t offset,
+                                               std::string_view data) {
+  std::shared_ptr<FileData> file = FindPath(path);
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrCat("overwrite ", path, ": no such file"));
+  }
+  absl::MutexLock l(&file->mu);
+  if (offset + data.size() > file->contents.size()) {
+    return absl::OutOfRangeError(absl::StrCat("overwrite ", path, " at ", offset, ": ", data.size(),
+                                              " bytes past its end (", file->contents.size(),
+                                              " bytes)"));
+  }
+  file->contents.replace(offset, data.size(), data);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<uint64_t> MemoryFileSystem::GetFileSize(const std::string& path) {
   std::shared_ptr<FileData> data = FindPath(path);
   if (data == nullptr) return absl::NotFoundError(absl::StrCat("stat ", path, ": no such file"));

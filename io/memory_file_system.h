@@ -55,6 +55,8 @@ class MemoryFileSystem : public FileSystem {
   absl::StatusOr<FileSpace> GetFileSpace(const std::string& path) override;
   // Zeroes each range and counts its whole 4 KiB blocks as punched (until
   // the file is truncated below them).
+  absl::Status OverwriteSynced(const std::string& path, uint64_t offset,
+                               std::string_view data) override;
   absl::Status PunchHoles(const std::string& path,
                           absl::Span<const std::pair<uint64_t, uint64_t>> ranges) override;
   bool FileExists(const std::string& path) override;

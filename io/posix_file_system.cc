@@ -607,6 +607,34 @@ absl::Status PosixFileSystem::RemoveFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+absl::Status PosixFileSystem::OverwriteSynced(const std::string& path, uint64_t offset,
+                                              std::string_view data) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(errno, absl::StrCat("open ", path));
+  absl::Status s;
+  struct stat st;
+  if (::fstat(fd, &st) < 0) {
+    s = ErrnoError(errno, absl::StrCat("fstat ", path));
+  } else if (offset + data.size() > static_cast<uint64_t>(st.st_size)) {
+    s = absl::OutOfRangeError(absl::StrCat("overwrite ", path, " at ", offset, ": ", data.size(),
+                                           " bytes past its end (", st.st_size, " bytes)"));
+  }
+  size_t done = 0;
+  while (s.ok() && done < data.size()) {
+    const ssize_t n =
+        ::pwrite(fd, data.data() + done, data.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      s = ErrnoError(errno, absl::StrCat("write ", path, " at ", offset + done));
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (s.ok() && ::fdatasync(fd) < 0) s = ErrnoError(errno, absl::StrCat("fdatasync ", path));
+  ::close(fd);
+  return s;
+}
+
 absl::Status PosixFileSystem::TruncateFile(const std::string& path, uint64_t size) {
   int r;
   do {

@@ -241,6 +241,8 @@ class PosixFileSystem : public FileSystem {
   absl::StatusOr<FileSpace> GetFileSpace(const std::string& path) override;
   absl::StatusOr<std::unique_ptr<FileLock>> LockFileShared(const std::string& path) override;
   absl::StatusOr<bool> LockFileHasReaders(const std::string& path) override;
+  absl::Status OverwriteSynced(const std::string& path, uint64_t offset,
+                               std::string_view data) override;
   absl::Status PunchHoles(const std::string& path,
                           absl::Span<const std::pair<uint64_t, uint64_t>> ranges) override;
   bool FileExists(const std::string& path) override;

@@ -8,7 +8,7 @@
 //
 //   record := checksum:fixed32 (Checksum32 of body) body_len:fixed32 body
 //   body   := kind:u8 op_index:fixed64 [op]        kind: 1 intent, 2 ack
-//   op     := sync:u8 count:varint32 update*
+//   op     := flags:u8 count:varint32 update*   flags: bit 0 sync, bit 1 ingestion
 //   update := type:u8 (0 delete, 1 put, 2 range delete) key:length-prefixed
 //             [value_len:varint32 value_seed:fixed64]      (puts only)
 //             [end:length-prefixed]                        (range deletes only)
@@ -55,10 +55,13 @@ struct Update {
   uint64_t value_seed = 0;
 };
 
-// One write (a Put, a Delete or a batch), in the order it was issued.
+// One write (a Put, a Delete or a batch), or one ingestion of a file set
+// holding updates (DB::IngestExternalFiles: keys ascending, each once), in
+// the order it was issued. Either is all or nothing.
 struct LoggedOp {
   uint64_t index = 0;
   bool sync = false;
+  bool ingest = false;
   std::vector<Update> updates;
 };
 
@@ -184,6 +187,22 @@ inline LoggedOp RandomOp(std::mt19937_64& rng, uint64_t index) {
   return op;
 }
 
+// An ingestion: 4 to 43 distinct keys in ascending order, a fifth of them
+// deletes, values on both sides of the separation threshold.
+inline LoggedOp RandomIngestOp(std::mt19937_64& rng, uint64_t index) {
+  LoggedOp op;
+  op.index = index;
+  op.ingest = true;
+  std::map<std::string, Update> updates;
+  const int n = 4 + static_cast<int>(rng() % 40);
+  while (static_cast<int>(updates.size()) < n) {
+    Update u = RandomUpdate(rng, /*allow_delete=*/true);
+    updates[u.key] = std::move(u);
+  }
+  for (auto& [key, u] : updates) op.updates.push_back(std::move(u));
+  return op;
+}
+
 // First difference between two models, for failure messages.
 inline std::string DescribeDiff(const Model& got, const Model& want) {
   auto g = got.begin();
@@ -236,7 +255,7 @@ inline std::string EncodeIntent(const LoggedOp& op) {
   std::string body;
   body.push_back(static_cast<char>(kIntentRecord));
   io::PutFixed64(&body, op.index);
-  body.push_back(op.sync ? 1 : 0);
+  body.push_back(static_cast<char>((op.sync ? 1 : 0) | (op.ingest ? 2 : 0)));
   io::PutVarint32(&body, static_cast<uint32_t>(op.updates.size()));
   for (const Update& u : op.updates) {
     body.push_back(u.is_put ? 1 : !u.range_end.empty() ? 2 : 0);
@@ -305,7 +324,8 @@ inline absl::StatusOr<ParsedOpLog> ParseOpLog(std::string_view data) {
     }
     LoggedOp op;
     op.index = index;
-    op.sync = b[0] != 0;
+    op.sync = (b[0] & 1) != 0;
+    op.ingest = (b[0] & 2) != 0;
     b.remove_prefix(1);
     uint32_t count = 0;
     if (!io::GetVarint32(&b, &count)) return absl::DataLossError("op log: bad count");

@@ -193,7 +193,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   const int cycles = LongRun() ? 500 : p.cycles;
   Model model;
   uint64_t acked_total = 0, in_flight_applied = 0, in_flight_dropped = 0, idle_cycles = 0;
-  uint64_t clean_exits = 0;
+  uint64_t clean_exits = 0, ingestions = 0;
   uint64_t checks = 0, pointers_checked = 0;
   double check_secs = 0;
   CheckReport last_check;
@@ -225,6 +225,7 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
     Model expected = model;
     for (const LoggedOp& op : parsed->acknowledged) ApplyOp(op, &expected);
     acked_total += parsed->acknowledged.size();
+    for (const LoggedOp& op : parsed->acknowledged) ingestions += op.ingest ? 1 : 0;
     if (parsed->acknowledged.empty()) ++idle_cycles;
 
     auto db = DB::Open(CrashTestOptions(p.value_separation_threshold), db_path_);
@@ -289,11 +290,12 @@ TEST_P(CrashTest, KillNineLosesNoAcknowledgedWrite) {
   const double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf(
-      "crash_test mode=%s backend=%s (%s): %d cycles, %llu acknowledged writes, in-flight write "
+      "crash_test mode=%s backend=%s (%s): %d cycles, %llu acknowledged writes (%llu of them "
+      "ingestions), in-flight write "
       "recovered %llu / lost %llu, %llu cycles killed before any ack, %llu clean exits, "
       "%zu live keys, %.1f s\n",
-      p.mode, p.backend, backend_used.c_str(), cycles,
-      static_cast<unsigned long long>(acked_total),
+      p.mode, p.backend, backend_used.c_str(), cycles, static_cast<unsigned long long>(acked_total),
+      static_cast<unsigned long long>(ingestions),
       static_cast<unsigned long long>(in_flight_applied),
       static_cast<unsigned long long>(in_flight_dropped),
       static_cast<unsigned long long>(idle_cycles), static_cast<unsigned long long>(clean_exits),

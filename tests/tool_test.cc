@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "cairn/db.h"
+#include "cairn/ingest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "io/file_system.h"
@@ -742,6 +743,43 @@ TEST_F(ToolTest, CheckFlagsAPlantedUnaccountedSegmentAndOpenReclaimsIt) {
     ASSERT_TRUE(db.ok()) << db.status();
     EXPECT_EQ((*db)->GetStats().gc_recounted_bytes, 0u);
   }
+}
+
+}  // namespace
+}  // namespace cairn
+
+namespace cairn {
+namespace {
+
+// `cairn ingest`: a file set moves in, all of it readable after; a
+// directory that is no file set is exit 1 naming it, the database as it was.
+TEST_F(ToolTest, IngestAddsAFileSetAndRefusesWhatIsNone) {
+  CreateDatabase();
+  const std::string set = dir_ + "-set";
+  fs::remove_all(set);
+  {
+    Options options;
+    auto w = ExternalFileWriter::Open(options, set);
+    ASSERT_OK(w);
+    for (int i = 0; i < 50; ++i) {
+      ASSERT_OK((*w)->Put(absl::StrFormat("ingested%03d", i), std::string(5000 + i, 'v')));
+    }
+    ASSERT_OK((*w)->Finish());
+  }
+  RunResult bad = RunTool({"ingest", dir_, dir_ + "-none"});
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_THAT(bad.output, HasSubstr(dir_ + "-none"));
+  RunResult r = RunTool({"ingest", dir_, set});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("ingested 50 entries"));
+  EXPECT_FALSE(fs::exists(set));  // moved in
+  auto db = DB::Open(Options(), dir_);
+  ASSERT_OK(db);
+  std::string v;
+  ASSERT_OK((*db)->Get({}, "ingested049", &v));
+  EXPECT_EQ(v, std::string(5049, 'v'));
+  ASSERT_OK((*db)->Get({}, Key(1), &v));
+  EXPECT_EQ(v, Value(1));
 }
 
 }  // namespace

@@ -1,14 +1,15 @@
 // The subcommands of the `cairn` command-line tool (tools/main.cc dispatches)
 // and the few helpers they share. One subcommand per file:
-// check_command.cc, stats_command.cc, checkpoint_command.cc, repair_command.cc,
+// check_command.cc, stats_command.cc, checkpoint_command.cc, ingest_command.cc, repair_command.cc,
 // dump_wal_command.cc, dump_sst_command.cc, dump_vlog_command.cc,
 // dump_manifest_command.cc, dump_updates_command.cc.
 // Manual: docs/tools.md.
 //
 // Each Run* function takes the positional arguments after the command name,
 // prints its report to stdout and errors to stderr, and returns the process
-// exit code. Every command but `checkpoint`, `repair` and `dump-updates` only reads: none takes the LOCK
-// or writes a byte; `checkpoint` writes a new directory and `repair` rewrites the
+// exit code. Every command but `checkpoint`, `ingest`, `repair` and `dump-updates` only reads:
+// none takes the LOCK or writes a byte; `checkpoint` writes a new directory, `ingest` adds file
+// sets to the database, `dump-updates` opens it to read the feed, and `repair` rewrites the
 // database (cairn/repair.h).
 //
 // Thread safety: single-threaded; the commands run once per process.
@@ -42,6 +43,7 @@ using Args = std::vector<std::string>;
 int RunCheck(const Args& args);
 int RunStats(const Args& args);
 int RunCheckpoint(const Args& args);
+int RunIngest(const Args& args);
 int RunRepair(const Args& args);
 int RunDumpWal(const Args& args);
 int RunDumpSst(const Args& args);

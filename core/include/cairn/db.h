@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cairn/ingest.h"
 #include "cairn/iterator.h"
 #include "cairn/options.h"
 #include "cairn/pinnable_value.h"
@@ -185,6 +186,23 @@ class DB {
   virtual absl::Status SyncWAL() = 0;
   // Compacts the key range [begin, end] (null: unbounded) down the levels.
   virtual absl::Status CompactRange(const std::string* begin, const std::string* end) = 0;
+
+  // Adds the file sets in dirs (each written by an ExternalFileWriter,
+  // cairn/ingest.h) to the database, all or none: every ingested entry gets
+  // one sequence number, newer than every earlier write, and becomes
+  // visible at once; a crash at any point leaves all of them or none after
+  // the next open. Each set's table goes to the lowest level where it
+  // overlaps nothing; its value-log segments are adopted as they are
+  // (docs/ingestion.md). Every file is verified (checksums, sizes, that
+  // each pointer names a record of its key) before anything is visible.
+  // Errors, each leaving the database untouched: InvalidArgument for no
+  // sets, a directory given twice, or sets whose key ranges overlap;
+  // DataLoss naming the file for a damaged or mismatched one;
+  // FailedPrecondition for a set of a newer format version, a read-only
+  // DB, or a memtable holding writes with allow_blocking_flush false; the
+  // file system's errors.
+  virtual absl::StatusOr<IngestResult> IngestExternalFiles(const std::vector<std::string>& dirs,
+                                                           const IngestOptions& options) = 0;
   // Collects value-log segments whose garbage share reaches
   // Options::gc_min_garbage_ratio, now, without a byte budget: live values
   // move to a new segment, pointers are rewritten unless a newer write won,
