@@ -381,6 +381,10 @@ void cairn_writebatch_clear(cairn_writebatch_t* batch) {
   if (batch != nullptr) batch->batch.Clear();
 }
 
+void cairn_writebatch_reserve(cairn_writebatch_t* batch, size_t bytes) {
+  if (batch != nullptr) batch->batch.Reserve(bytes);
+}
+
 uint32_t cairn_writebatch_count(const cairn_writebatch_t* batch) {
   return batch == nullptr ? 0 : batch->batch.Count();
 }

@@ -18,6 +18,8 @@ void WriteBatch::Clear() {
   rep_.resize(kBatchHeaderSize);
 }
 
+void WriteBatch::Reserve(size_t bytes) { rep_.reserve(rep_.size() + bytes); }
+
 uint32_t WriteBatch::Count() const { return io::DecodeFixed32(rep_.data() + 8); }
 
 bool WriteBatch::CheckSizes(std::string_view key, std::string_view value) {

@@ -330,6 +330,10 @@ static void test_reads_writes(void) {
   cairn_free(v);
   cairn_writebatch_clear(b);
   CHECK(cairn_writebatch_count(b) == 0);
+  /* Reserve changes no content; a NULL batch is ignored. */
+  cairn_writebatch_reserve(b, 1 << 20);
+  cairn_writebatch_reserve(NULL, 1 << 20);
+  CHECK(cairn_writebatch_count(b) == 0);
   /* A NULL key in a batch refuses the whole batch. */
   cairn_writebatch_put(b, "b3", 2, "z", 1);
   cairn_writebatch_put(b, NULL, 4, "z", 1);

@@ -213,7 +213,12 @@ void cairn_writebatch_delete(cairn_writebatch_t* batch, const char* key, size_t 
  * cairn_write refuse the batch. */
 void cairn_writebatch_delete_range(cairn_writebatch_t* batch, const char* begin, size_t beginlen,
                                    const char* end, size_t endlen);
+/* Clear keeps the batch's memory for the next batch built in it. */
 void cairn_writebatch_clear(cairn_writebatch_t* batch);
+/* Room for about bytes more of keys and values (each entry takes a few
+ * bytes more), so that a large batch is not copied as it grows. batch NULL:
+ * nothing. */
+void cairn_writebatch_reserve(cairn_writebatch_t* batch, size_t bytes);
 uint32_t cairn_writebatch_count(const cairn_writebatch_t* batch);
 void cairn_write(cairn_t* db, const cairn_writeoptions_t* options, cairn_writebatch_t* batch,
                  char** errptr);

@@ -27,7 +27,12 @@ class WriteBatch {
   // InvalidArgument in status() and adds nothing. The empty key is a valid
   // begin (the start of the key space), as for Put.
   void DeleteRange(std::string_view begin, std::string_view end);
+  // Clear keeps the memory the batch holds, for the next batch built in it.
   void Clear();
+  // Room for about bytes more of keys and values (each entry also takes a
+  // few bytes of its own), so that a large batch built in known steps is not
+  // copied as it grows. Never shrinks the batch.
+  void Reserve(size_t bytes);
   // OK, or the first oversize key or value (or bad range) that Put, Delete
   // or DeleteRange refused.
   const absl::Status& status() const { return status_; }

@@ -259,12 +259,17 @@ func (b *cairnBackend) commit() bool {
 
 	var size int64
 	for _, e := range all {
+		size += int64(len(e.k) + len(e.v))
+	}
+	// One allocation for the batch, not a copy per doubling; each entry
+	// takes a type byte and two length varints besides.
+	b.wb.reserve(int(size) + 11*len(all))
+	for _, e := range all {
 		if e.del {
 			b.wb.del([]byte(e.k))
 		} else {
 			b.wb.put([]byte(e.k), e.v)
 		}
-		size += int64(len(e.k) + len(e.v))
 	}
 	start := time.Now()
 	var err error

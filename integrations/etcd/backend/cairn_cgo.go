@@ -116,7 +116,9 @@ type cairnBatch struct {
 }
 
 // A batch that held more than this is freed at reset rather than kept.
-const cairnBatchKeep = 64 << 20
+// Commits of 256 KiB values reach tens of MiB while one is written
+// (2026-12-08: a 64 MiB limit freed and faulted in a batch per commit).
+const cairnBatchKeep = 256 << 20
 
 func newCairnBatch() *cairnBatch { return &cairnBatch{p: C.cairn_writebatch_create()} }
 func (b *cairnBatch) destroy()   { C.cairn_writebatch_destroy(b.p) }
@@ -124,6 +126,10 @@ func (b *cairnBatch) put(k, v []byte) {
 	C.cairn_writebatch_put(b.p, cptr(k), C.size_t(len(k)), cptr(v), C.size_t(len(v)))
 	b.bytes += len(k) + len(v)
 }
+
+// reserve makes room for n more bytes of keys and values.
+func (b *cairnBatch) reserve(n int) { C.cairn_writebatch_reserve(b.p, C.size_t(n)) }
+
 func (b *cairnBatch) del(k []byte) {
 	C.cairn_writebatch_delete(b.p, cptr(k), C.size_t(len(k)))
 	b.bytes += len(k)
