@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "core/write_batch_internal.h"
+#include "io/coding.h"
 #include "io/status_macros.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
@@ -26,10 +27,19 @@ bool SamePlace(const vlog::ValuePointer& a, const vlog::ValuePointer& b) {
   return a.segment_id == b.segment_id && a.offset == b.offset;
 }
 
-// Whether an LSM entry (type, stored) is a pointer to ptr's record.
-bool IsPointerTo(ValueType type, std::string_view stored, const vlog::ValuePointer& ptr) {
-  if (type != ValueType::kValuePointer) return false;
-  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(stored);
+// Whether an LSM entry (type, stored) is a pointer to ptr's record; sets
+// *expiry_micros (may be null) to the entry's expiry (0: none). An expiring
+// pointer counts as live even once expired: reads hide it, but until a
+// compaction drops it the LSM still names the record, and a clock set back
+// after a reopen would show it again (docs/decisions/20261207_ttl_expiry.md).
+bool IsPointerTo(ValueType type, std::string_view stored, const vlog::ValuePointer& ptr,
+                 uint64_t* expiry_micros = nullptr) {
+  lsm::StoredValue sv;
+  if (!lsm::SplitStoredValue(type, stored, &sv) || sv.type != ValueType::kValuePointer) {
+    return false;
+  }
+  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(sv.payload);
+  if (expiry_micros != nullptr) *expiry_micros = sv.expiry_micros;
   return current.ok() && SamePlace(*current, ptr);
 }
 
@@ -45,11 +55,18 @@ absl::Status DBImpl::CheckPointers(absl::Span<const std::string_view> keys,
   base->mem = view.sv->mem;
   *looked = unless_holding == nullptr || !HoldsMemTable(*view.sv, unless_holding);
   if (!*looked) return absl::OkStatus();
-  // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
-  // lookups, as MultiGet's: the memtables first, then the tables from the
-  // block cache alone, then the blocks that missed, read in one batch
-  // (LookupBatchInView).
+  return LookPointersUp(view, keys, pointers, live, nullptr);
+}
+
+absl::Status DBImpl::LookPointersUp(const ReadView& view, absl::Span<const std::string_view> keys,
+                                    absl::Span<const vlog::ValuePointer> pointers,
+                                    std::vector<bool>* live, std::vector<uint64_t>* expiries) {
+  // (*live)[i]: whether keys[i] points at pointers[i] in view; (*expiries)[i]
+  // that entry's expiry. Sorted lookups, as MultiGet's: the memtables
+  // first, then the tables from the block cache alone, then the blocks that
+  // missed, read in one batch (LookupBatchInView).
   live->assign(keys.size(), false);
+  if (expiries != nullptr) expiries->assign(keys.size(), 0);
   std::vector<uint32_t> order(keys.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
@@ -59,7 +76,8 @@ absl::Status DBImpl::CheckPointers(absl::Span<const std::string_view> keys,
   LookupBatchInView(view, keys, order, &types, &stored, &statuses);
   for (uint32_t i : order) {
     CAIRN_RETURN_IF_ERROR(statuses[i]);
-    (*live)[i] = IsPointerTo(types[i], stored[i], pointers[i]);
+    (*live)[i] = IsPointerTo(types[i], stored[i], pointers[i],
+                             expiries == nullptr ? nullptr : &(*expiries)[i]);
   }
   return absl::OkStatus();
 }
@@ -71,11 +89,11 @@ GcDbAccess::MemTables DBImpl::MemTablesLocked() {
 }
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
-                                      const vlog::ValuePointer& ptr) {
+                                      const vlog::ValuePointer& ptr, uint64_t* expiry_micros) {
   ValueType type;
   std::string stored;
   CAIRN_RETURN_IF_ERROR(LookupInView(view, key, &type, &stored));
-  return IsPointerTo(type, stored, ptr);
+  return IsPointerTo(type, stored, ptr, expiry_micros);
 }
 
 bool DBImpl::HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem) {
@@ -88,7 +106,7 @@ bool DBImpl::HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem) {
 
 bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
                            std::string_view key, const vlog::ValuePointer& ptr,
-                           MemTableCursors* cursors) {
+                           MemTableCursors* cursors, uint64_t* expiry_micros) {
   ValueType type;
   SequenceNumber seq = 0;
   std::string stored;
@@ -96,7 +114,7 @@ bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
   if (!LookupInMemtables(view, key, &type, &stored, &seq, cursors) || seq <= base_sequence) {
     return true;
   }
-  return IsPointerTo(type, stored, ptr);
+  return IsPointerTo(type, stored, ptr, expiry_micros);
 }
 
 absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
@@ -113,18 +131,38 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
   MemTableCursors cursors(*view.sv);
   for (size_t i = 0; i < rewrite.keys.size(); ++i) {
     bool still;
+    // The rewrite keeps the entry's expiry (moving a value never extends
+    // its life): as WritePointerRewrite found it, or as the lookup below
+    // finds it.
+    uint64_t expiry = rewrite.expiries.empty() ? 0 : rewrite.expiries[i];
     if (memtables_answer) {
       still = StillPointsAt(view, rewrite.base_sequence, rewrite.keys[i], rewrite.old_pointers[i],
-                            &cursors);
+                            &cursors, &expiry);
     } else {
-      CAIRN_ASSIGN_OR_RETURN(still, PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i]));
+      CAIRN_ASSIGN_OR_RETURN(still,
+                             PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i], &expiry));
     }
     if (!still) continue;  // a newer Put or a Delete won
-    WriteBatchInternal::AddEntry(batch, ValueType::kValuePointer, rewrite.keys[i],
-                                 vlog::EncodeValuePointer(rewrite.new_pointers[i]));
+    std::string stored;
+    if (expiry != 0) io::PutFixed64(&stored, expiry);
+    stored.append(vlog::EncodeValuePointer(rewrite.new_pointers[i]));
+    WriteBatchInternal::AddEntry(
+        batch, expiry != 0 ? ValueType::kValuePointerWithExpiry : ValueType::kValuePointer,
+        rewrite.keys[i], stored);
     (*rewrite.replaced)[i] = true;
   }
   return absl::OkStatus();
+}
+
+absl::Status DBImpl::FindRewriteExpiries(const PointerRewrite& rewrite,
+                                         std::vector<uint64_t>* expiries) {
+  // Outside the write queue, in one batch as CheckPointers looks: the
+  // leader then needs no lookup in the tables for a key its memtables do
+  // not hold.
+  ReadView view = GetReadView(ReadOptions());
+  view.table_read.expect_hits = true;
+  std::vector<bool> live;
+  return LookPointersUp(view, rewrite.keys, rewrite.old_pointers, &live, expiries);
 }
 
 absl::StatusOr<GcResult> DBImpl::RunGC() {
@@ -155,8 +193,13 @@ absl::Status DBImpl::CountUnaccountedGarbage() {
           table_cache_->NewIterator(ro, f->number, f->file_size);
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         lsm::ParsedInternalKey p;
-        if (!lsm::ParseInternalKey(it->key(), &p) || p.type != ValueType::kValuePointer) continue;
-        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(it->value());
+        lsm::StoredValue sv;
+        if (!lsm::ParseInternalKey(it->key(), &p) ||
+            !lsm::SplitStoredValue(p.type, it->value(), &sv) ||
+            sv.type != ValueType::kValuePointer) {
+          continue;
+        }
+        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(sv.payload);
         if (!ptr.ok()) {
           return absl::DataLossError(absl::StrCat(lsm::TableFileName(dbname_, f->number),
                                                   ": undecodable value pointer: ",

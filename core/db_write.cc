@@ -12,7 +12,9 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
+#include "core/expiry.h"
 #include "core/write_batch_internal.h"
+#include "io/coding.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
 
@@ -64,6 +66,7 @@ struct DBImpl::PreparedBatch {
   struct Separated {
     size_t begin, end;
     std::string_view key;
+    uint64_t expiry_micros = 0;  // 0: none
   };
   const WriteBatch& batch;
   absl::InlinedVector<Separated, 1> separated;  // in batch order
@@ -72,6 +75,7 @@ struct DBImpl::PreparedBatch {
   uint64_t puts = 0, deletes = 0;
   // Bytes of its values bound for the value log, now or at their flush.
   uint64_t value_log_bytes = 0;
+  bool expiring = false;  // it holds an expiring put
 };
 
 namespace {
@@ -101,6 +105,16 @@ absl::Status DBImpl::Put(const WriteOptions& options, std::string_view key,
   return Write(options, batch);
 }
 
+absl::Status DB::PutWithTTL(const WriteOptions& options, std::string_view key,
+                            std::string_view value, uint64_t ttl_seconds) {
+  // The checks Write makes for a DB-wide TTL, made here for this one so that
+  // 0 is refused rather than taken as "the default".
+  CAIRN_RETURN_IF_ERROR(ExpiryAfter(0, ttl_seconds).status());
+  WriteOptions o = options;
+  o.ttl_seconds = ttl_seconds;
+  return Put(o, key, value);
+}
+
 absl::Status DBImpl::Delete(const WriteOptions& options, std::string_view key) {
   WriteBatch batch;
   batch.Delete(key);
@@ -123,14 +137,21 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
   // as its value-log record, here in the writer's thread.
   return WriteBatchInternal::ForEach(
       p->batch, [&](SequenceNumber, ValueType type, std::string_view key,
-                    std::string_view value) -> absl::Status {
-        CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckSizes(key, value));
-        if (type == ValueType::kValuePointer) {
+                    std::string_view stored) -> absl::Status {
+        if (lsm::WithoutExpiry(type) == ValueType::kValuePointer) {
           return absl::InvalidArgumentError("write batch holds an internal value pointer");
         }
         // The views point into rep: the entry ends where its last field does.
-        const std::string_view last = type == ValueType::kDeletion ? key : value;
+        const std::string_view last = type == ValueType::kDeletion ? key : stored;
         const size_t end = static_cast<size_t>(last.data() + last.size() - rep.data());
+        // An expiring put (ForEach checked its expiry) is separated and
+        // counted by its value alone.
+        lsm::StoredValue sv;
+        lsm::SplitStoredValue(type, stored, &sv);
+        const std::string_view value = sv.payload;
+        if (lsm::HasExpiry(type)) p->expiring = true;
+        type = sv.type;
+        CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckSizes(key, value));
         p->user_bytes += key.size() + value.size();
         ++(type == ValueType::kDeletion ? p->deletes : p->puts);
         if (threshold != kInlineValues && type == ValueType::kValue && value.size() >= threshold) {
@@ -143,7 +164,7 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
           // is moved once written.
           if (p->records.empty()) p->records.Reserve((rep.size() - begin) * 65 / 64 + 256);
           CAIRN_RETURN_IF_ERROR(p->records.Add(key, value));
-          p->separated.push_back({begin, end, key});
+          p->separated.push_back({begin, end, key, sv.expiry_micros});
         }
         begin = end;
         return absl::OkStatus();
@@ -152,8 +173,21 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
 
 absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch) {
   CAIRN_RETURN_IF_ERROR(CheckWritable("write"));
-  PreparedBatch prepared(batch, vlog_->encoding());
+  // A TTL, the write's or the DB's, makes each plain put of the batch
+  // expire (a copy of the batch; puts with an expiry of their own keep it).
+  const uint64_t ttl =
+      options.ttl_seconds != 0 ? options.ttl_seconds : options_.default_ttl_seconds;
+  WriteBatch expiring;
+  const WriteBatch* to_write = &batch;
+  if (ttl != 0) {
+    CAIRN_RETURN_IF_ERROR(batch.status());
+    CAIRN_ASSIGN_OR_RETURN(const uint64_t expiry, ExpiryAfter(expiry_clock_.NowMicros(), ttl));
+    CAIRN_RETURN_IF_ERROR(WriteBatchInternal::WithExpiry(batch, expiry, &expiring));
+    to_write = &expiring;
+  }
+  PreparedBatch prepared(*to_write, vlog_->encoding());
   CAIRN_RETURN_IF_ERROR(PrepareBatch(&prepared));
+  if (prepared.expiring) expiring_entries_seen_.store(true, std::memory_order_relaxed);
   if (batch.Count() == 0) return absl::OkStatus();
   Writer w = Writer::UserWrite(&prepared, options.sync);
   return WriteImpl(&w);
@@ -168,7 +202,17 @@ absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool syn
   // A job syncs its last rewrite only, which makes its earlier ones durable
   // with it, before its final edit marks the victims obsolete
   // (GcCoordinator::JobIndex::LogSegmentEdit, core/gc_job_index.cc).
-  Writer w = Writer::GcRewrite(&rewrite, sync);
+  if (!expiring_entries_seen_.load(std::memory_order_relaxed)) {
+    Writer w = Writer::GcRewrite(&rewrite, sync);
+    return WriteImpl(&w);
+  }
+  // Expiring entries may be among the keys: their rewrites keep their
+  // expiry (BuildRewriteBatch).
+  std::vector<uint64_t> expiries;
+  CAIRN_RETURN_IF_ERROR(FindRewriteExpiries(rewrite, &expiries));
+  PointerRewrite with_expiries = rewrite;
+  with_expiries.expiries = expiries;
+  Writer w = Writer::GcRewrite(&with_expiries, sync);
   return WriteImpl(&w);
 }
 
@@ -450,8 +494,11 @@ absl::Status DBImpl::PlaceGroup(absl::Span<const PreparedBatch* const> members,
     for (const PreparedBatch::Separated& s : m->separated) {
       WriteBatchInternal::AppendEntries(group, rep.substr(from, s.begin - from));
       ptr.clear();
+      if (s.expiry_micros != 0) io::PutFixed64(&ptr, s.expiry_micros);
       pointers[next++].EncodeTo(&ptr);
-      WriteBatchInternal::AddEntry(group, ValueType::kValuePointer, s.key, ptr);
+      WriteBatchInternal::AddEntry(
+          group, s.expiry_micros != 0 ? ValueType::kValuePointerWithExpiry : ValueType::kValuePointer,
+          s.key, ptr);
       from = s.end;
     }
     WriteBatchInternal::AppendEntries(group, rep.substr(from));
@@ -487,21 +534,28 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bo
   // this process and its entries checked on entry; a pointer that does not
   // decode names nothing.
   absl::Status s = WriteBatchInternal::ForEach(
-      group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view v) {
+      group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view stored) {
         const bool deletion = t == ValueType::kDeletion && separated;
         if (mem_has_pointers || deletion) {
           lsm::MemTable::Superseded old;
-          const bool found = mem->AddAndFindSuperseded(seq, t, k, v, &old, &cursor);
-          if (found && old.type == ValueType::kValuePointer) {
-            if (auto p = vlog::DecodeValuePointer(old.value); p.ok()) superseded += p->size;
+          const bool found = mem->AddAndFindSuperseded(seq, t, k, stored, &old, &cursor);
+          lsm::StoredValue old_sv;
+          if (found && lsm::SplitStoredValue(old.type, old.value, &old_sv) &&
+              old_sv.type == ValueType::kValuePointer) {
+            if (auto p = vlog::DecodeValuePointer(old_sv.payload); p.ok()) superseded += p->size;
           }
           // A deletion may hide a value in the tables below only when it is
           // the key's first entry here: what it supersedes in the memtable
           // is counted above, or is a deletion already counted.
           if (deletion && !found) ++deletions;
         } else {
-          mem->Add(seq, t, k, v, &cursor);
+          mem->Add(seq, t, k, stored, &cursor);
         }
+        // Counted by the value, without its expiry.
+        lsm::StoredValue sv;
+        lsm::SplitStoredValue(t, stored, &sv);
+        const std::string_view v = sv.payload;
+        t = sv.type;
         if (t == ValueType::kValuePointer) {
           if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
         } else if (separated && t == ValueType::kValue && v.size() >= threshold) {

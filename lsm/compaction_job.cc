@@ -222,7 +222,8 @@ void RunSubcompaction(const Compaction& c, const Version& base, const Compaction
   DeeperLevels deeper(base, c.output_level());
   CompactionIterator ci(
       input.get(), env.snapshots, env.latest_sequence,
-      [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener);
+      [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener,
+      {.now_micros = env.now_micros, .filter = env.filter});
   sub->status = WriteOutputs(c, ci, sub->outputs, failed, &sub->output_entries);
   sub->input_stats = ci.stats();
   if (sub->status.ok()) return;
@@ -354,6 +355,9 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
     stats->dropped_tombstones += cs.dropped_tombstones;
     stats->dropped_values += cs.dropped_values;
     stats->dropped_value_bytes += cs.dropped_value_bytes;
+    stats->expired += cs.expired;
+    stats->filter_removed += cs.filter_removed;
+    stats->filter_changed += cs.filter_changed;
     if (s.ok() && !sub->stopped) s = sub->status;
   }
   if (!s.ok()) {

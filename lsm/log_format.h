@@ -28,8 +28,14 @@ inline constexpr uint64_t kLogMagic = 0x4c41574e52494143ull;  // "CAIRNWAL" as f
 // the end of the file are its clean end ("Zeros written ahead"). Version 4
 // adds the WAL's sync records (13-byte records an older build would take
 // for writes it cannot parse, so it must refuse the file: "Sync records").
-// Readers take all four; the framing is the same in each.
-inline constexpr uint32_t kLogFormatVersion = 4;
+// Version 6 (2026-12-07, issue 60) adds the expiring entry types 4 and 5
+// to the WAL's write batches (lsm/dbformat.h), which a build that knows
+// only version 4 would read as damage. Version 5 is reserved for range
+// deletions (another branch); this build refuses it.
+// Readers take 1 to 4 and 6; the framing is the same in each.
+inline constexpr uint32_t kLogFormatVersion = 6;
+inline constexpr uint32_t kExpiryLogFormatVersion = 6;
+inline bool IsKnownLogFormatVersion(uint32_t v) { return (v >= 1 && v <= 4) || v == 6; }
 inline constexpr uint32_t kSyncRecordLogFormatVersion = 4;
 inline constexpr uint32_t kPrefilledLogFormatVersion = 3;
 inline constexpr uint32_t kOldestLogFormatVersion = 1;

@@ -65,14 +65,14 @@ absl::Status LogReader::CheckHeader() {
   const uint32_t version = io::DecodeFixed32(h + 8);
   const uint64_t number = io::DecodeFixed64(h + 12);
   const bool checksum_ok = io::DecodeFixed32(h + 20) == io::Checksum32(std::string_view(h, 20));
-  if (magic_ok && (version < kOldestLogFormatVersion || version > kLogFormatVersion)) {
+  if (magic_ok && !IsKnownLogFormatVersion(version)) {
     // Never read past a version we do not know, whatever else the header
     // says: a newer header might not even checksum the way this one does.
     if (checksum_ok) {
       return absl::FailedPreconditionError(
           absl::StrCat(path_, ": log format version ", version,
                        " is not supported (this build reads versions ", kOldestLogFormatVersion,
-                       " to ", kLogFormatVersion, ")"));
+                       " to 4 and ", kExpiryLogFormatVersion, ")"));
     }
     return absl::DataLossError(
         absl::StrCat(path_, ": damaged log header at offset 0: version field reads ", version,

@@ -294,6 +294,9 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const TableOptions& options,
                          ReadBlockContents(f, footer_offset, footer.properties_handle, counters));
   CAIRN_RETURN_IF_ERROR(
       table->props_.DecodeFrom(props, BlockOrigin(f.path(), footer.properties_handle.offset)));
+  if (footer.version == kTableFormatVersion && options.on_expiring_table) {
+    options.on_expiring_table();
+  }
   return table;
 }
 

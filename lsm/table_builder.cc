@@ -79,10 +79,12 @@ absl::Status TableBuilder::Add(std::string_view internal_key, std::string_view v
   props_.largest_sequence = std::max(props_.largest_sequence, parsed.sequence);
   ++props_.num_entries;
   if (parsed.type == ValueType::kDeletion) ++props_.num_deletions;
-  if (parsed.type == ValueType::kValuePointer) {
+  if (HasExpiry(parsed.type)) ++props_.num_expiring;
+  if (WithoutExpiry(parsed.type) == ValueType::kValuePointer) {
     ++props_.num_value_pointers;
-    if (options_.value_pointer_bytes) {
-      props_.value_pointer_bytes += options_.value_pointer_bytes(value);
+    StoredValue sv;
+    if (options_.value_pointer_bytes && SplitStoredValue(parsed.type, value, &sv)) {
+      props_.value_pointer_bytes += options_.value_pointer_bytes(sv.payload);
     }
   }
   props_.raw_key_bytes += internal_key.size();
@@ -144,6 +146,8 @@ absl::Status TableBuilder::Finish() {
   status_ = [&]() -> absl::Status {
     CAIRN_RETURN_IF_ERROR(FlushDataBlock());
     Footer footer;
+    // Version 3 only for a table that needs it (lsm/table_format.h).
+    if (props_.num_expiring > 0) footer.version = kTableFormatVersion;
     if (filter_ != nullptr) {
       CAIRN_RETURN_IF_ERROR(
           WriteBlock(filter_->Finish(), /*allow_compression=*/false, &footer.filter_handle));

@@ -28,6 +28,7 @@ enum PropertyTag : uint32_t {
   kNumDataBlocks = 7,
   kNumValuePointers = 8,
   kValuePointerBytes = 9,
+  kNumExpiring = 10,
 };
 
 }  // namespace
@@ -55,6 +56,7 @@ void TableProperties::EncodeTo(std::string* dst) const {
   put(kNumDataBlocks, num_data_blocks);
   put(kNumValuePointers, num_value_pointers);
   if (has_value_pointer_bytes) put(kValuePointerBytes, value_pointer_bytes);
+  if (num_expiring > 0) put(kNumExpiring, num_expiring);
 }
 
 absl::Status TableProperties::DecodeFrom(std::string_view input, const std::string& origin) {
@@ -81,6 +83,7 @@ absl::Status TableProperties::DecodeFrom(std::string_view input, const std::stri
         value_pointer_bytes = v;
         has_value_pointer_bytes = true;
         break;
+      case kNumExpiring: num_expiring = v; break;
       default: break;  // written by a newer build; skipped on purpose
     }
   }
@@ -115,10 +118,10 @@ absl::Status Footer::DecodeFrom(std::string_view input, const std::string& file_
         absl::StrCat(file_name, ": footer checksum mismatch at offset ", footer_offset));
   }
   version = io::DecodeFixed32(input.data() + 48);
-  if (version != kTableFormatVersion) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(file_name, ": SST format version ", version,
-                     " is not supported (this build reads version ", kTableFormatVersion, ")"));
+  if (!IsKnownTableFormatVersion(version)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        file_name, ": SST format version ", version, " is not supported (this build reads versions ",
+        kTableFormatVersionWithoutExpiry, " and ", kTableFormatVersion, ")"));
   }
   const char* p = input.data();
   for (BlockHandle* h : {&index_handle, &filter_handle, &properties_handle}) {

@@ -22,8 +22,17 @@ namespace cairn::lsm {
 
 // "cairnSST" read as a little-endian uint64: the file's last 8 bytes.
 inline constexpr uint64_t kTableMagicNumber = 0x5453536e72696163ull;
-// Versions this build reads and writes. Retired versions: none yet.
-inline constexpr uint32_t kTableFormatVersion = 1;
+// Versions this build reads and writes. Retired versions: none yet. Version
+// 3 (2026-12-07, issue 60) is version 1 whose entries may be of the expiring
+// types 4 and 5 (lsm/dbformat.h); a builder writes it only for a table that
+// holds such an entry, so that tables without one stay readable by builds
+// that know version 1 alone. Version 2 is reserved for range deletions
+// (another branch).
+inline constexpr uint32_t kTableFormatVersion = 3;
+inline constexpr uint32_t kTableFormatVersionWithoutExpiry = 1;
+inline bool IsKnownTableFormatVersion(uint32_t v) {
+  return v == kTableFormatVersionWithoutExpiry || v == kTableFormatVersion;
+}
 
 // Compression type byte of the block trailer. On disk: never renumber.
 enum class BlockCompression : uint8_t { kNone = 0, kZstd = 1 };
@@ -70,6 +79,9 @@ struct TableProperties {
   // name 0 bytes.
   uint64_t value_pointer_bytes = 0;
   bool has_value_pointer_bytes = false;
+  // Tag 10 (2026-12-07, issue 60): entries of the expiring types 4 and 5
+  // (written only when nonzero, by version 3 tables).
+  uint64_t num_expiring = 0;
 
   void EncodeTo(std::string* dst) const;
   // DataLoss naming origin when the pairs are malformed.
@@ -85,7 +97,7 @@ struct Footer {
   BlockHandle index_handle;
   BlockHandle filter_handle;
   BlockHandle properties_handle;
-  uint32_t version = kTableFormatVersion;
+  uint32_t version = kTableFormatVersionWithoutExpiry;
 
   void EncodeTo(std::string* dst) const;
   // Checks, in order: the magic (DataLoss "not an SST file"), the checksum

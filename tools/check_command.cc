@@ -416,8 +416,13 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
     const std::string where = absl::StrFormat("batch at offset %d", offset);
     absl::Status s =
         WriteBatchInternal::ForEach(record, [&](lsm::SequenceNumber seq, lsm::ValueType type,
-                                                std::string_view key, std::string_view value) {
+                                                std::string_view key, std::string_view stored) {
           ++wal_entries_;
+          // Checked by the value, without an expiry (ForEach checked it).
+          lsm::StoredValue sv;
+          lsm::SplitStoredValue(type, stored, &sv);
+          type = sv.type;
+          const std::string_view value = sv.payload;
           lsm::SequenceNumber& newest_seq = wal_keys_[std::string(key)];
           newest_seq = std::max(newest_seq, seq);
           if (type == lsm::ValueType::kValue) {
@@ -520,8 +525,11 @@ void Checker::CheckTable(int level, const lsm::FileMetaData& f) {
     }
     prev.assign(ikey);
     ++table_entries_;
-    if (p.type == lsm::ValueType::kValuePointer) {
-      CheckPointer(name, absl::StrFormat("entry %d", index), p.user_key, p.sequence, it->value(),
+    lsm::StoredValue sv;
+    if (!lsm::SplitStoredValue(p.type, it->value(), &sv)) {
+      key_problem(index, ikey, "expiring entry without its expiry");
+    } else if (sv.type == lsm::ValueType::kValuePointer) {
+      CheckPointer(name, absl::StrFormat("entry %d", index), p.user_key, p.sequence, sv.payload,
                    /*from_wal=*/false);
     }
   }

@@ -88,6 +88,12 @@ class DB {
                            std::string_view value) = 0;
   virtual absl::Status Delete(const WriteOptions& options, std::string_view key) = 0;
   virtual absl::Status Write(const WriteOptions& options, const WriteBatch& batch) = 0;
+  // A Put that expires ttl_seconds after it is written (RocksDB's DBWithTTL
+  // puts): Get, MultiGet and iterators then see the key as deleted, and
+  // compaction drops it, its separated value counted as garbage unread.
+  // InvalidArgument for a TTL of 0 (use Put) or over kMaxTtlSeconds.
+  absl::Status PutWithTTL(const WriteOptions& options, std::string_view key,
+                          std::string_view value, uint64_t ttl_seconds);
 
   // Sets *value; NotFound when the key has no value.
   virtual absl::Status Get(const ReadOptions& options, std::string_view key,

@@ -21,6 +21,11 @@ class WriteBatch {
  public:
   WriteBatch();
   void Put(std::string_view key, std::string_view value);
+  // A Put that reads as deleted from expiry_micros (microseconds since the
+  // Unix epoch, measured by Options::clock) on; WriteOptions::ttl_seconds
+  // and Options::default_ttl_seconds leave it as it is. 0 records
+  // InvalidArgument in status() (0 means "never expires": use Put).
+  void PutWithExpiry(std::string_view key, std::string_view value, uint64_t expiry_micros);
   void Delete(std::string_view key);
   void Clear();
   // OK, or the first oversize key or value that Put or Delete refused.
@@ -36,6 +41,12 @@ class WriteBatch {
     virtual ~Handler() = default;
     virtual void Put(std::string_view key, std::string_view value) = 0;
     virtual void Delete(std::string_view key) = 0;
+    // An expiring Put; by default handed to Put without its expiry.
+    virtual void PutWithExpiry(std::string_view key, std::string_view value,
+                               uint64_t expiry_micros) {
+      (void)expiry_micros;
+      Put(key, value);
+    }
   };
   absl::Status Iterate(Handler* handler) const;
 
