@@ -418,8 +418,8 @@ class DBImpl final : public DB, private GcDbAccess {
   // CheckPointers' lookups in view; expiries (may be null) gets each
   // entry's expiry where it points at its pointer (0: none).
   absl::Status LookPointersUp(const ReadView& view, absl::Span<const std::string_view> keys,
-                              absl::Span<const vlog::ValuePointer> pointers, std::vector<bool>* live,
-                              std::vector<uint64_t>* expiries);
+                              absl::Span<const vlog::ValuePointer> pointers,
+                              std::vector<bool>* live, std::vector<uint64_t>* expiries);
   // Each rewrite key's expiry where it points at its old pointer (0: none or
   // not pointing there), looked up in a fresh view.
   absl::Status FindRewriteExpiries(const PointerRewrite& rewrite, std::vector<uint64_t>* expiries);

@@ -226,7 +226,8 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
   }
   LookupBatchInView(view, keys, valid, &types, &stored, &statuses);
   for (uint32_t i : valid) {
-    if (statuses[i].ok()) statuses[i] = ResolveExpiry(keys[i], view.now_micros, &types[i], &stored[i]);
+    if (!statuses[i].ok()) continue;
+    statuses[i] = ResolveExpiry(keys[i], view.now_micros, &types[i], &stored[i]);
   }
   std::vector<size_t> pointer_index;
   // The first index of each pointer: a key asked for twice is read once.

@@ -496,9 +496,9 @@ absl::Status DBImpl::PlaceGroup(absl::Span<const PreparedBatch* const> members,
       ptr.clear();
       if (s.expiry_micros != 0) io::PutFixed64(&ptr, s.expiry_micros);
       pointers[next++].EncodeTo(&ptr);
-      WriteBatchInternal::AddEntry(
-          group, s.expiry_micros != 0 ? ValueType::kValuePointerWithExpiry : ValueType::kValuePointer,
-          s.key, ptr);
+      const ValueType t =
+          s.expiry_micros != 0 ? ValueType::kValuePointerWithExpiry : ValueType::kValuePointer;
+      WriteBatchInternal::AddEntry(group, t, s.key, ptr);
       from = s.end;
     }
     WriteBatchInternal::AppendEntries(group, rep.substr(from));

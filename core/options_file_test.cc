@@ -77,8 +77,8 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
     std::string from, to, key;
   };
   const std::vector<Case> cases = {
-      {"table_format_version=1", "table_format_version=2", "table_format_version"},
-      {"wal_format_version=4", "wal_format_version=9", "wal_format_version"},
+      {"table_format_version=3", "table_format_version=4", "table_format_version"},
+      {"wal_format_version=6", "wal_format_version=9", "wal_format_version"},
       {"segment_format_version=2", "segment_format_version=3", "segment_format_version"},
       {"manifest_format_version=1", "manifest_format_version=2", "manifest_format_version"},
       {"max_value_size=268435456", "max_value_size=1073741824", "max_value_size"},
@@ -100,7 +100,7 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
   // WALs of formats 2 (before zeros written ahead) and 3 (before sync
   // records) are read as they were.
   ASSERT_OK(CheckOptionsFile(
-      absl::StrReplaceAll(good, {{"wal_format_version=4", "wal_format_version=2"}}),
+      absl::StrReplaceAll(good, {{"wal_format_version=6", "wal_format_version=2"}}),
       "OPTIONS-000005"));
 }
 
@@ -180,7 +180,7 @@ TEST_F(OptionsFileDbTest, OpenRefusesADatabaseWrittenUnderANewerFormat) {
     auto f = fs_->NewWritableFile(path, {});
     ASSERT_OK(f);
     ASSERT_OK((*f)->Append(
-        absl::StrReplaceAll(*text, {{"table_format_version=1", "table_format_version=2"}})));
+        absl::StrReplaceAll(*text, {{"table_format_version=3", "table_format_version=4"}})));
     ASSERT_OK((*f)->Close());
   }
   auto names = fs_->ListDir("/db");

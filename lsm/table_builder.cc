@@ -27,7 +27,10 @@ std::string IndexSeparator(std::string_view last, std::string_view next) {
         std::string user(lu.substr(0, i + 1));
         user.back() = static_cast<char>(b + 1);
         std::string sep;
-        AppendInternalKey(&sep, user, kMaxSequenceNumber, kValueTypeForSeek);
+        // The separator only bounds user keys (no entry has the largest
+        // sequence), so its type is the one it had before the expiring
+        // types (2026-12-07): index bytes, and the golden table, unchanged.
+        AppendInternalKey(&sep, user, kMaxSequenceNumber, ValueType::kValuePointer);
         return sep;
       }
     }

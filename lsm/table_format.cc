@@ -119,9 +119,10 @@ absl::Status Footer::DecodeFrom(std::string_view input, const std::string& file_
   }
   version = io::DecodeFixed32(input.data() + 48);
   if (!IsKnownTableFormatVersion(version)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        file_name, ": SST format version ", version, " is not supported (this build reads versions ",
-        kTableFormatVersionWithoutExpiry, " and ", kTableFormatVersion, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat(file_name, ": SST format version ", version,
+                     " is not supported (this build reads versions ",
+                     kTableFormatVersionWithoutExpiry, " and ", kTableFormatVersion, ")"));
   }
   const char* p = input.data();
   for (BlockHandle* h : {&index_handle, &filter_handle, &properties_handle}) {

@@ -325,7 +325,7 @@ TEST_F(ToolTest, StatsPrintsTheReportAndJson) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_THAT(r.output, HasSubstr("cairn.live-bytes: "));
   EXPECT_THAT(r.output, HasSubstr("** options (newest OPTIONS file) **"));
-  EXPECT_THAT(r.output, HasSubstr("[format]\nwal_format_version=4"));
+  EXPECT_THAT(r.output, HasSubstr("[format]\nwal_format_version=6"));
   RunResult json = RunTool({"stats", "--json", dir_});
   EXPECT_EQ(json.exit_code, 0) << json.output;
   EXPECT_EQ(json.output.front(), '{') << json.output;
