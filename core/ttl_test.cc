@@ -201,6 +201,12 @@ TEST_P(TtlTest, BadTtlsGetAClearStatusAndWriteNothing) {
   EXPECT_TRUE(absl::IsInvalidArgument(b.status()));
   EXPECT_TRUE(absl::IsInvalidArgument(db_->Write({}, b)));
   EXPECT_FALSE(Found(Key(0)));
+  // A default over the limit refuses the open, by name.
+  Options o = MakeOptions();
+  o.default_ttl_seconds = kMaxTtlSeconds + 1;
+  s = OpenWithFileSystem(o, "/other", fs_).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(s)) << s;
+  EXPECT_NE(s.message().find("default_ttl_seconds"), std::string::npos) << s;
   // The longest TTL is accepted and does not wrap.
   ASSERT_OK(db_->PutWithTTL({}, Key(1), Value(1), kMaxTtlSeconds));
   clock_->AdvanceSeconds(kMaxTtlSeconds - 1);
