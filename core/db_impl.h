@@ -420,8 +420,9 @@ class DBImpl final : public DB, private GcDbAccess {
   absl::Status LookPointersUp(const ReadView& view, absl::Span<const std::string_view> keys,
                               absl::Span<const vlog::ValuePointer> pointers,
                               std::vector<bool>* live, std::vector<uint64_t>* expiries);
-  // Each rewrite key's expiry where it points at its old pointer (0: none or
-  // not pointing there), looked up in a fresh view.
+  // Each rewrite key's expiry where it points at its old pointer (0: none),
+  // or kSkipRewrite where it no longer does, looked up in a fresh view.
+  static constexpr uint64_t kSkipRewrite = UINT64_MAX;
   absl::Status FindRewriteExpiries(const PointerRewrite& rewrite, std::vector<uint64_t>* expiries);
   absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                  WriteBatch* batch);

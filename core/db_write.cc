@@ -202,12 +202,15 @@ absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool syn
   // A job syncs its last rewrite only, which makes its earlier ones durable
   // with it, before its final edit marks the victims obsolete
   // (GcCoordinator::JobIndex::LogSegmentEdit, core/gc_job_index.cc).
-  if (!expiring_entries_seen_.load(std::memory_order_relaxed)) {
+  if (!expiring_entries_seen_.load(std::memory_order_relaxed) &&
+      options_.compaction_filter == nullptr) {
     Writer w = Writer::GcRewrite(&rewrite, sync);
     return WriteImpl(&w);
   }
   // Expiring entries may be among the keys: their rewrites keep their
-  // expiry (BuildRewriteBatch).
+  // expiry (BuildRewriteBatch). And a compaction may have changed a key
+  // since GC saw it live without a write (an expired entry made a
+  // tombstone, a filter's removal or change): that key is not rewritten.
   std::vector<uint64_t> expiries;
   CAIRN_RETURN_IF_ERROR(FindRewriteExpiries(rewrite, &expiries));
   PointerRewrite with_expiries = rewrite;
