@@ -278,5 +278,54 @@ TEST(TtlGarbageTest, ExpiredValuesBecomeGarbageUnread) {
   EXPECT_FALSE(it->Valid());
 }
 
+// GC moves expiring values with their expiry: after the move they still
+// expire on time, and one that expired meanwhile is not brought back.
+TEST(TtlGarbageTest, GcMovesKeepTheExpiry) {
+  auto fs = std::make_shared<io::MemoryFileSystem>();
+  auto clock = std::make_shared<FakeClock>();
+  Options o = testing_clock::SmallOptions(/*separated=*/true);
+  o.clock = clock;
+  o.value_log_segment_size = 64 << 10;
+  o.gc_min_garbage_ratio = 0.1;
+  auto opened = OpenWithFileSystem(o, "/db", fs);
+  ASSERT_OK(opened);
+  std::unique_ptr<DB> db = std::move(*opened);
+  // Expiring keys among plain ones, then the plain ones overwritten: the
+  // segments are mostly garbage, so GC moves the expiring values.
+  for (int i = 0; i < 120; ++i) {
+    if (i % 3 == 0) {
+      ASSERT_OK(db->PutWithTTL({}, Key(i), std::string(1000, 'e'), i % 2 == 0 ? 10 : 100));
+    } else {
+      ASSERT_OK(db->Put({}, Key(i), std::string(1000, 'p')));
+    }
+  }
+  ASSERT_OK(db->Flush());
+  for (int i = 0; i < 120; ++i) {
+    if (i % 3 != 0) {
+      ASSERT_OK(db->Delete({}, Key(i)));
+    }
+  }
+  ASSERT_OK(db->CompactRange(nullptr, nullptr));
+  clock->AdvanceSeconds(10);  // the even expiring keys expire before GC runs
+  const uint64_t relocated_before = db->GetStats().gc_bytes_relocated;
+  ASSERT_OK(db->RunGC().status());
+  EXPECT_GT(db->GetStats().gc_bytes_relocated, relocated_before) << "GC moved values";
+  std::string v;
+  for (int i = 0; i < 120; i += 3) {
+    const absl::Status s = db->Get({}, Key(i), &v);
+    if (i % 2 == 0) {
+      EXPECT_TRUE(absl::IsNotFound(s)) << Key(i) << ": " << s;
+    } else {
+      EXPECT_TRUE(s.ok()) << Key(i) << ": " << s;
+    }
+  }
+  clock->AdvanceSeconds(90);
+  ASSERT_OK(db->CompactRange(nullptr, nullptr));
+  auto it = db->NewIterator({});
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid()) << "every expiring key expired, moved or not";
+  EXPECT_OK(it->status());
+}
+
 }  // namespace
 }  // namespace cairn
