@@ -326,6 +326,18 @@ void cairn_put(cairn_t* db, const cairn_writeoptions_t* options, const char* key
       errptr);
 }
 
+void cairn_put_with_ttl(cairn_t* db, const cairn_writeoptions_t* options, const char* key,
+                        size_t keylen, const char* val, size_t vallen, uint64_t ttl_seconds,
+                        char** errptr) {
+  if (!SaveError(CheckDb(db), errptr) || !SaveError(CheckBytes(key, keylen, "key"), errptr) ||
+      !SaveError(CheckBytes(val, vallen, "value"), errptr)) {
+    return;
+  }
+  SaveError(db->db->PutWithTTL(cairn::c_api::ToWriteOptions(options), Bytes(key, keylen),
+                               Bytes(val, vallen), ttl_seconds),
+            errptr);
+}
+
 void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* key, size_t keylen,
                   char** errptr) {
   if (!SaveError(CheckDb(db), errptr) || !SaveError(CheckBytes(key, keylen, "key"), errptr)) {

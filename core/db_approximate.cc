@@ -73,8 +73,10 @@ absl::Status DBImpl::EstimateRange(const Range& range, RangeEstimate* out) {
       out->mem_bytes += it->key().size() + it->value().size();
       if (ikey.type == lsm::ValueType::kDeletion) continue;
       ++out->mem_keys;
-      if (ikey.type == lsm::ValueType::kValuePointer) {
-        absl::StatusOr<vlog::ValuePointer> p = vlog::DecodeValuePointer(it->value());
+      lsm::StoredValue sv;
+      if (lsm::SplitStoredValue(ikey.type, it->value(), &sv) &&
+          sv.type == lsm::ValueType::kValuePointer) {
+        absl::StatusOr<vlog::ValuePointer> p = vlog::DecodeValuePointer(sv.payload);
         if (p.ok()) out->mem_vlog_bytes += p->size;
       }
     }

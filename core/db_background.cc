@@ -7,7 +7,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "cairn/compaction_filter.h"
 #include "core/background_retry.h"
+#include "core/compaction_filter_adapter.h"
 #include "core/db_impl.h"
 #include "core/flush_segments.h"
 #include "io/dir_sync.h"
@@ -282,9 +284,11 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
     std::unique_ptr<lsm::InternalIterator> all = mem->NewIterator();
     for (all->SeekToFirst(); all->Valid() && movable < min_bytes; all->Next()) {
       lsm::ParsedInternalKey ikey;
-      if (lsm::ParseInternalKey(all->key(), &ikey) && ikey.type == lsm::ValueType::kValue &&
-          all->value().size() >= threshold) {
-        movable += all->value().size();
+      lsm::StoredValue sv;
+      if (lsm::ParseInternalKey(all->key(), &ikey) &&
+          lsm::SplitStoredValue(ikey.type, all->value(), &sv) &&
+          sv.type == lsm::ValueType::kValue && sv.payload.size() >= threshold) {
+        movable += sv.payload.size();
       }
     }
     separate = movable >= min_bytes;
@@ -296,23 +300,30 @@ absl::Status DBImpl::WriteLevel0Table(lsm::MemTable* mem, lsm::VersionEdit* edit
     const SequenceNumber seq = it.ikey().sequence;
     std::string_view key = it.key(), value = it.value();
     bool gc_rewrite = false;
-    if (separate && it.ikey().type == lsm::ValueType::kValue && value.size() >= threshold) {
-      absl::StatusOr<vlog::ValuePointer> ptr = segments.Place(it.ikey().user_key, value);
+    // An expiring entry is moved or counted by its value, and keeps its
+    // expiry (the WAL checked it; a damaged one is left as it is).
+    lsm::StoredValue sv;
+    if (!lsm::SplitStoredValue(it.ikey().type, value, &sv)) sv.type = lsm::ValueType::kDeletion;
+    if (separate && sv.type == lsm::ValueType::kValue && sv.payload.size() >= threshold) {
+      absl::StatusOr<vlog::ValuePointer> ptr = segments.Place(it.ikey().user_key, sv.payload);
       if (!ptr.ok()) {
         s = ptr.status();
         break;
       }
       moved_key.clear();
-      lsm::AppendInternalKey(&moved_key, it.ikey().user_key, seq, lsm::ValueType::kValuePointer);
+      lsm::AppendInternalKey(&moved_key, it.ikey().user_key, seq,
+                             sv.expiry_micros != 0 ? lsm::ValueType::kValuePointerWithExpiry
+                                                   : lsm::ValueType::kValuePointer);
       moved_pointer.clear();
+      if (sv.expiry_micros != 0) io::PutFixed64(&moved_pointer, sv.expiry_micros);
       ptr->EncodeTo(&moved_pointer);
       key = moved_key;
       value = moved_pointer;
       pointed_bytes += ptr->size;
-    } else if (it.ikey().type == lsm::ValueType::kValuePointer) {
+    } else if (sv.type == lsm::ValueType::kValuePointer) {
       // Only sizes the garbage-counting trigger; a bad pointer is the read
       // path's to report.
-      absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(value);
+      absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(sv.payload);
       if (ptr.ok()) {
         pointed_bytes += ptr->size;
         if (gc_value_bytes != nullptr && names_gc_output(ptr->segment_id)) {
@@ -551,6 +562,20 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   // the same manifest edit as the compaction's result.
   GarbageMeter garbage;
   env.listener = &garbage;
+  // Expiry is judged at the job's start; the filter reads a separated value
+  // only when it asks, through a read view of its own (whose epoch keeps
+  // the segment on disk while the value is read).
+  env.now_micros = expiry_clock_.NowMicros();
+  std::optional<CompactionFilterAdapter> filter;
+  if (options_.compaction_filter != nullptr) {
+    filter.emplace(options_.compaction_filter.get(),
+                   CompactionFilter::Context{.level = c.level(), .output_level = c.output_level()},
+                   [this](std::string_view key, std::string_view pointer, std::string* out) {
+                     const ReadView view = GetReadView(ReadOptions());
+                     return vlog_->Get(key, pointer, out, /*fill_cache=*/false);
+                   });
+    env.filter = &*filter;
+  }
   env.block_sink = [this](uint64_t number) { return NewTableBlockSink(number); };
   // Outputs' directory entries must be durable before the manifest names
   // them. Each output's sync starts on a thread of its own once the file
@@ -566,6 +591,15 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
   lsm::VersionEdit edit;
   lsm::CompactionJobStats stats;
   absl::Status s = lsm::RunCompaction(c, *base, env, &edit, &stats);
+  if (filter.has_value()) {
+    counters_.filter_values_read.fetch_add(filter->values_read(), std::memory_order_relaxed);
+    counters_.filter_value_bytes_read.fetch_add(filter->value_bytes_read(),
+                                                std::memory_order_relaxed);
+  }
+  if (!s.ok() && filter.has_value() && !IsRetryable(s)) {
+    info_log_->Log("compaction L%d -> L%d failed with compaction filter '%s': %s", c.level(),
+                   c.output_level(), options_.compaction_filter->Name(), s.ToString());
+  }
   base.reset();  // so the inputs count as obsolete below
   for (std::future<absl::Status>& synced : dir_syncs) {
     const absl::Status d = synced.get();
@@ -590,6 +624,9 @@ absl::Status DBImpl::DoCompaction(const lsm::Compaction& c,
         }
         ledger_.Level0Compacted(inputs, counted);
       }
+      counters_.expired_dropped.fetch_add(stats.expired, std::memory_order_relaxed);
+      counters_.filter_removed.fetch_add(stats.filter_removed, std::memory_order_relaxed);
+      counters_.filter_changed.fetch_add(stats.filter_changed, std::memory_order_relaxed);
       LevelCompactionStats& ls = level_stats_[stats.output_level];
       ++ls.compactions;
       ls.micros += stats.micros;

@@ -28,6 +28,7 @@ absl::Status DBImpl::LookupForValueRead(const ReadOptions& options, std::string_
   counters_.gets.fetch_add(1, std::memory_order_relaxed);
   *view = GetReadView(options);
   CAIRN_RETURN_IF_ERROR(LookupInView(*view, key, type, stored));
+  CAIRN_RETURN_IF_ERROR(ResolveExpiry(key, view->now_micros, type, stored));
   if (after_value_lookup_for_testing) after_value_lookup_for_testing();
   return absl::OkStatus();
 }
@@ -68,6 +69,11 @@ absl::Status DBImpl::GetRange(const ReadOptions& options, std::string_view key, 
       break;
     case ValueType::kValue:
       out->assign(vlog::ValueRange(stored, offset, length));
+      break;
+    case ValueType::kValueWithExpiry:
+    case ValueType::kValuePointerWithExpiry:
+      // LookupForValueRead resolved expiry.
+      s = absl::InternalError("an expiring entry reached GetRange unresolved");
       break;
     case ValueType::kDeletion:
     case ValueType::kRangeDeletion:

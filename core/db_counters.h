@@ -37,6 +37,9 @@ struct UserCounters {
   std::atomic<uint64_t> stall_slowdowns{0}, stall_stops{0}, stall_micros{0};
   std::atomic<uint64_t> stall_max_micros{0};
   std::atomic<uint64_t> stall_max_delay_micros{0};  // the longest delay asked for
+  // Compactions' expiry and filter (issue 60).
+  std::atomic<uint64_t> expired_dropped{0}, filter_removed{0}, filter_changed{0};
+  std::atomic<uint64_t> filter_values_read{0}, filter_value_bytes_read{0};
 };
 
 }  // namespace cairn

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
 #include "core/write_batch_internal.h"
+#include "io/coding.h"
 #include "io/status_macros.h"
 #include "lsm/dbformat.h"
 #include "lsm/filename.h"
@@ -26,10 +27,19 @@ bool SamePlace(const vlog::ValuePointer& a, const vlog::ValuePointer& b) {
   return a.segment_id == b.segment_id && a.offset == b.offset;
 }
 
-// Whether an LSM entry (type, stored) is a pointer to ptr's record.
-bool IsPointerTo(ValueType type, std::string_view stored, const vlog::ValuePointer& ptr) {
-  if (type != ValueType::kValuePointer) return false;
-  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(stored);
+// Whether an LSM entry (type, stored) is a pointer to ptr's record; sets
+// *expiry_micros (may be null) to the entry's expiry (0: none). An expiring
+// pointer counts as live even once expired: reads hide it, but until a
+// compaction drops it the LSM still names the record, and a clock set back
+// after a reopen would show it again (docs/decisions/20261207_ttl_expiry.md).
+bool IsPointerTo(ValueType type, std::string_view stored, const vlog::ValuePointer& ptr,
+                 uint64_t* expiry_micros = nullptr) {
+  lsm::StoredValue sv;
+  if (!lsm::SplitStoredValue(type, stored, &sv) || sv.type != ValueType::kValuePointer) {
+    return false;
+  }
+  absl::StatusOr<vlog::ValuePointer> current = vlog::DecodeValuePointer(sv.payload);
+  if (expiry_micros != nullptr) *expiry_micros = sv.expiry_micros;
   return current.ok() && SamePlace(*current, ptr);
 }
 
@@ -45,11 +55,18 @@ absl::Status DBImpl::CheckPointers(absl::Span<const std::string_view> keys,
   base->mem = view.sv->mem;
   *looked = unless_holding == nullptr || !HoldsMemTable(*view.sv, unless_holding);
   if (!*looked) return absl::OkStatus();
-  // (*live)[i]: whether keys[i] points at pointers[i] in view. Sorted
-  // lookups, as MultiGet's: the memtables first, then the tables from the
-  // block cache alone, then the blocks that missed, read in one batch
-  // (LookupBatchInView).
+  return LookPointersUp(view, keys, pointers, live, nullptr);
+}
+
+absl::Status DBImpl::LookPointersUp(const ReadView& view, absl::Span<const std::string_view> keys,
+                                    absl::Span<const vlog::ValuePointer> pointers,
+                                    std::vector<bool>* live, std::vector<uint64_t>* expiries) {
+  // (*live)[i]: whether keys[i] points at pointers[i] in view; (*expiries)[i]
+  // that entry's expiry. Sorted lookups, as MultiGet's: the memtables
+  // first, then the tables from the block cache alone, then the blocks that
+  // missed, read in one batch (LookupBatchInView).
   live->assign(keys.size(), false);
+  if (expiries != nullptr) expiries->assign(keys.size(), 0);
   std::vector<uint32_t> order(keys.size());
   for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return keys[a] < keys[b]; });
@@ -59,7 +76,8 @@ absl::Status DBImpl::CheckPointers(absl::Span<const std::string_view> keys,
   LookupBatchInView(view, keys, order, &types, &stored, &statuses);
   for (uint32_t i : order) {
     CAIRN_RETURN_IF_ERROR(statuses[i]);
-    (*live)[i] = IsPointerTo(types[i], stored[i], pointers[i]);
+    (*live)[i] = IsPointerTo(types[i], stored[i], pointers[i],
+                             expiries == nullptr ? nullptr : &(*expiries)[i]);
   }
   return absl::OkStatus();
 }
@@ -71,11 +89,11 @@ GcDbAccess::MemTables DBImpl::MemTablesLocked() {
 }
 
 absl::StatusOr<bool> DBImpl::PointsAt(const ReadView& view, std::string_view key,
-                                      const vlog::ValuePointer& ptr) {
+                                      const vlog::ValuePointer& ptr, uint64_t* expiry_micros) {
   ValueType type;
   std::string stored;
   CAIRN_RETURN_IF_ERROR(LookupInView(view, key, &type, &stored));
-  return IsPointerTo(type, stored, ptr);
+  return IsPointerTo(type, stored, ptr, expiry_micros);
 }
 
 bool DBImpl::HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem) {
@@ -88,7 +106,7 @@ bool DBImpl::HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem) {
 
 bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
                            std::string_view key, const vlog::ValuePointer& ptr,
-                           MemTableCursors* cursors) {
+                           MemTableCursors* cursors, uint64_t* expiry_micros) {
   ValueType type;
   SequenceNumber seq = 0;
   std::string stored;
@@ -102,7 +120,7 @@ bool DBImpl::StillPointsAt(const ReadView& view, SequenceNumber base_sequence,
   if (!LookupInMemtables(view, key, &type, &stored, &seq, cursors) || seq <= base_sequence) {
     return true;
   }
-  return IsPointerTo(type, stored, ptr);
+  return IsPointerTo(type, stored, ptr, expiry_micros);
 }
 
 absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
@@ -112,23 +130,56 @@ absl::Status DBImpl::BuildRewriteBatch(const PointerRewrite& rewrite, const Read
   // writes wait meanwhile, so the memtables alone answer when they hold
   // every write since the base (a flush can complete between the caller's
   // check and this one; then the whole LSM does).
-  const bool memtables_answer =
-      rewrite.base_mem != nullptr && HoldsMemTable(*view.sv, rewrite.base_mem);
+  // With a compaction filter, a compaction may change a key without a
+  // write, which the memtables would not show: the whole LSM answers.
+  const bool memtables_answer = rewrite.base_mem != nullptr &&
+                                options_.compaction_filter == nullptr &&
+                                HoldsMemTable(*view.sv, rewrite.base_mem);
   // A job's keys come in key order: each memtable search starts from the
   // last one.
   MemTableCursors cursors(*view.sv);
   for (size_t i = 0; i < rewrite.keys.size(); ++i) {
     bool still;
+    // The rewrite keeps the entry's expiry (moving a value never extends
+    // its life): as WritePointerRewrite found it, or as the lookup below
+    // finds it.
+    uint64_t expiry = rewrite.expiries.empty() ? 0 : rewrite.expiries[i];
+    if (expiry == kSkipRewrite) continue;  // FindRewriteExpiries saw it change
     if (memtables_answer) {
       still = StillPointsAt(view, rewrite.base_sequence, rewrite.keys[i], rewrite.old_pointers[i],
-                            &cursors);
+                            &cursors, &expiry);
     } else {
-      CAIRN_ASSIGN_OR_RETURN(still, PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i]));
+      CAIRN_ASSIGN_OR_RETURN(still,
+                             PointsAt(view, rewrite.keys[i], rewrite.old_pointers[i], &expiry));
     }
     if (!still) continue;  // a newer Put or a Delete won
-    WriteBatchInternal::AddEntry(batch, ValueType::kValuePointer, rewrite.keys[i],
-                                 vlog::EncodeValuePointer(rewrite.new_pointers[i]));
+    std::string stored;
+    if (expiry != 0) io::PutFixed64(&stored, expiry);
+    stored.append(vlog::EncodeValuePointer(rewrite.new_pointers[i]));
+    WriteBatchInternal::AddEntry(
+        batch, expiry != 0 ? ValueType::kValuePointerWithExpiry : ValueType::kValuePointer,
+        rewrite.keys[i], stored);
     (*rewrite.replaced)[i] = true;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::FindRewriteExpiries(const PointerRewrite& rewrite,
+                                         std::vector<uint64_t>* expiries) {
+  // Outside the write queue, in one batch as CheckPointers looks: the
+  // leader then needs no lookup in the tables for a key its memtables do
+  // not hold.
+  ReadView view = GetReadView(ReadOptions());
+  view.table_read.expect_hits = true;
+  std::vector<bool> live;
+  CAIRN_RETURN_IF_ERROR(LookPointersUp(view, rewrite.keys, rewrite.old_pointers, &live, expiries));
+  // A key that no longer points at its old record was changed since GC
+  // checked it: by a write, which the leader sees in its memtables, or by
+  // a compaction that turned its expired entry into a tombstone or applied
+  // a filter, which the leader's memtables do not show. Rewriting it would
+  // bring the entry back (found by the model test, 2026-12-07).
+  for (size_t i = 0; i < live.size(); ++i) {
+    if (!live[i]) (*expiries)[i] = kSkipRewrite;
   }
   return absl::OkStatus();
 }
@@ -161,8 +212,13 @@ absl::Status DBImpl::CountUnaccountedGarbage() {
           table_cache_->NewIterator(ro, f->number, f->file_size);
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         lsm::ParsedInternalKey p;
-        if (!lsm::ParseInternalKey(it->key(), &p) || p.type != ValueType::kValuePointer) continue;
-        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(it->value());
+        lsm::StoredValue sv;
+        if (!lsm::ParseInternalKey(it->key(), &p) ||
+            !lsm::SplitStoredValue(p.type, it->value(), &sv) ||
+            sv.type != ValueType::kValuePointer) {
+          continue;
+        }
+        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(sv.payload);
         if (!ptr.ok()) {
           return absl::DataLossError(absl::StrCat(lsm::TableFileName(dbname_, f->number),
                                                   ": undecodable value pointer: ",

@@ -43,6 +43,7 @@
 #include "cairn/listener.h"
 #include "core/db_counters.h"
 #include "core/db_records.h"
+#include "core/expiry.h"
 #include "core/file_deleter.h"
 #include "core/garbage_meter.h"
 #include "core/gc_coordinator.h"
@@ -248,6 +249,8 @@ class DBImpl final : public DB, private GcDbAccess {
     lsm::SequenceNumber sequence = 0;
     SuperVersionRef sv;
     lsm::TableReadOptions table_read;
+    // The time the view's reads measure expiry against (ExpiryClock).
+    uint64_t now_micros = 0;
     // An iterator's view at a snapshot: the snapshot's sequence, held for
     // the iterator's life (the user may release the snapshot first).
     Retention::SequencePin pin;
@@ -488,8 +491,10 @@ class DBImpl final : public DB, private GcDbAccess {
   }
 
   // db_gc.cc
+  // *expiry_micros (may be null) is set to the expiry of an entry that
+  // points at ptr.
   absl::StatusOr<bool> PointsAt(const ReadView& view, std::string_view key,
-                                const vlog::ValuePointer& ptr);
+                                const vlog::ValuePointer& ptr, uint64_t* expiry_micros = nullptr);
   // True when mem is the SuperVersion's memtable or one of its immutable
   // ones.
   static bool HoldsMemTable(const SuperVersion& sv, const lsm::MemTable* mem);
@@ -498,7 +503,16 @@ class DBImpl final : public DB, private GcDbAccess {
   // the base's view.
   static bool StillPointsAt(const ReadView& view, lsm::SequenceNumber base_sequence,
                             std::string_view key, const vlog::ValuePointer& ptr,
-                            MemTableCursors* cursors);
+                            MemTableCursors* cursors, uint64_t* expiry_micros);
+  // CheckPointers' lookups in view; expiries (may be null) gets each
+  // entry's expiry where it points at its pointer (0: none).
+  absl::Status LookPointersUp(const ReadView& view, absl::Span<const std::string_view> keys,
+                              absl::Span<const vlog::ValuePointer> pointers,
+                              std::vector<bool>* live, std::vector<uint64_t>* expiries);
+  // Each rewrite key's expiry where it points at its old pointer (0: none),
+  // or kSkipRewrite where it no longer does, looked up in a fresh view.
+  static constexpr uint64_t kSkipRewrite = UINT64_MAX;
+  absl::Status FindRewriteExpiries(const PointerRewrite& rewrite, std::vector<uint64_t>* expiries);
   absl::Status BuildRewriteBatch(const PointerRewrite& rewrite, const ReadView& view,
                                  WriteBatch* batch);
   // Open, once the WALs are replayed into L0: counts as garbage every
@@ -650,6 +664,11 @@ class DBImpl final : public DB, private GcDbAccess {
 
   const Options options_;
   const std::string dbname_;
+  ExpiryClock expiry_clock_{options_.clock};
+  // Whether the LSM may hold an expiring entry: set once a write, a WAL
+  // replay or an opened table brings one (or Options::default_ttl_seconds
+  // is set); until then GC's rewrites look for no expiry.
+  std::atomic<bool> expiring_entries_seen_{options_.default_ttl_seconds != 0};
   const std::shared_ptr<io::FileSystem> fs_;
   std::unique_ptr<io::FileLock> lock_;
   // A read-only DB's shared hold on LOCK (FileSystem::LockFileShared): while

@@ -28,9 +28,10 @@ class DBIter final : public Iterator {
  public:
   DBIter(std::unique_ptr<lsm::InternalIterator> iter, SequenceNumber seq,
          std::shared_ptr<void> keep_alive, ValueResolver resolver, ValuePrefetch prefetch,
-         IterateBounds bounds, bool keys_only)
+         IterateBounds bounds, bool keys_only, uint64_t now_micros)
       : iter_(std::move(iter)),
         sequence_(seq),
+        now_micros_(now_micros),
         keep_alive_(std::move(keep_alive)),
         resolver_(std::move(resolver)),
         prefetch_(std::move(prefetch)),
@@ -141,7 +142,8 @@ class DBIter final : public Iterator {
         iter_->Prev();
         if (!iter_->Valid()) break;
         ParsedInternalKey ikey;
-        if (!Parse(&ikey)) return;
+        std::string_view value;
+        if (!Parse(&ikey, &value)) return;
         if (ikey.user_key < std::string_view(current)) break;
       }
       direction_ = kReverse;
@@ -166,12 +168,24 @@ class DBIter final : public Iterator {
     return bounds_.lower && user_key < std::string_view(*bounds_.lower);
   }
 
-  bool Parse(ParsedInternalKey* ikey) {
+  // Parses iter_'s entry into *ikey and *value (the value or pointer bytes,
+  // without an expiry): an entry expired at the iterator's time reads as a
+  // deletion, one not yet expired as its plain type.
+  bool Parse(ParsedInternalKey* ikey, std::string_view* value) {
+    lsm::StoredValue sv;
     if (!lsm::ParseInternalKey(iter_->key(), ikey)) {
       status_ = absl::DataLossError("iterator: corrupt internal key");
       valid_ = false;
       return false;
     }
+    if (ikey->type == ValueType::kDeletion) return true;
+    if (!lsm::SplitStoredValue(ikey->type, iter_->value(), &sv)) {
+      status_ = absl::DataLossError("iterator: expiring entry without its expiry");
+      valid_ = false;
+      return false;
+    }
+    ikey->type = lsm::IsExpired(sv.expiry_micros, now_micros_) ? ValueType::kDeletion : sv.type;
+    *value = sv.payload;
     return true;
   }
 
@@ -181,7 +195,8 @@ class DBIter final : public Iterator {
     valid_ = false;
     for (; iter_->Valid(); iter_->Next()) {
       ParsedInternalKey ikey;
-      if (!Parse(&ikey)) return;
+      std::string_view value;
+      if (!Parse(&ikey, &value)) return;
       if (AtOrAboveUpper(ikey.user_key)) return;
       if (ikey.sequence > sequence_) continue;
       if (skipping && ikey.user_key <= std::string_view(skip)) continue;
@@ -192,7 +207,7 @@ class DBIter final : public Iterator {
         continue;
       }
       saved_key_.assign(ikey.user_key);
-      SaveValue(ikey.type, iter_->value());
+      SaveValue(ikey.type, value);
       valid_ = true;
       ShowValueOrFail();
       return;
@@ -206,7 +221,8 @@ class DBIter final : public Iterator {
     valid_ = false;
     while (iter_->Valid()) {
       ParsedInternalKey ikey;
-      if (!Parse(&ikey)) return;
+      std::string_view value;
+      if (!Parse(&ikey, &value)) return;
       if (BelowLower(ikey.user_key)) break;  // iter_ stays before the saved key
       if (ikey.sequence <= sequence_) {
         if (value_type != ValueType::kDeletion &&
@@ -219,7 +235,7 @@ class DBIter final : public Iterator {
           raw_value_.clear();
         } else {
           saved_key_.assign(ikey.user_key);
-          raw_value_.assign(iter_->value());
+          raw_value_.assign(value);
         }
       }
       iter_->Prev();
@@ -453,9 +469,13 @@ class DBIter final : public Iterator {
       if (!lsm::ParseInternalKey(lookahead_->key(), &ikey)) break;  // iter_ reports it
       if (AtOrAboveUpper(ikey.user_key)) break;
       const bool newest = !lookahead_have_last_ || ikey.user_key != lookahead_last_key_;
-      if (ikey.sequence <= sequence_ && newest) {
-        if (ikey.type == ValueType::kValuePointer) {
-          absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(lookahead_->value());
+      lsm::StoredValue entry;
+      if (ikey.sequence <= sequence_ && newest &&
+          lsm::SplitStoredValue(ikey.type, lookahead_->value(), &entry)) {
+        // An expired pointer is shown as a deletion: nothing to read.
+        if (entry.type == ValueType::kValuePointer &&
+            !lsm::IsExpired(entry.expiry_micros, now_micros_)) {
+          absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(entry.payload);
           const uint64_t bytes = ptr.ok() ? ptr->size : 0;  // a bad one: its Take reports it
           Run* run = nullptr;
           Readahead ahead;
@@ -496,7 +516,7 @@ class DBIter final : public Iterator {
           keys.append(ikey.user_key);
           key_ends.push_back(keys.size());
           readahead.push_back(ahead.bytes);
-          started.push_back({std::string(lookahead_->value()), bytes, !joins});
+          started.push_back({std::string(entry.payload), bytes, !joins});
           if (!joins) {
             ++window_reads_;
             if (seek_read) {
@@ -607,6 +627,9 @@ class DBIter final : public Iterator {
 
   std::unique_ptr<lsm::InternalIterator> iter_;
   const SequenceNumber sequence_;
+  // Entries whose expiry is at or before this read as deletions; fixed at
+  // the iterator's creation, so a scan sees one state (0: nothing expires).
+  const uint64_t now_micros_;
   std::shared_ptr<void> keep_alive_;
   mutable ValueResolver resolver_;
   mutable ValuePrefetch prefetch_;
@@ -644,10 +667,11 @@ class DBIter final : public Iterator {
 std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
                                         SequenceNumber sequence, std::shared_ptr<void> keep_alive,
                                         ValueResolver resolver, ValuePrefetch prefetch,
-                                        IterateBounds bounds, bool keys_only) {
+                                        IterateBounds bounds, bool keys_only,
+                                        uint64_t now_micros) {
   return std::make_unique<DBIter>(std::move(internal), sequence, std::move(keep_alive),
                                   std::move(resolver), std::move(prefetch), std::move(bounds),
-                                  keys_only);
+                                  keys_only, now_micros);
 }
 
 }  // namespace cairn

@@ -61,12 +61,15 @@ struct IterateBounds {
 // versions); it is destroyed after the iterator. prefetch may be empty
 // (null new_lookahead): values are then resolved one at a time. keys_only
 // (ReadOptions::keys_only): a pointer's value is resolved only when value()
-// asks, alone, and never prefetched.
+// asks, alone, and never prefetched. An expiring entry whose expiry is at or
+// before now_micros (the time of the iterator's creation) reads as a
+// deletion, hiding older versions of its key; 0 expires nothing.
 std::unique_ptr<Iterator> NewDBIterator(std::unique_ptr<lsm::InternalIterator> internal,
                                         lsm::SequenceNumber sequence,
                                         std::shared_ptr<void> keep_alive,
                                         ValueResolver resolver, ValuePrefetch prefetch = {},
-                                        IterateBounds bounds = {}, bool keys_only = false);
+                                        IterateBounds bounds = {}, bool keys_only = false,
+                                        uint64_t now_micros = 0);
 
 }  // namespace cairn
 

@@ -184,6 +184,9 @@ DBImpl::DBImpl(const Options& options, std::string dbname, std::shared_ptr<io::F
     absl::StatusOr<vlog::ValuePointer> p = vlog::DecodeValuePointer(pointer);
     return p.ok() ? p->size : 0;
   };
+  table_options_.on_expiring_table = [this] {
+    expiring_entries_seen_.store(true, std::memory_order_relaxed);
+  };
   // Enough for the hash lists of a flush and two subcompactions' tables of
   // about a quarter million keys each, or one of two million.
   table_options_.bloom_hash_pool = std::make_shared<lsm::BloomHashPool>(size_t{16} << 20);

@@ -42,6 +42,7 @@ DBImpl::ReadView DBImpl::GetReadView(const ReadOptions& options, bool owned) {
   view.table_read.verify_checksums = options.verify_checksums;
   view.table_read.fill_cache = options.fill_cache;
   view.table_read.readahead_size = options.readahead_size;
+  view.now_micros = expiry_clock_.NowMicros();
   return view;
 }
 
@@ -82,6 +83,10 @@ absl::Status DBImpl::ResolveStoredValue(std::string_view key, ValueType type,
       return absl::OkStatus();
     case ValueType::kValuePointer:
       return vlog_->Get(key, stored, out, fill_cache);
+    case ValueType::kValueWithExpiry:
+    case ValueType::kValuePointerWithExpiry:
+      // Every caller resolves expiry first (ResolveExpiry, DBIter::Parse).
+      return absl::InternalError("an expiring entry reached the value's resolution unresolved");
     case ValueType::kDeletion:
     case ValueType::kRangeDeletion:
       break;
@@ -182,6 +187,7 @@ absl::Status DBImpl::GetFromView(const ReadView& view, std::string_view key, std
   ValueType type;
   std::string stored;
   CAIRN_RETURN_IF_ERROR(LookupInView(view, key, &type, &stored));
+  CAIRN_RETURN_IF_ERROR(ResolveExpiry(key, view.now_micros, &type, &stored));
   return ResolveStoredValue(key, type, stored, value, view.table_read.fill_cache);
 }
 
@@ -236,6 +242,10 @@ std::vector<absl::Status> DBImpl::MultiGet(const ReadOptions& options,
     valid.push_back(static_cast<uint32_t>(i));
   }
   LookupBatchInView(view, keys, valid, &types, &stored, &statuses);
+  for (uint32_t i : valid) {
+    if (!statuses[i].ok()) continue;
+    statuses[i] = ResolveExpiry(keys[i], view.now_micros, &types[i], &stored[i]);
+  }
   std::vector<size_t> pointer_index;
   // The first index of each pointer: a key asked for twice is read once.
   absl::flat_hash_map<std::string, size_t> first_of_pointer;
@@ -325,7 +335,8 @@ std::unique_ptr<Iterator> DBImpl::NewIterator(const ReadOptions& options) {
                                                          std::string_view stored, std::string* out) {
                          return ResolveStoredValue(key, type, stored, out, fill);
                        },
-                       std::move(prefetch), BoundsOf(options), options.keys_only);
+                       std::move(prefetch), BoundsOf(options), options.keys_only,
+                       view->now_micros);
 }
 
 const Snapshot* DBImpl::GetSnapshot() {

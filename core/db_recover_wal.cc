@@ -232,8 +232,15 @@ absl::Status DBImpl::ReplayLog(uint64_t log_number, bool is_last_log, lsm::MemTa
     std::optional<std::string> broken;
     if (s.ok()) {
       s = WriteBatchInternal::ForEach(batch, [&](SequenceNumber seq, lsm::ValueType type,
-                                                 std::string_view key, std::string_view value) {
+                                                 std::string_view key, std::string_view stored) {
         if (broken.has_value()) return absl::OkStatus();
+        // An expiring entry's pointer is checked as any other (ForEach
+        // checked its expiry), and the DB learns it may hold one.
+        lsm::StoredValue sv;
+        lsm::SplitStoredValue(type, stored, &sv);
+        if (lsm::HasExpiry(type)) expiring_entries_seen_.store(true, std::memory_order_relaxed);
+        type = sv.type;
+        const std::string_view value = sv.payload;
         if (NoteCollectedPointer(log_number, seq, type, key, value)) return absl::OkStatus();
         if (type != lsm::ValueType::kValuePointer) return absl::OkStatus();
         CAIRN_ASSIGN_OR_RETURN(bool intact, vlog_->PointerIsIntact(key, value));

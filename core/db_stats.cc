@@ -58,6 +58,11 @@ Stats DBImpl::GetStats() {
   }
   st.gets = counters_.gets.load();
   st.gets_found = counters_.gets_found.load();
+  st.expired_dropped = counters_.expired_dropped.load();
+  st.filter_removed = counters_.filter_removed.load();
+  st.filter_changed = counters_.filter_changed.load();
+  st.filter_value_reads = counters_.filter_values_read.load();
+  st.filter_value_bytes_read = counters_.filter_value_bytes_read.load();
 
   const auto io = fs_->stats().GetAll();
   auto cat = [&io](IoCategory c) { return io[static_cast<int>(c)]; };
@@ -194,6 +199,11 @@ std::string FormatStats(const Stats& st) {
   absl::StrAppendFormat(&out, "range deletes: %d written, %d range tombstones in tables\n",
                         st.range_deletes, st.range_tombstones_in_tables);
   absl::StrAppendFormat(&out,
+                        "expiry and filters: %d expired dropped, %d filtered out, %d changed, "
+                        "%d filter value reads (%.1f MiB)\n",
+                        st.expired_dropped, st.filter_removed, st.filter_changed,
+                        st.filter_value_reads, st.filter_value_bytes_read / 1048576.0);
+  absl::StrAppendFormat(&out,
                         "write amplification %.2f: wal %.1f MiB, vlog %.1f MiB, flush %.1f MiB, "
                         "compaction %.1f MiB, gc %.1f MiB, manifest %.2f MiB\n",
                         st.write_amplification, st.wal_bytes_written / 1048576.0,
@@ -293,18 +303,23 @@ absl::StatusOr<uint64_t> DBImpl::LiveBytesFromPointers() {
     if (have_last && ikey.user_key == last_key) continue;
     last_key.assign(ikey.user_key);
     have_last = true;
-    switch (ikey.type) {
-      case lsm::ValueType::kDeletion:
-      case lsm::ValueType::kRangeDeletion: break;
-      case lsm::ValueType::kValue: bytes += ikey.user_key.size() + it->value().size(); break;
+    // An expired entry is a deletion here as for reads.
+    lsm::StoredValue sv;
+    if (!lsm::SplitStoredValue(ikey.type, it->value(), &sv)) {
+      return absl::DataLossError("cairn.live-bytes: an expiring entry without its expiry");
+    }
+    if (lsm::IsExpired(sv.expiry_micros, view.now_micros)) continue;
+    switch (sv.type) {
+      case lsm::ValueType::kValue: bytes += ikey.user_key.size() + sv.payload.size(); break;
       case lsm::ValueType::kValuePointer: {
         // The record holds the key and the value as stored (compressed,
         // when it is): its size less the header, read from the pointer.
-        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(it->value());
+        absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(sv.payload);
         if (!ptr.ok()) return ptr.status();
         bytes += ptr->size - vlog::kRecordHeaderSize;
         break;
       }
+      default: break;  // a deletion or range deletion
     }
   }
   CAIRN_RETURN_IF_ERROR(it->status());

@@ -169,18 +169,29 @@ absl::Status DBImpl::RecordToUpdate(std::string_view record, uint32_t format_ver
       batch,
       [&](SequenceNumber seq, lsm::ValueType type, std::string_view key,
           std::string_view stored) -> absl::Status {
-        if (type != lsm::ValueType::kValuePointer) {
+        if (lsm::WithoutExpiry(type) != lsm::ValueType::kValuePointer) {
           WriteBatchInternal::AddEntry(&out->batch, type, key, stored);
           return absl::OkStatus();
         }
-        absl::Status s = vlog_->Get(key, stored, &value, options.fill_cache);
+        // An expiring pointer (WAL format 6; ForEach checked its expiry)
+        // becomes an expiring inline value with the same expiry.
+        lsm::StoredValue sv;
+        lsm::SplitStoredValue(type, stored, &sv);
+        absl::Status s = vlog_->Get(key, sv.payload, &value, options.fill_cache);
         if (!s.ok()) {
           return absl::Status(
               s.code(), absl::StrCat("the value of key '",
                                      absl::CHexEscape(absl::string_view(key.data(), key.size())),
                                      "' (sequence ", seq, "): ", s.message()));
         }
-        WriteBatchInternal::AddEntry(&out->batch, lsm::ValueType::kValue, key, value);
+        if (sv.expiry_micros != 0) {
+          std::string expiring;
+          lsm::AppendExpiringValue(&expiring, sv.expiry_micros, value);
+          WriteBatchInternal::AddEntry(&out->batch, lsm::ValueType::kValueWithExpiry, key,
+                                       expiring);
+        } else {
+          WriteBatchInternal::AddEntry(&out->batch, lsm::ValueType::kValue, key, value);
+        }
         return absl::OkStatus();
       }));
   WriteBatchInternal::SetCount(&out->batch, batch.Count());

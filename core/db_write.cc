@@ -13,7 +13,9 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/db_impl.h"
+#include "core/expiry.h"
 #include "core/write_batch_internal.h"
+#include "io/coding.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
 
@@ -81,6 +83,7 @@ struct DBImpl::PreparedBatch {
   struct Separated {
     size_t begin, end;
     std::string_view key;
+    uint64_t expiry_micros = 0;  // 0: none
   };
   const WriteBatch& batch;
   absl::InlinedVector<Separated, 1> separated;  // in batch order
@@ -89,18 +92,8 @@ struct DBImpl::PreparedBatch {
   uint64_t puts = 0, deletes = 0, range_deletes = 0;
   // Bytes of its values bound for the value log, now or at their flush.
   uint64_t value_log_bytes = 0;
+  bool expiring = false;  // it holds an expiring put
 };
-
-namespace {
-
-// Raises a maximum kept without a lock to at least value.
-void RaiseTo(std::atomic<uint64_t>& max, uint64_t value) {
-  uint64_t seen = max.load(std::memory_order_relaxed);
-  while (value > seen && !max.compare_exchange_weak(seen, value, std::memory_order_relaxed)) {
-  }
-}
-
-}  // namespace
 
 // A group stops growing at this many bytes, so one large write does not make
 // many small ones wait for it (and the reverse).
@@ -116,6 +109,16 @@ absl::Status DBImpl::Put(const WriteOptions& options, std::string_view key,
   WriteBatch batch;
   batch.Put(key, value);
   return Write(options, batch);
+}
+
+absl::Status DB::PutWithTTL(const WriteOptions& options, std::string_view key,
+                            std::string_view value, uint64_t ttl_seconds) {
+  // The checks Write makes for a DB-wide TTL, made here for this one so that
+  // 0 is refused rather than taken as "the default".
+  CAIRN_RETURN_IF_ERROR(ExpiryAfter(0, ttl_seconds).status());
+  WriteOptions o = options;
+  o.ttl_seconds = ttl_seconds;
+  return Put(o, key, value);
 }
 
 absl::Status DBImpl::Delete(const WriteOptions& options, std::string_view key) {
@@ -140,18 +143,25 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
   // as its value-log record, here in the writer's thread.
   return WriteBatchInternal::ForEach(
       p->batch, [&](SequenceNumber, ValueType type, std::string_view key,
-                    std::string_view value) -> absl::Status {
+                    std::string_view stored) -> absl::Status {
+        if (lsm::WithoutExpiry(type) == ValueType::kValuePointer) {
+          return absl::InvalidArgumentError("write batch holds an internal value pointer");
+        }
+        // The views point into rep: the entry ends where its last field does.
+        const std::string_view last = type == ValueType::kDeletion ? key : stored;
+        const size_t end = static_cast<size_t>(last.data() + last.size() - rep.data());
+        // An expiring put (ForEach checked its expiry) is separated and
+        // counted by its value alone.
+        lsm::StoredValue sv;
+        lsm::SplitStoredValue(type, stored, &sv);
+        const std::string_view value = sv.payload;
+        if (lsm::HasExpiry(type)) p->expiring = true;
+        type = sv.type;
         if (type == ValueType::kRangeDeletion) {
           CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckRange(key, value));
         } else {
           CAIRN_RETURN_IF_ERROR(WriteBatchInternal::CheckSizes(key, value));
         }
-        if (type == ValueType::kValuePointer) {
-          return absl::InvalidArgumentError("write batch holds an internal value pointer");
-        }
-        // The views point into rep: the entry ends where its last field does.
-        const std::string_view last = type == ValueType::kDeletion ? key : value;
-        const size_t end = static_cast<size_t>(last.data() + last.size() - rep.data());
         p->user_bytes += key.size() + value.size();
         ++(type == ValueType::kDeletion        ? p->deletes
            : type == ValueType::kRangeDeletion ? p->range_deletes
@@ -166,7 +176,7 @@ absl::Status DBImpl::PrepareBatch(PreparedBatch* p) const {
           // is moved once written.
           if (p->records.empty()) p->records.Reserve((rep.size() - begin) * 65 / 64 + 256);
           CAIRN_RETURN_IF_ERROR(p->records.Add(key, value));
-          p->separated.push_back({begin, end, key});
+          p->separated.push_back({begin, end, key, sv.expiry_micros});
         }
         begin = end;
         return absl::OkStatus();
@@ -180,8 +190,21 @@ absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch)
 absl::Status DBImpl::Write(const WriteOptions& options, const WriteBatch& batch,
                            uint64_t* first_sequence) {
   CAIRN_RETURN_IF_ERROR(CheckWritable("write"));
-  PreparedBatch prepared(batch, vlog_->encoding());
+  // A TTL, the write's or the DB's, makes each plain put of the batch
+  // expire (a copy of the batch; puts with an expiry of their own keep it).
+  const uint64_t ttl =
+      options.ttl_seconds != 0 ? options.ttl_seconds : options_.default_ttl_seconds;
+  WriteBatch expiring;
+  const WriteBatch* to_write = &batch;
+  if (ttl != 0) {
+    CAIRN_RETURN_IF_ERROR(batch.status());
+    CAIRN_ASSIGN_OR_RETURN(const uint64_t expiry, ExpiryAfter(expiry_clock_.NowMicros(), ttl));
+    CAIRN_RETURN_IF_ERROR(WriteBatchInternal::WithExpiry(batch, expiry, &expiring));
+    to_write = &expiring;
+  }
+  PreparedBatch prepared(*to_write, vlog_->encoding());
   CAIRN_RETURN_IF_ERROR(PrepareBatch(&prepared));
+  if (prepared.expiring) expiring_entries_seen_.store(true, std::memory_order_relaxed);
   if (batch.Count() == 0) {
     if (first_sequence != nullptr) *first_sequence = last_sequence_.load() + 1;
     return absl::OkStatus();
@@ -208,7 +231,20 @@ absl::Status DBImpl::WritePointerRewrite(const PointerRewrite& rewrite, bool syn
   // A job syncs its last rewrite only, which makes its earlier ones durable
   // with it, before its final edit marks the victims obsolete
   // (GcCoordinator::JobIndex::LogSegmentEdit, core/gc_job_index.cc).
-  Writer w = Writer::GcRewrite(&rewrite, sync);
+  if (!expiring_entries_seen_.load(std::memory_order_relaxed) &&
+      options_.compaction_filter == nullptr) {
+    Writer w = Writer::GcRewrite(&rewrite, sync);
+    return WriteImpl(&w);
+  }
+  // Expiring entries may be among the keys: their rewrites keep their
+  // expiry (BuildRewriteBatch). And a compaction may have changed a key
+  // since GC saw it live without a write (an expired entry made a
+  // tombstone, a filter's removal or change): that key is not rewritten.
+  std::vector<uint64_t> expiries;
+  CAIRN_RETURN_IF_ERROR(FindRewriteExpiries(rewrite, &expiries));
+  PointerRewrite with_expiries = rewrite;
+  with_expiries.expiries = expiries;
+  Writer w = Writer::GcRewrite(&with_expiries, sync);
   return WriteImpl(&w);
 }
 
@@ -516,8 +552,11 @@ absl::Status DBImpl::PlaceGroup(absl::Span<const PreparedBatch* const> members,
     for (const PreparedBatch::Separated& s : m->separated) {
       WriteBatchInternal::AppendEntries(group, rep.substr(from, s.begin - from));
       ptr.clear();
+      if (s.expiry_micros != 0) io::PutFixed64(&ptr, s.expiry_micros);
       pointers[next++].EncodeTo(&ptr);
-      WriteBatchInternal::AddEntry(group, ValueType::kValuePointer, s.key, ptr);
+      const ValueType t =
+          s.expiry_micros != 0 ? ValueType::kValuePointerWithExpiry : ValueType::kValuePointer;
+      WriteBatchInternal::AddEntry(group, t, s.key, ptr);
       from = s.end;
     }
     WriteBatchInternal::AppendEntries(group, rep.substr(from));
@@ -553,21 +592,28 @@ absl::Status DBImpl::InsertGroup(lsm::MemTable* mem, const WriteBatch& group, bo
   // this process and its entries checked on entry; a pointer that does not
   // decode names nothing.
   absl::Status s = WriteBatchInternal::ForEach(
-      group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view v) {
+      group, [&](SequenceNumber seq, ValueType t, std::string_view k, std::string_view stored) {
         const bool deletion = t == ValueType::kDeletion && separated;
         if (mem_has_pointers || deletion) {
           lsm::MemTable::Superseded old;
-          const bool found = mem->AddAndFindSuperseded(seq, t, k, v, &old, &cursor);
-          if (found && old.type == ValueType::kValuePointer) {
-            if (auto p = vlog::DecodeValuePointer(old.value); p.ok()) superseded += p->size;
+          const bool found = mem->AddAndFindSuperseded(seq, t, k, stored, &old, &cursor);
+          lsm::StoredValue old_sv;
+          if (found && lsm::SplitStoredValue(old.type, old.value, &old_sv) &&
+              old_sv.type == ValueType::kValuePointer) {
+            if (auto p = vlog::DecodeValuePointer(old_sv.payload); p.ok()) superseded += p->size;
           }
           // A deletion may hide a value in the tables below only when it is
           // the key's first entry here: what it supersedes in the memtable
           // is counted above, or is a deletion already counted.
           if (deletion && !found) ++deletions;
         } else {
-          mem->Add(seq, t, k, v, &cursor);
+          mem->Add(seq, t, k, stored, &cursor);
         }
+        // Counted by the value, without its expiry.
+        lsm::StoredValue sv;
+        lsm::SplitStoredValue(t, stored, &sv);
+        const std::string_view v = sv.payload;
+        t = sv.type;
         if (t == ValueType::kValuePointer) {
           if (auto p = vlog::DecodeValuePointer(v); p.ok()) named += p->size;
         } else if (separated && t == ValueType::kValue && v.size() >= threshold) {
@@ -591,111 +637,6 @@ absl::Status DBImpl::InsertInto(lsm::MemTable* mem, const WriteBatch& batch) {
         mem->Add(seq, type, key, value, &cursor);
         return absl::OkStatus();
       });
-}
-
-absl::Status DBImpl::WaitForValueLogSpace(uint64_t bytes) {
-  if (!bg_error_.ok()) return bg_error_;
-  if (shutting_down_) return absl::AbortedError("the database is closing");
-  gc::GcController& controller = gc_.ControllerLocked();
-  if (!controller.enabled() || options_.value_separation_threshold == kInlineValues) {
-    return absl::OkStatus();
-  }
-  // GC is behind: the write waits its turn at the delayed-write rate, at
-  // most max_write_delay (gc/gc_controller.h). The figure is kept per edit,
-  // so this reads counters, never every segment.
-  const double amp = ledger_.Space(/*with_estimate=*/true).amplification();
-  // Writes wait only for a GC that is collecting. One that has not looked
-  // since the trigger was passed sleeps between idle rounds (up to a
-  // second): wake it rather than delay writes for nothing meanwhile.
-  if (!controller.collecting() && amp > controller.start_mark()) {
-    background_cv_.SignalAll();
-  }
-  const absl::Duration delay =
-      controller.WriteDelay(amp, bytes, absl::Now(), gc_.CanCollectLocked());
-  write_delayed_ = delay > absl::ZeroDuration() || amp > controller.slowdown_mark();
-  if (delay <= absl::ZeroDuration()) return absl::OkStatus();
-  SetStallCondition(StallCondition::kDelayed, "value-log space: GC is behind");
-  counters_.stall_slowdowns.fetch_add(1, std::memory_order_relaxed);
-  RaiseTo(counters_.stall_max_delay_micros,
-          static_cast<uint64_t>(absl::ToInt64Microseconds(delay)));
-  mu_.Unlock();
-  const auto start = std::chrono::steady_clock::now();
-  absl::SleepFor(delay);
-  RecordStall(start);
-  mu_.Lock();
-  return absl::OkStatus();
-}
-
-void DBImpl::RecordStall(std::chrono::steady_clock::time_point start) {
-  const uint64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
-                              std::chrono::steady_clock::now() - start)
-                              .count();
-  counters_.stall_micros.fetch_add(micros, std::memory_order_relaxed);
-  RaiseTo(counters_.stall_max_micros, micros);
-}
-
-void DBImpl::SlowDownWrite() {
-  counters_.stall_slowdowns.fetch_add(1, std::memory_order_relaxed);
-  mu_.Unlock();
-  const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  RecordStall(start);
-  mu_.Lock();
-}
-
-absl::Status DBImpl::MakeRoomForWrite(bool force) {
-  bool allow_delay = !force;
-  while (true) {
-    if (!bg_error_.ok()) return bg_error_;
-    // The background threads are gone or going: waiting for a flush would
-    // never end (a GC rewrite can still be writing during close).
-    if (shutting_down_) return absl::AbortedError("the database is closing");
-    const int l0_files = static_cast<int>(versions_->current()->NumFiles(0));
-    // A pending-bytes limit of 0 is off, as in RocksDB.
-    const uint64_t soft = options_.soft_pending_compaction_bytes_limit;
-    const uint64_t hard = options_.hard_pending_compaction_bytes_limit;
-    if (allow_delay && (l0_files >= options_.level0_slowdown_trigger ||
-                        (soft != 0 && pending_compaction_bytes_ >= soft))) {
-      // Near the stop trigger: give each write a 1 ms delay rather than stop
-      // one write for seconds later.
-      SetStallCondition(StallCondition::kDelayed,
-                        l0_files >= options_.level0_slowdown_trigger
-                            ? "level-0 files at the slowdown trigger"
-                            : "pending compaction bytes at the soft limit");
-      SlowDownWrite();
-      allow_delay = false;
-      continue;
-    }
-    if (!force && mem_->ApproximateMemoryUsage() < options_.memtable_size &&
-        !ledger_.MemTableFull()) {
-      if (allow_delay && !write_delayed_) SetStallCondition(StallCondition::kNormal, "");
-      return absl::OkStatus();
-    }
-    if (imm_.size() >= 2 || l0_files >= options_.level0_stop_trigger ||
-        (hard != 0 && pending_compaction_bytes_ >= hard)) {
-      // Flushes (or L0 compactions) are behind: wait for them.
-      SetStallCondition(StallCondition::kStopped,
-                        imm_.size() >= 2 ? "memtables waiting for their flush"
-                        : l0_files >= options_.level0_stop_trigger
-                            ? "level-0 files at the stop trigger"
-                            : "pending compaction bytes at the hard limit");
-      counters_.stall_stops.fetch_add(1, std::memory_order_relaxed);
-      const auto start = std::chrono::steady_clock::now();
-      background_cv_.Wait(&mu_);
-      RecordStall(start);
-      continue;
-    }
-    if (force && mem_->empty()) return absl::OkStatus();
-    // Switch to a fresh memtable and WAL. A failure here (a sync of the old
-    // WAL or value log, or the new WAL's creation) stops writes: the old
-    // WAL's durability is unknown.
-    absl::Status s = NewLog();
-    if (!s.ok()) {
-      SetBackgroundError(s);
-      return bg_error_;
-    }
-    return absl::OkStatus();
-  }
 }
 
 absl::Status DBImpl::NewLog() {

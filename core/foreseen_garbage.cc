@@ -102,11 +102,13 @@ vlog::DeadRecords::Batch FindShadowedRecords(const lsm::Version& base, lsm::Tabl
     if (k.sequence == 0) continue;
     lsm::TableGetResult result;
     const std::string lookup = lsm::MakeLookupKey(k.user_key, k.sequence - 1);
+    lsm::StoredValue sv;
     if (!base.Get(ro, tables, lookup, &result).ok() || !result.found ||
-        result.type != lsm::ValueType::kValuePointer) {
+        !lsm::SplitStoredValue(result.type, result.value, &sv) ||
+        sv.type != lsm::ValueType::kValuePointer) {
       continue;
     }
-    const absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(result.value);
+    const absl::StatusOr<vlog::ValuePointer> ptr = vlog::DecodeValuePointer(sv.payload);
     if (ptr.ok()) batch[ptr->segment_id].push_back({ptr->offset, ptr->size});
   }
   return batch;

@@ -46,6 +46,10 @@ struct GcPointerRewrite {
   // keys up in the whole LSM.
   lsm::SequenceNumber base_sequence = 0;
   const lsm::MemTable* base_mem = nullptr;
+  // The DB's own (the coordinator leaves it empty): each key's expiry as
+  // found before the rewrite entered the write queue (0: none), which its
+  // rewrite keeps. Empty: no key expires.
+  absl::Span<const uint64_t> expiries;
 };
 
 // The read view a batch of liveness checks used: its sequence and its

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "cairn/compaction_filter.h"
 #include "io/status_macros.h"
 #include "lsm/filename.h"
 #include "lsm/log_format.h"
@@ -117,6 +118,11 @@ std::string FormatOptionsFile(const Options& o) {
   add("compaction_readahead_size", o.compaction_readahead_size);
   add("max_info_log_size", o.max_info_log_size);
   add("stats_dump_period_sec", o.stats_dump_period_sec);
+  // Expiry and filters (issue 60): the clock and the filter are code, so
+  // only whether one is set, and the filter's name.
+  add("default_ttl_seconds", o.default_ttl_seconds);
+  add("clock", o.clock != nullptr ? "custom" : "system");
+  add("compaction_filter", o.compaction_filter != nullptr ? o.compaction_filter->Name() : "none");
   return out;
 }
 

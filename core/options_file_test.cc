@@ -77,7 +77,7 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
     std::string from, to, key;
   };
   const std::vector<Case> cases = {
-      {"table_format_version=2", "table_format_version=3", "table_format_version"},
+      {"table_format_version=3", "table_format_version=4", "table_format_version"},
       {"wal_format_version=7", "wal_format_version=9", "wal_format_version"},
       {"segment_format_version=2", "segment_format_version=3", "segment_format_version"},
       {"manifest_format_version=1", "manifest_format_version=2", "manifest_format_version"},
@@ -103,7 +103,7 @@ TEST(OptionsFileTest, FormatMismatchesAreFailedPreconditionNamingTheKey) {
       absl::StrReplaceAll(good, {{"wal_format_version=7", "wal_format_version=2"}}),
       "OPTIONS-000005"));
   ASSERT_OK(CheckOptionsFile(
-      absl::StrReplaceAll(good, {{"table_format_version=2", "table_format_version=1"}}),
+      absl::StrReplaceAll(good, {{"table_format_version=3", "table_format_version=1"}}),
       "OPTIONS-000005"));
 }
 
@@ -183,7 +183,7 @@ TEST_F(OptionsFileDbTest, OpenRefusesADatabaseWrittenUnderANewerFormat) {
     auto f = fs_->NewWritableFile(path, {});
     ASSERT_OK(f);
     ASSERT_OK((*f)->Append(
-        absl::StrReplaceAll(*text, {{"table_format_version=2", "table_format_version=3"}})));
+        absl::StrReplaceAll(*text, {{"table_format_version=3", "table_format_version=4"}})));
     ASSERT_OK((*f)->Close());
   }
   auto names = fs_->ListDir("/db");

@@ -93,6 +93,12 @@ absl::Status ValidateOptions(const Options& o) {
     return absl::InvalidArgumentError(
         "Options::value_log_segment_size must be in [64 KiB, 4 GiB]");
   }
+  if (o.default_ttl_seconds > kMaxTtlSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat("Options::default_ttl_seconds of ",
+                                                   o.default_ttl_seconds,
+                                                   " exceeds kMaxTtlSeconds (", kMaxTtlSeconds,
+                                                   ")"));
+  }
   for (size_t i = 0; i < o.listeners.size(); ++i) {
     if (o.listeners[i] == nullptr) {
       return absl::InvalidArgumentError(

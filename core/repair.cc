@@ -355,8 +355,9 @@ class Repairer {
   }
 
   // The value of a salvaged pointer entry, or why it cannot be read.
-  absl::Status ReadPointedValue(const std::string& key, const Salvaged& s, std::string* value) {
-    CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, vlog::DecodeValuePointer(s.value));
+  absl::Status ReadPointedValue(const std::string& key, std::string_view pointer,
+                                std::string* value) {
+    CAIRN_ASSIGN_OR_RETURN(vlog::ValuePointer ptr, vlog::DecodeValuePointer(pointer));
     if (auto e = reader_errors_.find(ptr.segment_id); e != reader_errors_.end()) return e->second;
     std::unique_ptr<vlog::SegmentReader>& reader = readers_[ptr.segment_id];
     if (reader == nullptr) {
@@ -380,6 +381,10 @@ class Repairer {
     Options o = options_;
     o.create_if_missing = true;
     o.error_if_exists = true;
+    // Entries keep the expiry they had, no more and no less, and nothing
+    // salvaged is filtered.
+    o.default_ttl_seconds = 0;
+    o.compaction_filter = nullptr;
     CAIRN_ASSIGN_OR_RETURN(std::unique_ptr<DB> db, OpenWithFileSystem(o, temp_dir_, fs_));
     WriteBatch batch;
     std::string value;
@@ -390,16 +395,30 @@ class Repairer {
         ++report_->keys_deleted;
         continue;
       }
-      if (s.type == lsm::ValueType::kValuePointer) {
-        if (absl::Status r = ReadPointedValue(key, s, &value); !r.ok()) {
+      // An expiring entry keeps its expiry (one already past reads as
+      // deleted in the repaired database too).
+      lsm::StoredValue sv;
+      if (!lsm::SplitStoredValue(s.type, s.value, &sv)) {
+        ++report_->values_lost;
+        Lost(absl::StrFormat("key '%s' (newest entry in %s, sequence %d): expiring entry without "
+                             "its expiry",
+                             KeyText(key), s.source, s.sequence));
+        continue;
+      }
+      std::string_view v = sv.payload;
+      if (sv.type == lsm::ValueType::kValuePointer) {
+        if (absl::Status r = ReadPointedValue(key, sv.payload, &value); !r.ok()) {
           ++report_->values_lost;
           Lost(absl::StrFormat("key '%s' (newest entry in %s, sequence %d): value unreadable: %s",
                                KeyText(key), s.source, s.sequence, r.ToString()));
           continue;
         }
-        batch.Put(key, value);
+        v = value;
+      }
+      if (sv.expiry_micros != 0) {
+        batch.PutWithExpiry(key, v, sv.expiry_micros);
       } else {
-        batch.Put(key, s.value);
+        batch.Put(key, v);
       }
       ++report_->keys_salvaged;
       if (batch.ApproximateSize() >= kBatchBytes) {

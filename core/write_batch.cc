@@ -33,6 +33,22 @@ void WriteBatch::Put(std::string_view key, std::string_view value) {
   if (CheckSizes(key, value)) WriteBatchInternal::AddEntry(this, ValueType::kValue, key, value);
 }
 
+void WriteBatch::PutWithExpiry(std::string_view key, std::string_view value,
+                               uint64_t expiry_micros) {
+  if (!CheckSizes(key, value)) return;
+  if (expiry_micros == 0) {
+    if (status_.ok()) {
+      status_ = absl::InvalidArgumentError(
+          "WriteBatch::PutWithExpiry: an expiry of 0 means none; use Put");
+    }
+    return;
+  }
+  std::string stored;
+  stored.reserve(lsm::kExpirySize + value.size());
+  lsm::AppendExpiringValue(&stored, expiry_micros, value);
+  WriteBatchInternal::AddEntry(this, ValueType::kValueWithExpiry, key, stored);
+}
+
 void WriteBatch::Delete(std::string_view key) {
   if (CheckSizes(key, {})) WriteBatchInternal::AddEntry(this, ValueType::kDeletion, key, {});
 }
@@ -65,7 +81,16 @@ absl::Status WriteBatch::Iterate(Handler* handler) const {
             return absl::OkStatus();
           case ValueType::kRangeDeletion:
             return handler->DeleteRange(key, value);
+          case ValueType::kValueWithExpiry: {
+            lsm::StoredValue sv;
+            if (!lsm::SplitStoredValue(type, value, &sv)) {
+              return absl::DataLossError("WriteBatch::Iterate: an expiring put is malformed");
+            }
+            handler->PutWithExpiry(key, sv.payload, sv.expiry_micros);
+            return absl::OkStatus();
+          }
           case ValueType::kValuePointer:
+          case ValueType::kValuePointerWithExpiry:
             break;
         }
         return absl::InvalidArgumentError("WriteBatch::Iterate: batch holds value pointers");
@@ -210,6 +235,24 @@ void WriteBatchInternal::AddEntry(WriteBatch* b, ValueType type, std::string_vie
   if (type != ValueType::kDeletion) io::PutLengthPrefixed(&b->rep_, value);
 }
 
+absl::Status WriteBatchInternal::WithExpiry(const WriteBatch& b, uint64_t expiry_micros,
+                                            WriteBatch* out) {
+  out->Clear();
+  SetSequence(out, Sequence(b));
+  std::string stored;
+  return ForEach(b, [&](lsm::SequenceNumber, ValueType type, std::string_view key,
+                        std::string_view value) {
+    if (type == ValueType::kValue) {
+      stored.clear();
+      lsm::AppendExpiringValue(&stored, expiry_micros, value);
+      AddEntry(out, ValueType::kValueWithExpiry, key, stored);
+    } else {
+      AddEntry(out, type, key, value);
+    }
+    return absl::OkStatus();
+  });
+}
+
 absl::Status WriteBatchInternal::ForEach(const WriteBatch& b, EntryFn fn) {
   return ForEach(std::string_view(b.rep_), fn);
 }
@@ -233,6 +276,13 @@ absl::Status WriteBatchInternal::ForEach(std::string_view contents, EntryFn fn) 
     if (!io::GetLengthPrefixed(&in, &key) ||
         (type != ValueType::kDeletion && !io::GetLengthPrefixed(&in, &value))) {
       return absl::DataLossError(absl::StrCat("write batch entry ", found, " is truncated"));
+    }
+    if (lsm::HasExpiry(type)) {
+      lsm::StoredValue sv;
+      if (!lsm::SplitStoredValue(type, value, &sv)) {
+        return absl::DataLossError(
+            absl::StrCat("write batch entry ", found, ": expiring value without its expiry"));
+      }
     }
     CAIRN_RETURN_IF_ERROR(fn(seq + found, type, key, value));
     ++found;

@@ -5,9 +5,11 @@
 //   entry  := type:u8 key:lenprefixed [value:lenprefixed]   (no value for deletions)
 //
 // type is lsm::ValueType: 0 deletion, 1 inline value, 2 value pointer, 3
-// range deletion (key = begin, value = end; WAL format 5). Users only ever
-// add types 0, 1 and 3; the write path rewrites large values into
-// pointers (type 2) before the batch reaches the WAL.
+// range deletion (key = begin, value = end; WAL format 5), 4 inline value
+// with expiry, 5 value pointer with expiry (WAL format 6; the value of 4 and
+// 5 begins with the fixed64 expiry, lsm/dbformat.h). Users only ever add
+// types 0, 1, 3 and 4; the write path rewrites large values into pointers
+// (type 2 or 5) before the batch reaches the WAL.
 #ifndef CAIRN_CORE_WRITE_BATCH_INTERNAL_H_
 #define CAIRN_CORE_WRITE_BATCH_INTERNAL_H_
 
@@ -85,8 +87,14 @@ class WriteBatchInternal {
   static void AddEntry(WriteBatch* b, lsm::ValueType type, std::string_view key,
                        std::string_view value);
 
+  // The batch with each kValue entry made to expire at expiry_micros
+  // (kValueWithExpiry) in *out; entries with an expiry of their own keep it.
+  // DataLoss for a malformed batch, as ForEach.
+  static absl::Status WithExpiry(const WriteBatch& b, uint64_t expiry_micros, WriteBatch* out);
+
   // Visits each entry with its sequence number (the batch's sequence plus
-  // its index). DataLoss when the encoding is malformed or the count is
+  // its index). DataLoss when the encoding is malformed (an expiring entry
+  // without its 8-byte nonzero expiry included) or the count is
   // wrong; on error nothing after the bad entry is visited.
   using EntryFn = absl::FunctionRef<absl::Status(lsm::SequenceNumber seq, lsm::ValueType type,
                                                  std::string_view key, std::string_view value)>;

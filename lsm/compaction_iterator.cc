@@ -13,14 +13,16 @@ CompactionIterator::CompactionIterator(InternalIterator* input,
                                        SequenceNumber latest_sequence,
                                        KeyMayExistBelow key_may_exist_below,
                                        CompactionListener* listener,
-                                       RangeTombstonesPtr range_dels)
+                                       RangeTombstonesPtr range_dels,
+                                       CompactionIteratorOptions options)
     : input_(input),
       snapshots_(std::move(snapshots)),
       latest_sequence_(latest_sequence),
       key_may_exist_below_(std::move(key_may_exist_below)),
       listener_(listener),
       range_dels_(range_dels != nullptr && !range_dels->empty() ? std::move(range_dels)
-                                                                : nullptr) {}
+                                                                : nullptr),
+      options_(options) {}
 
 bool CompactionIterator::CoveredByRange(size_t stripe) {
   if (range_dels_ == nullptr) return false;
@@ -58,8 +60,67 @@ size_t CompactionIterator::StripeOf(SequenceNumber seq) const {
   return seq <= latest_sequence_ ? snapshots_.size() : snapshots_.size() + 1;
 }
 
+void CompactionIterator::ReportDropped(ValueType type, std::string_view payload,
+                                       size_t stored_size) {
+  ++stats_.dropped_values;
+  stats_.dropped_value_bytes += stored_size;
+  if (listener_ != nullptr) listener_->OnValueDropped(ikey_.user_key, type, payload);
+}
+
+void CompactionIterator::Rewrite(ValueType t, std::string_view v) {
+  key_.clear();
+  AppendInternalKey(&key_, ikey_.user_key, ikey_.sequence, t);
+  value_.assign(v);
+  rewritten_ = true;
+  // ikey_'s user key still points into the input's key, which stays put
+  // until the next move.
+  ikey_.type = t;
+}
+
+bool CompactionIterator::ExpireOrFilter(size_t stripe) {
+  StoredValue sv;
+  if (!SplitStoredValue(ikey_.type, input_->value(), &sv)) {
+    status_ = absl::DataLossError(absl::StrCat(
+        "compaction input holds an expiring entry without its expiry, key '",
+        absl::CHexEscape(absl::string_view(ikey_.user_key.data(), ikey_.user_key.size())), "'"));
+    return false;
+  }
+  bool remove = false;
+  if (IsExpired(sv.expiry_micros, options_.now_micros)) {
+    ++stats_.expired;
+    remove = true;
+  } else if (options_.filter != nullptr && stripe == snapshots_.size()) {
+    // The newest stripe, above every snapshot: no snapshot sees the entry.
+    CompactionEntryFilter::Verdict verdict = CompactionEntryFilter::Verdict::kKeep;
+    new_value_.clear();
+    status_ = options_.filter->Filter(ikey_.user_key, sv.type, sv.payload, sv.expiry_micros,
+                                      &verdict, &new_value_);
+    if (!status_.ok()) return false;
+    if (verdict == CompactionEntryFilter::Verdict::kRemove) {
+      ++stats_.filter_removed;
+      remove = true;
+    } else if (verdict == CompactionEntryFilter::Verdict::kChangeValue) {
+      ++stats_.filter_changed;
+      ReportDropped(sv.type, sv.payload, input_->value().size());
+      std::string v;
+      if (sv.expiry_micros != 0) {
+        AppendExpiringValue(&v, sv.expiry_micros, new_value_);
+        Rewrite(ValueType::kValueWithExpiry, v);
+      } else {
+        Rewrite(ValueType::kValue, new_value_);
+      }
+    }
+  }
+  if (remove) {
+    ReportDropped(sv.type, sv.payload, input_->value().size());
+    Rewrite(ValueType::kDeletion, {});
+  }
+  return true;
+}
+
 void CompactionIterator::FindNextKept() {
   valid_ = false;
+  rewritten_ = false;
   for (; input_->Valid(); input_->Next()) {
     ++stats_.input_entries;
     if (!ParseInternalKey(input_->key(), &ikey_)) {
@@ -84,6 +145,11 @@ void CompactionIterator::FindNextKept() {
     }
     last_stripe_ = stripe;
     if (!hidden) {
+      rewritten_ = false;
+      if (ikey_.type != ValueType::kDeletion &&
+          (HasExpiry(ikey_.type) || options_.filter != nullptr) && !ExpireOrFilter(stripe)) {
+        return;
+      }
       if (ikey_.type == ValueType::kDeletion && stripe == 0 && key_may_exist_below_ &&
           !key_may_exist_below_(ikey_.user_key)) {
         // Every snapshot sees the key deleted and nothing older survives
@@ -97,11 +163,13 @@ void CompactionIterator::FindNextKept() {
     }
     ++stats_.dropped_obsolete;
     if (ikey_.type != ValueType::kDeletion) {
-      ++stats_.dropped_values;
-      stats_.dropped_value_bytes += input_->value().size();
-      if (listener_ != nullptr) {
-        listener_->OnValueDropped(ikey_.user_key, ikey_.type, input_->value());
+      // The listener hears the value without its expiry.
+      StoredValue sv;
+      if (!SplitStoredValue(ikey_.type, input_->value(), &sv)) {
+        sv.type = WithoutExpiry(ikey_.type);
+        sv.payload = std::string_view();  // damaged: names no record
       }
+      ReportDropped(sv.type, sv.payload, input_->value().size());
     }
   }
   status_ = input_->status();

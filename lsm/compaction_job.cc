@@ -293,7 +293,7 @@ void RunSubcompaction(const Compaction& c, const Version& base, const Compaction
   CompactionIterator ci(
       input.get(), env.snapshots, env.latest_sequence,
       [&deeper](std::string_view user_key) { return deeper.MayHold(user_key); }, env.listener,
-      sub->input_range_dels);
+      sub->input_range_dels, {.now_micros = env.now_micros, .filter = env.filter});
   sub->status = WriteOutputs(c, ci, sub->outputs, failed, &sub->output_entries,
                              sub->kept_range_dels.get(), sub->start, sub->end);
   sub->input_stats = ci.stats();
@@ -437,6 +437,9 @@ absl::Status RunCompaction(const Compaction& c, const Version& base, const Compa
     stats->dropped_by_range += cs.dropped_by_range;
     stats->dropped_values += cs.dropped_values;
     stats->dropped_value_bytes += cs.dropped_value_bytes;
+    stats->expired += cs.expired;
+    stats->filter_removed += cs.filter_removed;
+    stats->filter_changed += cs.filter_changed;
     if (s.ok() && !sub->stopped) s = sub->status;
   }
   if (!s.ok()) {

@@ -70,6 +70,12 @@ struct CompactionJobEnv {
   SequenceNumber latest_sequence = kMaxSequenceNumber;
   // Hears of every value the job drops; may be null.
   CompactionListener* listener = nullptr;
+  // Entries expired at this time are dropped (0: none), and the filter (may
+  // be null) decides on the others no snapshot sees
+  // (lsm/compaction_iterator.h). The filter is called from every key
+  // range's thread at once.
+  uint64_t now_micros = 0;
+  CompactionEntryFilter* filter = nullptr;
   // Told of each output file once it exists, before anything is written
   // to it (the caller may start syncing its directory entry then); may be
   // empty.
@@ -109,6 +115,10 @@ struct CompactionJobStats {
   // Values (kValue, kValuePointer) handed to the listener, and their bytes.
   uint64_t dropped_values = 0;
   uint64_t dropped_value_bytes = 0;
+  // Expired entries dropped; entries a filter removed and changed.
+  uint64_t expired = 0;
+  uint64_t filter_removed = 0;
+  uint64_t filter_changed = 0;
   uint64_t micros = 0;
   // Key ranges the job ran as (1: not split).
   uint64_t subcompactions = 1;

@@ -9,6 +9,12 @@
 // kValuePointer holds an opaque pointer that only the value log understands.
 // The LSM never interprets pointer bytes; it hands the ones a compaction drops
 // to a CompactionListener.
+//
+// Expiring entries (issue 60, TTL; WAL format 6, table format 3): types 4 and
+// 5 are kValue and kValuePointer whose stored bytes begin with the entry's
+// expiry, fixed64 microseconds since the Unix epoch, followed by the inline
+// value or the pointer bytes. Readers treat an entry whose expiry is at or
+// before their clock as a deletion (docs/decisions/20261207_ttl_expiry.md).
 #ifndef CAIRN_LSM_DBFORMAT_H_
 #define CAIRN_LSM_DBFORMAT_H_
 
@@ -35,15 +41,74 @@ enum class ValueType : uint8_t {
   // keep range deletions beside their point entries
   // (lsm/range_tombstone.h).
   kRangeDeletion = 3,
+  // An inline value or a value pointer whose stored bytes begin with an
+  // 8-byte expiry (TTL, 2026-12-07, issue 60).
+  kValueWithExpiry = 4,
+  kValuePointerWithExpiry = 5,
 };
 // Seek targets use the highest type so they sort before every entry of the
 // same user key and sequence.
-inline constexpr ValueType kValueTypeForSeek = ValueType::kValuePointer;
+inline constexpr ValueType kValueTypeForSeek = ValueType::kValuePointerWithExpiry;
 
 // Types a point entry (a memtable's or a data block's) may have.
-inline bool IsValidValueType(uint8_t t) { return t <= 2; }
+inline bool IsValidValueType(uint8_t t) { return t <= 2 || t == 4 || t == 5; }
 // Types a write batch entry may have: the point types and kRangeDeletion.
-inline bool IsValidBatchType(uint8_t t) { return t <= 3; }
+inline bool IsValidBatchType(uint8_t t) { return t <= 5; }
+
+// Bytes of the expiry that begins an expiring entry's stored value.
+inline constexpr size_t kExpirySize = 8;
+
+inline bool HasExpiry(ValueType t) {
+  return t == ValueType::kValueWithExpiry || t == ValueType::kValuePointerWithExpiry;
+}
+// kValue for kValueWithExpiry, kValuePointer for kValuePointerWithExpiry;
+// any other type unchanged.
+inline ValueType WithoutExpiry(ValueType t) {
+  if (t == ValueType::kValueWithExpiry) return ValueType::kValue;
+  if (t == ValueType::kValuePointerWithExpiry) return ValueType::kValuePointer;
+  return t;
+}
+// The expiring form of kValue or kValuePointer; any other type unchanged.
+inline ValueType WithExpiry(ValueType t) {
+  if (t == ValueType::kValue) return ValueType::kValueWithExpiry;
+  if (t == ValueType::kValuePointer) return ValueType::kValuePointerWithExpiry;
+  return t;
+}
+
+// An entry's stored bytes taken apart: the type without expiry, the expiry
+// (0: none) and the inline value or pointer bytes.
+struct StoredValue {
+  ValueType type = ValueType::kValue;
+  uint64_t expiry_micros = 0;
+  std::string_view payload;
+};
+
+// False when an expiring entry's bytes are shorter than its expiry (damage),
+// or its expiry is 0 (never written: 0 means "no expiry").
+inline bool SplitStoredValue(ValueType t, std::string_view stored, StoredValue* out) {
+  out->type = WithoutExpiry(t);
+  if (!HasExpiry(t)) {
+    out->expiry_micros = 0;
+    out->payload = stored;
+    return true;
+  }
+  if (stored.size() < kExpirySize) return false;
+  out->expiry_micros = io::DecodeFixed64(stored.data());
+  out->payload = stored.substr(kExpirySize);
+  return out->expiry_micros != 0;
+}
+
+// The stored bytes of an expiring entry.
+inline void AppendExpiringValue(std::string* dst, uint64_t expiry_micros,
+                                std::string_view payload) {
+  io::PutFixed64(dst, expiry_micros);
+  dst->append(payload);
+}
+
+// Whether an entry with this expiry (0: none) reads as deleted at now.
+inline bool IsExpired(uint64_t expiry_micros, uint64_t now_micros) {
+  return expiry_micros != 0 && expiry_micros <= now_micros;
+}
 
 inline uint64_t PackSequenceAndType(SequenceNumber seq, ValueType t) {
   return (seq << 8) | static_cast<uint8_t>(t);

@@ -30,13 +30,15 @@ inline constexpr uint64_t kLogMagic = 0x4c41574e52494143ull;  // "CAIRNWAL" as f
 // for writes it cannot parse, so it must refuse the file: "Sync records").
 // Version 5 (2026-12-07) adds range-deletion entries (type 3) to the write
 // batches a WAL carries: an older build would refuse them as an unknown
-// entry type, so as damage, and must refuse the file first. Version 7
-// (2026-12-08) adds the ingestion event (a record an older build would take
-// for a malformed write batch: "Ingestion events"); version 6 is reserved
-// for expiring values, which branch ttl adds. Readers take all of them; the
-// framing is the same in each.
+// entry type, so as damage, and must refuse the file first. Version 6
+// (2026-12-07, issue 60) adds the expiring entry types 4 and 5
+// (lsm/dbformat.h) for the same reason. Version 7 (2026-12-08) adds the
+// ingestion event (a record an older build would take for a malformed
+// write batch: "Ingestion events"). Readers take all of them; the framing
+// is the same in each.
 inline constexpr uint32_t kLogFormatVersion = 7;
 inline constexpr uint32_t kIngestionEventLogFormatVersion = 7;
+inline constexpr uint32_t kExpiryLogFormatVersion = 6;
 inline constexpr uint32_t kRangeDeletionLogFormatVersion = 5;
 inline constexpr uint32_t kSyncRecordLogFormatVersion = 4;
 inline constexpr uint32_t kPrefilledLogFormatVersion = 3;

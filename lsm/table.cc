@@ -313,6 +313,9 @@ absl::StatusOr<std::unique_ptr<Table>> Table::Open(const TableOptions& options,
     table->range_tombstones_ =
         std::make_shared<const FragmentedRangeTombstones>(table->range_tombstone_list_);
   }
+  if (footer.version == kExpiryTableFormatVersion && options.on_expiring_table) {
+    options.on_expiring_table();
+  }
   return table;
 }
 

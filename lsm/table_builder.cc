@@ -27,7 +27,10 @@ std::string IndexSeparator(std::string_view last, std::string_view next) {
         std::string user(lu.substr(0, i + 1));
         user.back() = static_cast<char>(b + 1);
         std::string sep;
-        AppendInternalKey(&sep, user, kMaxSequenceNumber, kValueTypeForSeek);
+        // The separator only bounds user keys (no entry has the largest
+        // sequence), so its type is the one it had before the expiring
+        // types (2026-12-07): index bytes, and the golden table, unchanged.
+        AppendInternalKey(&sep, user, kMaxSequenceNumber, ValueType::kValuePointer);
         return sep;
       }
     }
@@ -79,10 +82,12 @@ absl::Status TableBuilder::Add(std::string_view internal_key, std::string_view v
   props_.largest_sequence = std::max(props_.largest_sequence, parsed.sequence);
   ++props_.num_entries;
   if (parsed.type == ValueType::kDeletion) ++props_.num_deletions;
-  if (parsed.type == ValueType::kValuePointer) {
+  if (HasExpiry(parsed.type)) ++props_.num_expiring;
+  if (WithoutExpiry(parsed.type) == ValueType::kValuePointer) {
     ++props_.num_value_pointers;
-    if (options_.value_pointer_bytes) {
-      props_.value_pointer_bytes += options_.value_pointer_bytes(value);
+    StoredValue sv;
+    if (options_.value_pointer_bytes && SplitStoredValue(parsed.type, value, &sv)) {
+      props_.value_pointer_bytes += options_.value_pointer_bytes(sv.payload);
     }
   }
   props_.raw_key_bytes += internal_key.size();
@@ -160,6 +165,9 @@ absl::Status TableBuilder::Finish() {
     } else {
       footer.version = kOldestTableFormatVersion;
     }
+    // Version 3 only for a table that needs it (lsm/table_format.h); it may
+    // carry the range-deletion block as well.
+    if (props_.num_expiring > 0) footer.version = kExpiryTableFormatVersion;
     std::string props;
     props_.EncodeTo(&props);
     CAIRN_RETURN_IF_ERROR(WriteBlock(props, /*allow_compression=*/true,

@@ -42,6 +42,10 @@ struct TableOptions {
   // value_pointer_bytes property (tag 9). Null: the property is not
   // written. A pointer that does not decode counts 0 (its reads report it).
   std::function<uint64_t(std::string_view pointer)> value_pointer_bytes;
+  // Called when a table of format version 3 (one holding expiring entries)
+  // is opened; may be empty. The DB learns from it that its LSM may hold
+  // expiring entries (core/db_impl.h, expiring_entries_seen_).
+  std::function<void()> on_expiring_table;
 };
 
 class TableBuilder {

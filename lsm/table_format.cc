@@ -31,6 +31,7 @@ enum PropertyTag : uint32_t {
   kNumRangeDeletions = 10,
   kRangeDeletionOffset = 11,
   kRangeDeletionSize = 12,
+  kNumExpiring = 13,
 };
 
 }  // namespace
@@ -63,6 +64,7 @@ void TableProperties::EncodeTo(std::string* dst) const {
     put(kRangeDeletionOffset, range_deletion_handle.offset);
     put(kRangeDeletionSize, range_deletion_handle.size);
   }
+  if (num_expiring > 0) put(kNumExpiring, num_expiring);
 }
 
 absl::Status TableProperties::DecodeFrom(std::string_view input, const std::string& origin) {
@@ -92,6 +94,7 @@ absl::Status TableProperties::DecodeFrom(std::string_view input, const std::stri
       case kNumRangeDeletions: num_range_deletions = v; break;
       case kRangeDeletionOffset: range_deletion_handle.offset = v; break;
       case kRangeDeletionSize: range_deletion_handle.size = v; break;
+      case kNumExpiring: num_expiring = v; break;
       default: break;  // written by a newer build; skipped on purpose
     }
   }

@@ -25,13 +25,17 @@ namespace cairn::lsm {
 // "cairnSST" read as a little-endian uint64: the file's last 8 bytes.
 inline constexpr uint64_t kTableMagicNumber = 0x5453536e72696163ull;
 // Versions this build reads and writes. Retired versions: none yet.
-// Version 2 (2026-12-07) adds the range-deletion block; a builder writes 2
-// only for a table that has range tombstones, and 1 (byte for byte as
-// before) for every other, so an older build refuses exactly the tables
-// whose deletions it would ignore.
-inline constexpr uint32_t kTableFormatVersion = 2;
+// Version 2 (2026-12-07) adds the range-deletion block; version 3
+// (2026-12-07, issue 60) adds the expiring entry types 4 and 5
+// (lsm/dbformat.h) and may hold a range-deletion block too. A builder writes
+// 3 only for a table that holds an expiring entry, 2 for one with range
+// tombstones but no expiring entry, and 1 (byte for byte as before) for
+// every other, so an older build refuses exactly the tables it would
+// misread.
+inline constexpr uint32_t kTableFormatVersion = 3;
 inline constexpr uint32_t kOldestTableFormatVersion = 1;
 inline constexpr uint32_t kRangeDeletionTableFormatVersion = 2;
+inline constexpr uint32_t kExpiryTableFormatVersion = 3;
 
 // Compression type byte of the block trailer. On disk: never renumber.
 enum class BlockCompression : uint8_t { kNone = 0, kZstd = 1 };
@@ -83,6 +87,9 @@ struct TableProperties {
   // there is at least one.
   uint64_t num_range_deletions = 0;
   BlockHandle range_deletion_handle;
+  // Tag 13 (2026-12-07, issue 60): entries of the expiring types 4 and 5
+  // (written only when nonzero, by version 3 tables).
+  uint64_t num_expiring = 0;
 
   void EncodeTo(std::string* dst) const;
   // DataLoss naming origin when the pairs are malformed.
@@ -98,7 +105,7 @@ struct Footer {
   BlockHandle index_handle;
   BlockHandle filter_handle;
   BlockHandle properties_handle;
-  uint32_t version = kTableFormatVersion;
+  uint32_t version = kOldestTableFormatVersion;
 
   void EncodeTo(std::string* dst) const;
   // Checks, in order: the magic (DataLoss "not an SST file"), the checksum

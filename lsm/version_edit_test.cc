@@ -221,7 +221,10 @@ TEST(VersionEditTest, EveryByteFlipDecodesCleanlyOrFails) {
       }
     }
   }
-  EXPECT_GT(errors, total / 10);
+  // About a tenth of the flips are refused; since the expiring value types
+  // 4 and 5 (2026-12-07) a flip of a file's key type to one of them decodes
+  // too, which took the share just under a tenth (394 of 3980).
+  EXPECT_GT(errors, total / 12);
 }
 
 TEST(VersionEditTest, UnknownTagIsDataLoss) {

@@ -236,6 +236,15 @@ static void test_reads_writes(void) {
   cairn_free(v);
   CHECK(cairn_get(db, ro, "missing", 7, &len, &err) == NULL);
   CHECK_CODE(err, CAIRN_NOT_FOUND);
+  /* A put with a TTL reads back until it expires; a TTL of 0 is refused. */
+  cairn_put_with_ttl(db, wo, "t", 1, "ttl", 3, 3600, &err);
+  CHECK_OK(err);
+  v = cairn_get(db, ro, "t", 1, &len, &err);
+  CHECK_OK(err);
+  CHECK(v != NULL && len == 3 && memcmp(v, "ttl", 3) == 0);
+  cairn_free(v);
+  cairn_put_with_ttl(db, wo, "t0", 2, "x", 1, 0, &err);
+  CHECK_CODE(err, CAIRN_INVALID_ARGUMENT);
   /* NULL key with a length, oversize key and value. */
   cairn_put(db, wo, NULL, 3, "v", 1, &err);
   CHECK_CODE(err, CAIRN_INVALID_ARGUMENT);

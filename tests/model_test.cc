@@ -1,6 +1,8 @@
-// Randomized model test: puts, deletes, batches, snapshots, iterators in both
-// directions, flushes, clean reopens and crashes, checked against a std::map
-// oracle. Crashes go through the fault-injecting file system: after each, the
+// Randomized model test: puts, deletes, expiring puts (an absolute expiry or
+// a write's TTL, against a fake clock the test moves), batches, snapshots,
+// iterators in both directions, flushes, clean reopens and crashes, checked
+// against a std::map oracle that expires its entries by the same clock.
+// Crashes go through the fault-injecting file system: after each, the
 // recovered state must equal the acknowledged write order replayed to some
 // prefix that holds every acknowledged sync write (docs/testing.md).
 //
@@ -14,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/db_impl.h"
+#include "core/testing/ttl_helpers.h"
 #include "gtest/gtest.h"
 #include "io/fault_file_system.h"
 #include "io/memory_file_system.h"
@@ -22,13 +25,33 @@
 namespace cairn {
 namespace {
 
-using Model = std::map<std::string, std::string>;
+using testing_clock::FakeClock;
+
+// A value and its expiry (microseconds since the epoch; 0: none).
+struct Entry {
+  std::string value;
+  uint64_t expiry = 0;
+  bool operator==(const Entry&) const = default;
+};
+using Model = std::map<std::string, Entry>;
+// What reads show: the model's entries not expired at some time.
+using Visible = std::map<std::string, std::string>;
+
+Visible VisibleAt(const Model& m, uint64_t now) {
+  Visible v;
+  for (const auto& [k, e] : m) {
+    if (e.expiry == 0 || e.expiry > now) v.emplace(k, e.value);
+  }
+  return v;
+}
 
 struct Update {
-  Update(std::string k, std::optional<std::string> v, std::optional<std::string> end = {})
+  Update(std::string k, std::optional<Entry> v, std::optional<std::string> end = {})
       : key(std::move(k)), value(std::move(v)), range_end(std::move(end)) {}
   std::string key;
-  std::optional<std::string> value;  // nullopt: a delete
+  // nullopt: a delete. An expiring put's entry carries its absolute expiry
+  // (a TTL given with the write is turned into one when it is written).
+  std::optional<Entry> value;
   // Set: DeleteRange(key, *range_end) (value unused).
   std::optional<std::string> range_end;
 };
@@ -37,6 +60,7 @@ struct Op {
   // One acknowledged write: a batch of puts, deletes and range deletes.
   std::vector<Update> updates;
   bool sync = false;
+  uint64_t ttl_seconds = 0;  // WriteOptions::ttl_seconds
 };
 
 void Apply(const Op& op, Model* m) {
@@ -87,7 +111,9 @@ class ModelTest : public ::testing::TestWithParam<ModelTestParams> {
 class Driver {
  public:
   Driver(uint64_t seed, Options options, std::shared_ptr<io::FileSystem> fs)
-      : rng_(seed), options_(options), fs_(std::move(fs)) {}
+      : rng_(seed), options_(options), fs_(std::move(fs)) {
+    options_.clock = clock_;
+  }
 
   void Open() {
     auto db = OpenWithFileSystem(options_, "/db", fs_);
@@ -110,6 +136,12 @@ class Driver {
     for (auto& c : v) c = static_cast<char>('a' + rng_() % 26);
     return v;
   }
+  // A put: one in five expires 1 to 20 seconds from now.
+  Entry RandomEntry() {
+    Entry e{RandomValue(), 0};
+    if (rng_() % 5 == 0) e.expiry = clock_->NowMicros() + (1 + rng_() % 20) * 1'000'000;
+    return e;
+  }
 
   // Runs n random operations; writes are logged in *log once acknowledged.
   void Run(int n, std::vector<Op>* log, bool check_reads) {
@@ -118,7 +150,9 @@ class Driver {
       if (r < 45) {
         Op op;
         op.sync = rng_() % 8 == 0;
-        op.updates.emplace_back(RandomKey(), RandomValue());
+        op.updates.emplace_back(RandomKey(), RandomEntry());
+        // Now and then the write's own TTL instead, for its plain puts.
+        if (rng_() % 10 == 0) op.ttl_seconds = 1 + rng_() % 20;
         Write(op, log);
       } else if (r < 60) {
         Op op;
@@ -134,7 +168,7 @@ class Driver {
             AddRangeDelete(&op);
           } else {
             op.updates.emplace_back(RandomKey(),
-                                    rng_() % 3 == 0 ? std::nullopt : std::optional(RandomValue()));
+                                    rng_() % 3 == 0 ? std::nullopt : std::optional(RandomEntry()));
           }
         }
         Write(op, log);
@@ -164,6 +198,8 @@ class Driver {
       } else if (r < 93) {
         auto gc = db_->RunGC();
         ASSERT_OK(gc);
+      } else if (r < 96) {
+        clock_->AdvanceSeconds(1 + rng_() % 6);
       } else if (check_reads && !snapshots_.empty()) {
         CheckSnapshot(snapshots_[rng_() % snapshots_.size()]);
       }
@@ -180,32 +216,42 @@ class Driver {
     op->updates.emplace_back(begin, std::nullopt, end);
   }
 
-  void Write(const Op& op, std::vector<Op>* log) {
+  void Write(Op op, std::vector<Op>* log) {
     WriteBatch b;
-    for (const Update& u : op.updates) {
+    for (Update& u : op.updates) {
       if (u.range_end.has_value()) {
         b.DeleteRange(u.key, *u.range_end);
-      } else if (u.value.has_value()) {
-        b.Put(u.key, *u.value);
-      } else {
+      } else if (!u.value.has_value()) {
         b.Delete(u.key);
+      } else if (u.value->expiry != 0) {
+        b.PutWithExpiry(u.key, u.value->value, u.value->expiry);
+      } else {
+        b.Put(u.key, u.value->value);
+        // The DB measures the TTL from the clock, which stands still here.
+        if (op.ttl_seconds != 0) {
+          u.value->expiry = clock_->NowMicros() + op.ttl_seconds * 1'000'000;
+        }
       }
     }
     WriteOptions wo;
     wo.sync = op.sync;
+    wo.ttl_seconds = op.ttl_seconds;
     absl::Status s = db_->Write(wo, b);
     ASSERT_OK(s);
     Apply(op, &model_);
     if (log != nullptr) log->push_back(op);
   }
 
+  Visible VisibleNow(const Model& m) { return VisibleAt(m, clock_->NowMicros()); }
+
   void CheckGet(const std::string& key, const Model& m, const Snapshot* snap) {
     ReadOptions ro;
     ro.snapshot = snap;
     std::string v;
     absl::Status s = db_->Get(ro, key, &v);
-    auto it = m.find(key);
-    if (it == m.end()) {
+    const Visible visible = VisibleNow(m);
+    auto it = visible.find(key);
+    if (it == visible.end()) {
       ASSERT_TRUE(absl::IsNotFound(s)) << key << ": " << s;
     } else {
       ASSERT_TRUE(s.ok()) << key << ": " << s;
@@ -213,7 +259,8 @@ class Driver {
     }
   }
 
-  void CheckIterator(const Snapshot* snap, const Model& m) {
+  void CheckIterator(const Snapshot* snap, const Model& model) {
+    const Visible m = VisibleNow(model);
     ReadOptions ro;
     ro.snapshot = snap;
     auto it = db_->NewIterator(ro);
@@ -263,8 +310,8 @@ class Driver {
     CheckIterator(snap.first, snap.second);
   }
 
-  Model ReadAll() {
-    Model m;
+  Visible ReadAll() {
+    Visible m;
     auto it = db_->NewIterator(ReadOptions());
     for (it->SeekToFirst(); it->Valid(); it->Next()) m[std::string(it->key())] = it->value();
     EXPECT_OK(it->status());
@@ -277,6 +324,7 @@ class Driver {
   }
 
   Model& model() { return model_; }
+  Visible visible_model() { return VisibleNow(model_); }
   DB* db() { return db_.get(); }
   std::mt19937_64& rng() { return rng_; }
 
@@ -284,6 +332,8 @@ class Driver {
   std::mt19937_64 rng_;
   Options options_;
   std::shared_ptr<io::FileSystem> fs_;
+  // Moves only forward, by the test's steps; shared by every open.
+  std::shared_ptr<FakeClock> clock_ = std::make_shared<FakeClock>();
   std::unique_ptr<DB> db_;
   Model model_;
   std::vector<std::pair<const Snapshot*, Model>> snapshots_;
@@ -302,7 +352,7 @@ TEST_P(ModelTest, RandomOperationsWithReopens) {
       d.Close();
       d.Open();
       ASSERT_FALSE(HasFatalFailure());
-      ASSERT_EQ(d.ReadAll(), d.model());
+      ASSERT_EQ(d.ReadAll(), d.visible_model());
     }
   }
 }
@@ -333,7 +383,7 @@ TEST_P(ModelTest, CrashesRecoverAPrefixHoldingEverySyncedWrite) {
       ASSERT_OK(fs->SimulateCrash(mode, d.rng()()));
       d.Open();
       ASSERT_FALSE(HasFatalFailure());
-      const Model recovered = d.ReadAll();
+      const Visible recovered = d.ReadAll();
       // Find the prefix of the log that the recovered state equals; it must
       // include the last sync write.
       size_t last_sync = 0;
@@ -344,7 +394,7 @@ TEST_P(ModelTest, CrashesRecoverAPrefixHoldingEverySyncedWrite) {
       std::optional<size_t> match;
       for (size_t p = 0; p <= log.size(); ++p) {
         if (p > 0) Apply(log[p - 1], &m);
-        if (p >= last_sync && m == recovered) {
+        if (p >= last_sync && d.VisibleNow(m) == recovered) {
           match = p;
           break;
         }
@@ -354,7 +404,8 @@ TEST_P(ModelTest, CrashesRecoverAPrefixHoldingEverySyncedWrite) {
           << ": recovered state is no prefix of the acknowledged writes holding the last sync "
              "write (of "
           << log.size() << " writes, last sync at " << last_sync << ")";
-      d.model() = recovered;
+      // The prefix, with its expiries, is the model from here on.
+      d.model() = m;
     }
   }
   std::printf("crash cycles: %d\n", cycles);

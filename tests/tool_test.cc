@@ -171,6 +171,9 @@ TEST_F(ToolTest, DumpUpdatesPrintsTheFeedAndCheckKeepsRetainedWals) {
     ASSERT_OK((*db)->Delete(WriteOptions(), "a"));
     ASSERT_OK((*db)->Flush());
     ASSERT_OK((*db)->Put(WriteOptions(), "b", "2"));
+    // An expiring put and a range deletion (2026-12-08, both merged in).
+    ASSERT_OK((*db)->PutWithTTL(WriteOptions(), "t", "3", 3600));
+    ASSERT_OK((*db)->DeleteRange(WriteOptions(), "x", "y"));
     ASSERT_OK((*db)->Close());
   }
   RunResult check = RunTool({"check", dir_});
@@ -182,7 +185,9 @@ TEST_F(ToolTest, DumpUpdatesPrintsTheFeedAndCheckKeepsRetainedWals) {
   EXPECT_THAT(r.output, HasSubstr("2..2 BATCH 1 entries\n  2 PUT big -> vvvv"));
   EXPECT_THAT(r.output, HasSubstr("(20000 bytes)"));
   EXPECT_THAT(r.output, HasSubstr("  3 DELETE a\n"));
-  EXPECT_THAT(r.output, HasSubstr("3 items through sequence 4"));
+  EXPECT_THAT(r.output, HasSubstr("  5 PUT t -> 3 (1 bytes) expires_at_us "));
+  EXPECT_THAT(r.output, HasSubstr("  6 DELETE_RANGE [x, y)\n"));
+  EXPECT_THAT(r.output, HasSubstr("5 items through sequence 6"));
   RunResult beyond = RunTool({"dump-updates", "--since=9", dir_});
   EXPECT_EQ(beyond.exit_code, 1) << beyond.output;
   EXPECT_THAT(beyond.output, HasSubstr("beyond the latest sequence number"));

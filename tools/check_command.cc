@@ -40,192 +40,13 @@
 #include <string_view>
 #include <vector>
 
-#include "absl/algorithm/container.h"
-#include "absl/container/btree_map.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/container/inlined_vector.h"
-#include "absl/hash/hash.h"
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cairn/db.h"
-#include "core/write_batch_internal.h"
-#include "lsm/dbformat.h"
-#include "lsm/filename.h"
-#include "lsm/log_format.h"
-#include "lsm/log_reader.h"
-#include "lsm/table_cache.h"
-#include "lsm/version_set.h"
-#include "tools/check_range_tombstones.h"
+#include "tools/check_checker.h"
 #include "tools/commands.h"
-#include "vlog/segment_accounting.h"
-#include "vlog/segment_edit.h"
-#include "vlog/segment_reader.h"
-#include "vlog/segment_scanner.h"
-#include "vlog/segment_set.h"
-#include "vlog/value_pointer.h"
 
 namespace cairn::tools {
-namespace {
-
-constexpr std::string_view kCommand = "check";
-
-// The maps' heterogeneous lookups take absl's string_view, which this
-// build's absl does not alias to std's.
-absl::string_view AbslView(std::string_view s) { return {s.data(), s.size()}; }
-
-class Checker {
- public:
-  Checker(io::FileSystem* fs, std::string dbname)
-      : fs_(fs), dbname_(std::move(dbname)), versions_(fs, dbname_) {}
-
-  // Runs every check; returns the exit code after printing the summary.
-  int Run() {
-    CheckOpens();
-    if (CheckManifest()) {
-      CheckSegments();
-      CheckWals();
-      CheckTables();
-      ResolveSuspects();
-      CheckOrphans();
-      CheckLedger();
-    }
-    PrintHiddenProblems();
-    absl::PrintF(
-        "summary: %d manifest records, %d tables (%d entries), %d WALs (%d batches, %d "
-        "entries), %d segments (%d records), %d value pointers checked (%d shadowed ones "
-        "into removed segments skipped), %d orphans, %d segments off the ledger; %d problems; "
-        "%d leftovers for the next open to clean up\n",
-        manifest_records_, tables_, table_entries_, wals_, wal_batches_, wal_entries_,
-        segments_checked_, segment_records_, pointers_checked_, stale_pointers_, orphans_,
-        unbalanced_segments_, problems_, cleanups_);
-    absl::PrintF("%s\n", problems_ > 0   ? "PROBLEMS FOUND"
-                         : cleanups_ > 0 ? "OK (with leftovers the next open cleans up)"
-                                         : "OK");
-    return problems_ == 0 ? kExitOk : kExitProblems;
-  }
-
- private:
-  // A pointer whose segment file is gone and is not live in the set: a
-  // problem only when its entry is the newest for the key.
-  struct Suspect {
-    std::string file;
-    std::string where;
-    std::string user_key;
-    lsm::SequenceNumber sequence;
-    vlog::ValuePointer pointer;
-    bool from_wal;
-  };
-
-  // The open's own verdict: DB::OpenForReadOnly applies the recovery rules
-  // (the OPTIONS check, the files the manifest lists, WAL replay) and
-  // writes nothing.
-  void CheckOpens() {
-    absl::StatusOr<std::unique_ptr<DB>> db = DB::OpenForReadOnly(Options(), dbname_);
-    if (!db.ok()) {
-      Problem(dbname_, absl::StrCat("a read-only open refuses it: ", db.status().ToString()));
-    }
-  }
-
-  // Counts a problem; prints it unless file already printed kMaxPrinted
-  // (a deleted segment would otherwise print one line per pointer).
-  void Problem(std::string_view file, std::string_view message) {
-    ++problems_;
-    if (++problems_per_file_[std::string(file)] > kMaxPrinted) return;
-    absl::PrintF("problem: %s: %s\n", std::string(file), std::string(message));
-  }
-  void PrintHiddenProblems() {
-    for (const auto& [file, n] : problems_per_file_) {
-      if (n > kMaxPrinted) {
-        absl::PrintF("problem: %s: ... %d more problems not shown\n", file, n - kMaxPrinted);
-      }
-    }
-  }
-  void Note(std::string_view message) { absl::PrintF("note: %s\n", std::string(message)); }
-  // A crash leftover: what the next open does with it is part of message.
-  void Cleanup(std::string_view file, std::string_view message) {
-    ++cleanups_;
-    absl::PrintF("cleanup: %s: %s\n", std::string(file), std::string(message));
-  }
-  // Whether the open refuses to delete an orphan SST or segment numbered
-  // number: when the manifest ended torn and the file is older than it, a
-  // lost record named it (DBImpl::CheckRecoveredFiles).
-  bool OrphanMayBeNamedByALostRecord(uint64_t number) const {
-    return manifest_torn_ && number <= manifest_number_;
-  }
-
-  bool WalsKeptForTheFeed() {
-    if (!wals_kept_.has_value()) wals_kept_ = WalRetentionSet(fs_, dbname_);
-    return *wals_kept_;
-  }
-  std::optional<bool> wals_kept_;
-
-  bool CheckManifest();
-  void CheckSegments();
-  void CheckWals();
-  // False when recovery would stop after this WAL (a closed one a crash
-  // cut before any sync): the newer ones are not replayed.
-  bool CheckWal(uint64_t number, bool newest);
-  // The offset of the WAL's first sync record saying the older WALs were
-  // synced whole, if it has one.
-  std::optional<uint64_t> OlderWalsWholeRecord(uint64_t number);
-  void CheckTables();
-  void CheckTable(int level, const lsm::FileMetaData& f);
-  void CheckPointer(const std::string& file, const std::string& where, std::string_view user_key,
-                    lsm::SequenceNumber seq, std::string_view bytes, bool from_wal);
-  void ResolveSuspects();
-  void CheckOrphans();
-  void CheckLedger();
-  // The bytes and records of segment_id that are copies of values a WAL
-  // record carries itself (no entry points at them).
-  std::pair<uint64_t, uint64_t> ValuesTheWalCarries(const vlog::SegmentInfo& info);
-
-  io::FileSystem* const fs_;
-  const std::string dbname_;
-  lsm::VersionSet versions_;
-  vlog::SegmentSet segments_;
-  std::shared_ptr<const lsm::Version> version_;
-  std::unique_ptr<lsm::TableCache> table_cache_;
-  uint64_t manifest_number_ = 0;
-  bool manifest_torn_ = false;
-  // Segments some manifest record added (even if a later one removed them).
-  absl::flat_hash_set<uint64_t> listed_segments_;
-
-  // Segment id -> its reader, or why it could not be opened.
-  // Open readers by segment, and the open errors of segments that failed.
-  absl::flat_hash_map<uint64_t, std::shared_ptr<const vlog::SegmentReader>> readers_;
-  absl::flat_hash_map<uint64_t, absl::Status> reader_errors_;
-  // Segment id -> its punched runs, read from segments_ once.
-  absl::flat_hash_map<uint64_t, std::vector<vlog::PunchRun>> punched_runs_;
-  // User key -> newest sequence seen in the WALs (newer than any SST's).
-  absl::flat_hash_map<std::string, lsm::SequenceNumber> wal_keys_;
-  // Segments that WAL entries point into (not orphans even if not in the set).
-  absl::flat_hash_set<uint64_t> wal_segments_;
-  // User key -> hashes of the values the WALs carry for it (kValue
-  // entries), and the records (segment, offset) that entries of those keys
-  // or of the WALs point at: a synced group's WAL record carries its
-  // values, and their value-log copies are named by nothing once the next
-  // open replays it (docs/durability.md, "Synced groups of small values").
-  absl::flat_hash_map<std::string, absl::InlinedVector<size_t, 1>> wal_values_;
-  absl::flat_hash_set<std::pair<uint64_t, uint64_t>> wal_value_refs_;
-  std::vector<Suspect> suspects_;
-  CheckRangeTombstones range_dels_;  // a covered pointer's value may be gone
-  // Every decodable pointer of every SST and WAL entry, for the ledger.
-  vlog::SegmentAccounting accounting_;
-  // Segments not yet sealed: (bytes, records) up to their last whole record.
-  absl::flat_hash_map<uint64_t, std::pair<uint64_t, uint64_t>> active_sizes_;
-  std::string value_scratch_;  // values read back through pointers
-
-  uint64_t manifest_records_ = 0, tables_ = 0, table_entries_ = 0, wals_ = 0;
-  uint64_t wal_batches_ = 0, wal_entries_ = 0, segments_checked_ = 0, segment_records_ = 0;
-  uint64_t pointers_checked_ = 0, stale_pointers_ = 0, orphans_ = 0, problems_ = 0;
-  uint64_t unbalanced_segments_ = 0, cleanups_ = 0;
-  // A table or WAL could not be read whole: the ledger lacks its pointers.
-  bool index_unread_ = false;
-  static constexpr uint64_t kMaxPrinted = 10;
-  absl::btree_map<std::string, uint64_t> problems_per_file_;
-};
+namespace check_internal {
 
 bool Checker::CheckManifest() {
   const std::string current = lsm::CurrentFileName(dbname_);
@@ -434,8 +255,13 @@ bool Checker::CheckWal(uint64_t number, bool newest) {
     const std::string where = absl::StrFormat("batch at offset %d", offset);
     absl::Status s =
         WriteBatchInternal::ForEach(record, [&](lsm::SequenceNumber seq, lsm::ValueType type,
-                                                std::string_view key, std::string_view value) {
+                                                std::string_view key, std::string_view stored) {
           ++wal_entries_;
+          // Checked by the value, without an expiry (ForEach checked it).
+          lsm::StoredValue sv;
+          lsm::SplitStoredValue(type, stored, &sv);
+          type = sv.type;
+          const std::string_view value = sv.payload;
           lsm::SequenceNumber& newest_seq = wal_keys_[std::string(key)];
           newest_seq = std::max(newest_seq, seq);
           if (type == lsm::ValueType::kValue) {
@@ -539,8 +365,11 @@ void Checker::CheckTable(int level, const lsm::FileMetaData& f) {
     }
     prev.assign(ikey);
     ++table_entries_;
-    if (p.type == lsm::ValueType::kValuePointer) {
-      CheckPointer(name, absl::StrFormat("entry %d", index), p.user_key, p.sequence, it->value(),
+    lsm::StoredValue sv;
+    if (!lsm::SplitStoredValue(p.type, it->value(), &sv)) {
+      key_problem(index, ikey, "expiring entry without its expiry");
+    } else if (sv.type == lsm::ValueType::kValuePointer) {
+      CheckPointer(name, absl::StrFormat("entry %d", index), p.user_key, p.sequence, sv.payload,
                    /*from_wal=*/false);
     }
   }
@@ -657,138 +486,10 @@ void Checker::ResolveSuspects() {
   }
 }
 
-void Checker::CheckOrphans() {
-  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(dbname_);
-  if (!names.ok()) return;  // reported by CheckWals
-  absl::flat_hash_set<uint64_t> tables;
-  for (int level = 0; level < lsm::kNumLevels; ++level) {
-    for (const auto& f : version_->files(level)) tables.insert(f->number);
-  }
-  std::sort(names->begin(), names->end());
-  for (const std::string& name : *names) {
-    uint64_t number = 0;
-    lsm::FileType type = lsm::FileType::kUnknown;
-    if (!lsm::ParseFileName(name, &number, &type)) {
-      Note(absl::StrCat("unrecognized file ", name, " (ignored)"));
-      continue;
-    }
-    // The next open refuses a file a lost manifest record may have named;
-    // it deletes every other orphan.
-    const std::string lost_record = absl::StrFormat(
-        ", and the manifest ends in a torn record: a record it lost named this file (numbered "
-        "below %s), so the next open refuses it",
-        BaseName(lsm::ManifestFileName(dbname_, manifest_number_)));
-    switch (type) {
-      case lsm::FileType::kTable:
-        if (!tables.contains(number)) {
-          ++orphans_;
-          if (OrphanMayBeNamedByALostRecord(number) && !versions_.ManifestListedTable(number)) {
-            Problem(name, absl::StrCat("orphan SST, not in the current version", lost_record));
-          } else {
-            Cleanup(name, "orphan SST, not in the current version: the next open deletes it");
-          }
-        }
-        break;
-      case lsm::FileType::kValueLog:
-        if (!segments_.Contains(number) && !wal_segments_.contains(number)) {
-          ++orphans_;
-          if (OrphanMayBeNamedByALostRecord(number) && !listed_segments_.contains(number)) {
-            Problem(name,
-                    absl::StrCat("orphan value-log segment, not in the segment set", lost_record));
-          } else {
-            Cleanup(name,
-                    "orphan value-log segment, not in the segment set and no WAL needs it: "
-                    "the next open deletes it");
-          }
-        }
-        break;
-      case lsm::FileType::kTemp:
-        ++orphans_;
-        Cleanup(name, "temporary file (a write a crash cut): the next open deletes it");
-        break;
-      case lsm::FileType::kLog:
-        if (number < versions_.LogNumber() && WalsKeptForTheFeed()) {
-          absl::PrintF("kept: %s: a WAL the tables hold, kept for the change feed "
-                       "(wal_ttl_seconds or wal_size_limit_bytes); never replayed\n",
-                       name);
-        } else if (number < versions_.LogNumber()) {
-          Cleanup(name,
-                  "obsolete WAL, below the log number (its writes are in tables): the next "
-                  "open deletes it");
-        }
-        break;
-      case lsm::FileType::kManifest:
-        if (number != manifest_number_) {
-          Cleanup(name, "stale manifest (CURRENT names another): the next open deletes it");
-        }
-        break;
-      case lsm::FileType::kCurrent:
-      case lsm::FileType::kLock:
-      case lsm::FileType::kOptions:
-      case lsm::FileType::kInfoLog:
-      case lsm::FileType::kUnknown:
-        break;
-    }
-  }
-}
+}  // namespace check_internal
 
-void Checker::CheckLedger() {
-  for (vlog::SegmentAccounting::Imbalance b : accounting_.Check(segments_, active_sizes_)) {
-    const std::string name(BaseName(lsm::ValueLogFileName(dbname_, b.segment_id)));
-    if (b.unaccounted_bytes() > 0 && !wal_values_.empty()) {
-      const auto [bytes, records] = ValuesTheWalCarries(*segments_.Get(b.segment_id));
-      // More than the leak would mean a match by chance: leave it out.
-      if (bytes > 0 && bytes <= static_cast<uint64_t>(b.unaccounted_bytes())) {
-        Note(
-            absl::StrFormat("%s: %d records (%d bytes) whose values a WAL record carries too (a "
-                            "synced group's): on the ledger as garbage, which the next open "
-                            "counts once it replays that record",
-                            name, records, bytes));
-        b.garbage_bytes += bytes;
-        b.garbage_records += records;
-        if (b.unaccounted_bytes() == 0) continue;
-      }
-    }
-    ++unbalanced_segments_;
-    if (b.unaccounted_bytes() > 0 && index_unread_) {
-      // The pointers of what could not be read may name these bytes.
-      Problem(name, absl::StrCat(b.DebugString(),
-                                 ", or named by the entries of a table or WAL "
-                                 "that could not be read (above)"));
-    } else if (b.unaccounted_bytes() > 0) {
-      // A crash between a value's write and its WAL record's, or before a
-      // garbage count reached the manifest; the open recounts the ledger
-      // (DBImpl::CountUnaccountedGarbage).
-      Cleanup(name, absl::StrCat(b.DebugString(), ": the next open counts them as garbage"));
-    } else {
-      Problem(name, b.DebugString());
-    }
-  }
-}
-
-std::pair<uint64_t, uint64_t> Checker::ValuesTheWalCarries(const vlog::SegmentInfo& info) {
-  vlog::SegmentScannerOptions options;
-  options.category = io::IoCategory::kValueLog;
-  options.allow_torn_tail = !info.sealed;
-  options.skip_runs = segments_.PunchedRuns(info.segment_id);
-  absl::StatusOr<std::unique_ptr<vlog::SegmentScanner>> scanner = vlog::SegmentScanner::Open(
-      fs_, lsm::ValueLogFileName(dbname_, info.segment_id), info.segment_id, options);
-  if (!scanner.ok()) return {0, 0};  // reported by CheckSegments
-  uint64_t bytes = 0, records = 0;
-  vlog::ScannedRecord r;
-  while ((*scanner)->Next(&r)) {
-    auto values = wal_values_.find(AbslView(r.key));
-    if (values == wal_values_.end() || wal_value_refs_.contains({info.segment_id, r.offset})) {
-      continue;
-    }
-    if (absl::c_linear_search(values->second, absl::HashOf(r.value))) {
-      bytes += r.size;
-      ++records;
-    }
-  }
-  return {bytes, records};
-}
-
+namespace {
+constexpr std::string_view kCommand = "check";
 }  // namespace
 
 int RunCheck(const Args& args) {
@@ -799,7 +500,7 @@ int RunCheck(const Args& args) {
     return Fail(kCommand, absl::NotFoundError(absl::StrCat(args[0], ": does not exist")));
   }
   absl::PrintF("checking %s (read-only; the LOCK is not taken)\n", args[0]);
-  Checker checker(fs->get(), args[0]);
+  check_internal::Checker checker(fs->get(), args[0]);
   return checker.Run();
 }
 

@@ -28,6 +28,18 @@ std::string EntryLine(std::string_view ikey, std::string_view value) {
   if (!lsm::ParseInternalKey(ikey, &p)) {
     return absl::StrFormat("BAD INTERNAL KEY '%s' value_len %d", Escape(ikey), value.size());
   }
+  if (lsm::HasExpiry(p.type)) {
+    // The line of the plain entry, then its expiry (microseconds since the
+    // Unix epoch).
+    lsm::StoredValue sv;
+    if (!lsm::SplitStoredValue(p.type, value, &sv)) {
+      return absl::StrFormat("'%s' @ %d BAD EXPIRING ENTRY value_len %d", Escape(p.user_key),
+                             p.sequence, value.size());
+    }
+    std::string plain;
+    lsm::AppendInternalKey(&plain, p.user_key, p.sequence, sv.type);
+    return absl::StrCat(EntryLine(plain, sv.payload), " expires_at_us ", sv.expiry_micros);
+  }
   switch (p.type) {
     case lsm::ValueType::kDeletion:
       return absl::StrFormat("'%s' @ %d DEL", Escape(p.user_key), p.sequence);
@@ -42,6 +54,8 @@ std::string EntryLine(std::string_view ikey, std::string_view value) {
                              ptr.ok() ? ptr->DebugString()
                                       : absl::StrCat("BAD POINTER (", ptr.status().message(), ")"));
     }
+    default:
+      break;
   }
   return "";
 }

@@ -39,9 +39,24 @@ class EntryPrinter : public WriteBatch::Handler {
     }
     ++sequence_;
   }
+  // An expiring put (WAL format 6) with its expiry in microseconds since
+  // the Unix epoch, as dump-wal prints it.
+  void PutWithExpiry(std::string_view key, std::string_view value,
+                     uint64_t expiry_micros) override {
+    if (Take()) {
+      absl::PrintF("  %d PUT %s -> %s (%d bytes) expires_at_us %d\n", sequence_, Escape(key),
+                   Preview(value), value.size(), expiry_micros);
+    }
+    ++sequence_;
+  }
   void Delete(std::string_view key) override {
     if (Take()) absl::PrintF("  %d DELETE %s\n", sequence_, Escape(key));
     ++sequence_;
+  }
+  absl::Status DeleteRange(std::string_view begin, std::string_view end) override {
+    if (Take()) absl::PrintF("  %d DELETE_RANGE [%s, %s)\n", sequence_, Escape(begin), Escape(end));
+    ++sequence_;
+    return absl::OkStatus();
   }
 
  private:

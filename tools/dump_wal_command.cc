@@ -57,6 +57,16 @@ absl::StatusOr<uint64_t> LogNumberOf(io::FileSystem* fs, const std::string& path
 
 std::string EntryLine(lsm::SequenceNumber seq, lsm::ValueType type, std::string_view key,
                       std::string_view value) {
+  if (lsm::HasExpiry(type)) {
+    // The line of the plain entry, then its expiry (microseconds since the
+    // Unix epoch).
+    lsm::StoredValue sv;
+    if (!lsm::SplitStoredValue(type, value, &sv)) {
+      return absl::StrFormat("  seq %d BAD EXPIRING ENTRY '%s'", seq, Escape(key));
+    }
+    return absl::StrCat(EntryLine(seq, sv.type, key, sv.payload), " expires_at_us ",
+                        sv.expiry_micros);
+  }
   switch (type) {
     case lsm::ValueType::kDeletion:
       return absl::StrFormat("  seq %d DEL '%s'", seq, Escape(key));
@@ -71,6 +81,8 @@ std::string EntryLine(lsm::SequenceNumber seq, lsm::ValueType type, std::string_
                              ptr.ok() ? ptr->DebugString()
                                       : absl::StrCat("BAD POINTER (", ptr.status().message(), ")"));
     }
+    default:
+      break;
   }
   return absl::StrFormat("  seq %d type %d '%s'", seq, static_cast<int>(type), Escape(key));
 }

@@ -193,6 +193,11 @@ void cairn_repair_db(const cairn_options_t* options, const char* path, char** re
 /* options may be NULL for the defaults (here and for every read). */
 void cairn_put(cairn_t* db, const cairn_writeoptions_t* options, const char* key, size_t keylen,
                const char* val, size_t vallen, char** errptr);
+/* DB::PutWithTTL: the key reads as deleted ttl_seconds after the write;
+   a TTL of 0 or over kMaxTtlSeconds (2^32) is an InvalidArgument error. */
+void cairn_put_with_ttl(cairn_t* db, const cairn_writeoptions_t* options, const char* key,
+                        size_t keylen, const char* val, size_t vallen, uint64_t ttl_seconds,
+                        char** errptr);
 void cairn_delete(cairn_t* db, const cairn_writeoptions_t* options, const char* key, size_t keylen,
                   char** errptr);
 /* Deletes every key in [begin, end) (end exclusive). An error (in *errptr)

@@ -132,6 +132,12 @@ class DB {
   // FailedPrecondition on a read-only or closed DB.
   virtual absl::StatusOr<std::unique_ptr<UpdateIterator>> GetUpdatesSince(
       uint64_t since, const UpdatesOptions& options = UpdatesOptions()) = 0;
+  // A Put that expires ttl_seconds after it is written (RocksDB's DBWithTTL
+  // puts): Get, MultiGet and iterators then see the key as deleted, and
+  // compaction drops it, its separated value counted as garbage unread.
+  // InvalidArgument for a TTL of 0 (use Put) or over kMaxTtlSeconds.
+  absl::Status PutWithTTL(const WriteOptions& options, std::string_view key,
+                          std::string_view value, uint64_t ttl_seconds);
 
   // Sets *value; NotFound when the key has no value.
   virtual absl::Status Get(const ReadOptions& options, std::string_view key,

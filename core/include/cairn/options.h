@@ -12,7 +12,8 @@
 namespace cairn {
 
 class Snapshot;
-class EventListener;  // cairn/listener.h
+class EventListener;     // cairn/listener.h
+class CompactionFilter;  // cairn/compaction_filter.h
 namespace io {
 class FileSystem;  // cairn/file_system.h
 }  // namespace io
@@ -38,6 +39,21 @@ enum class Compression : uint8_t { kNone = 0, kZstd = 1 };
 
 // Largest Options::wal_ttl_seconds: 100 years.
 inline constexpr uint64_t kMaxWalTtlSeconds = uint64_t{3155760000};
+
+// The time expiring writes are measured against (Options::clock). Tests
+// give a fake one; null in Options means the system's real-time clock.
+class Clock {
+ public:
+  virtual ~Clock() = default;
+  // Microseconds since the Unix epoch. Must be safe to call from any thread.
+  // The DB never sees time go back: it uses the largest value it has read
+  // so far (docs/decisions/20261207_ttl_expiry.md).
+  virtual uint64_t NowMicros() = 0;
+};
+
+// Longest TTL accepted, in seconds (about 136 years): a longer one is
+// InvalidArgument, so that now + TTL can never overflow or wrap.
+inline constexpr uint64_t kMaxTtlSeconds = uint64_t{1} << 32;
 
 struct Options {
   // Create the database when the directory holds none. Default: true.
@@ -266,6 +282,19 @@ struct Options {
   // stats_dump_period_sec does, so that a LOG shows how the amplifications,
   // stalls and caches moved over a database's life. 0: never. Default: 600.
   uint32_t stats_dump_period_sec = 600;
+
+  // Expiry (issue 60; README.md, "Expiry"). Every Put and WriteBatch::Put
+  // that names no TTL of its own expires this many seconds after it is
+  // written; 0 (default): such writes never expire. At most kMaxTtlSeconds.
+  // Not persisted: each open states its own.
+  uint64_t default_ttl_seconds = 0;
+  // The clock expiry is measured against; null (default): the system's.
+  std::shared_ptr<Clock> clock;
+  // Called by compactions for each entry no snapshot can see, to keep,
+  // remove or change it (cairn/compaction_filter.h). Must be thread-safe:
+  // the key ranges of one compaction call it from several threads.
+  // Default: none.
+  std::shared_ptr<CompactionFilter> compaction_filter;
 };
 
 struct ReadOptions {
@@ -346,6 +375,12 @@ struct WriteOptions {
   // fdatasync the log before acknowledging. A sync write survives power
   // loss; a non-sync write survives a process crash once acknowledged.
   bool sync = false;
+  // Seconds after the write at which its Puts expire (reads then see them
+  // as deleted; compaction drops them). 0 (default): Options::
+  // default_ttl_seconds applies. Over kMaxTtlSeconds: the write is refused
+  // with InvalidArgument. A Put made with WriteBatch::PutWithExpiry keeps
+  // its own expiry.
+  uint64_t ttl_seconds = 0;
 };
 
 }  // namespace cairn

@@ -54,6 +54,14 @@ struct Stats {
   uint64_t range_deletes = 0;
   uint64_t range_tombstones_in_tables = 0;
 
+  // Expiry and compaction filters since open (issue 60): expired entries
+  // compactions dropped (their separated values counted as garbage unread),
+  // entries the filter removed and values it changed, and the value-log
+  // reads (and bytes) the filter asked for.
+  uint64_t expired_dropped = 0;
+  uint64_t filter_removed = 0, filter_changed = 0;
+  uint64_t filter_value_reads = 0, filter_value_bytes_read = 0;
+
   // Bytes written to disk by component (from the io layer's counters).
   uint64_t wal_bytes_written = 0;
   // Zeros written ahead of the WAL's appends (Options::wal_prefill_bytes).

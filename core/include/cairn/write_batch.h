@@ -21,6 +21,11 @@ class WriteBatch {
  public:
   WriteBatch();
   void Put(std::string_view key, std::string_view value);
+  // A Put that reads as deleted from expiry_micros (microseconds since the
+  // Unix epoch, measured by Options::clock) on; WriteOptions::ttl_seconds
+  // and Options::default_ttl_seconds leave it as it is. 0 records
+  // InvalidArgument in status() (0 means "never expires": use Put).
+  void PutWithExpiry(std::string_view key, std::string_view value, uint64_t expiry_micros);
   void Delete(std::string_view key);
   // Deletes every key in [begin, end) (end exclusive) that exists when the
   // batch is applied. begin >= end, or either over kMaxKeySize, records
@@ -51,6 +56,12 @@ class WriteBatch {
     // Iterate with that status: a handler written before range deletions
     // (2026-12-07) is told rather than shown a batch with updates missing.
     virtual absl::Status DeleteRange(std::string_view begin, std::string_view end);
+    // An expiring Put; by default handed to Put without its expiry.
+    virtual void PutWithExpiry(std::string_view key, std::string_view value,
+                               uint64_t expiry_micros) {
+      (void)expiry_micros;
+      Put(key, value);
+    }
   };
   absl::Status Iterate(Handler* handler) const;
 
