@@ -123,6 +123,44 @@ TEST(PreparedRecordsLimitsTest, OversizedKeyIsRefusedAndNothingIsAdded) {
   EXPECT_TRUE(prepared.bytes().empty());
 }
 
+// A thread's next large Reserve encodes into the buffer its last
+// PreparedRecords ended with (same records, no new allocation); a buffer
+// over kKeptBufferBytes is not kept, and another thread keeps its own.
+TEST(PreparedRecordsBufferTest, AThreadsNextReserveReusesItsLastBuffer) {
+  const std::string value(256 << 10, 'v');
+  const char* first = nullptr;
+  std::string first_bytes;
+  {
+    PreparedRecords a(RecordEncoding{});
+    a.Reserve(8 << 20);
+    for (int i = 0; i < 16; ++i) ASSERT_TRUE(a.Add("key" + std::to_string(i), value).ok());
+    first = a.bytes().data();
+    first_bytes = std::string(a.bytes());
+  }
+  {
+    PreparedRecords b(RecordEncoding{});
+    b.Reserve(4 << 20);
+    for (int i = 0; i < 16; ++i) ASSERT_TRUE(b.Add("key" + std::to_string(i), value).ok());
+    EXPECT_EQ(b.bytes().data(), first);
+    EXPECT_EQ(b.bytes(), first_bytes);  // a kept buffer carries nothing over
+  }
+  std::thread([&] {
+    PreparedRecords c(RecordEncoding{});
+    c.Reserve(4 << 20);
+    ASSERT_TRUE(c.Add("k", value).ok());
+    EXPECT_NE(c.bytes().data(), first);
+  }).join();
+  {
+    PreparedRecords big(RecordEncoding{});
+    big.Reserve(PreparedRecords::kKeptBufferBytes + 1);
+    ASSERT_TRUE(big.Add("k", value).ok());
+  }
+  PreparedRecords d(RecordEncoding{});
+  d.Reserve(4 << 20);
+  ASSERT_TRUE(d.Add("k", value).ok());
+  EXPECT_EQ(d.bytes().data(), first);  // the 8 MiB buffer, not the one over the limit
+}
+
 INSTANTIATE_TEST_SUITE_P(Compression, PreparedRecordsTest, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& info) {
                            return info.param ? "Zstd" : "None";
