@@ -87,7 +87,9 @@ TEST_P(TtlTest, ExpiredEntriesReadAsDeletedAtEveryLevel) {
     EXPECT_EQ(Keys(true), (std::vector<std::string>{Key(1), Key(2)}));
     EXPECT_EQ(Keys(false, /*keys_only=*/true), (std::vector<std::string>{Key(1), Key(2)}));
     clock_->AdvanceSeconds(10);
-    const std::vector<std::string_view> keys = {Key(0), Key(1), Key(2)};
+    // The views need strings that outlive them (Key returns a temporary).
+    const std::vector<std::string> names = {Key(0), Key(1), Key(2)};
+    const std::vector<std::string_view> keys(names.begin(), names.end());
     std::vector<std::string> values;
     std::vector<absl::Status> st = db_->MultiGet({}, keys, &values);
     EXPECT_TRUE(absl::IsNotFound(st[0])) << st[0];
